@@ -1,0 +1,64 @@
+"""Values the rule engine reads and returns: the persisted scaler state and the decision."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+UP = "up"
+DOWN = "down"
+HOLD = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class ScalerState:
+    """Everything the engine must remember between evaluations; lives in Table storage.
+
+    ``capacity`` is the last capacity the scaler asked for; ``ready_capacity`` the part of it
+    that serves already (new instances serve after the provisioning delay, ``pending_ready_at``).
+    ``throughput_per_instance`` (events per second) is learned from saturated periods.
+    """
+
+    target: str
+    capacity: int | None = None
+    ready_capacity: int | None = None
+    pending_ready_at: datetime | None = None
+    last_action_at: datetime | None = None
+    last_direction: str = HOLD
+    last_decision_id: str | None = None
+    last_reason_code: str | None = None
+    last_sample_at: datetime | None = None
+    throughput_per_instance: float | None = None
+    throughput_observations: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What the engine decided for one evaluation, with the numbers behind it.
+
+    ``target_capacity`` is absolute (never "+1") so that a duplicated action cannot scale twice;
+    it is ``None`` when the engine holds. ``reasons`` explain the action or why there was none.
+    """
+
+    decision_id: str
+    target: str
+    evaluated_at: datetime
+    current_capacity: int | None
+    target_capacity: int | None
+    direction: str
+    reason_code: str
+    reasons: tuple[str, ...]
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+    state: ScalerState | None = None
+
+    @property
+    def acts(self) -> bool:
+        return self.target_capacity is not None and self.direction != HOLD
+
+
+def decision_id_for(target: str, sample_id: str) -> str:
+    """One decision per target and evaluated sample: a redelivered sample maps to the same id."""
+    return hashlib.sha256(f"{target}|{sample_id}".encode()).hexdigest()[:24]

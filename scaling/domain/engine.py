@@ -1,0 +1,276 @@
+"""The rule engine: ``evaluate(policy, state, history, now) -> Decision``.
+
+Pure and deterministic: time comes in as ``now``, state comes in and goes out as values. Two
+modes share the bookkeeping (duplicates, ordering, bounds, cooldowns, learning throughput):
+
+- ``rules``: threshold rules over a window (the seed design and what Azure Monitor can express,
+  plus per-instance and lag-seconds metrics, tiers and combined rules);
+- ``slo``: keeps the oldest unprocessed event younger than the SLO using the arrival rate, the
+  learned per-instance throughput and the event ages, and spends the SLO budget to absorb noise
+  (see ``slo.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from scaling.domain.decisions import DOWN, HOLD, UP, Decision, ScalerState, decision_id_for
+from scaling.domain.lag import balanced_counts
+from scaling.domain.policy import Rule, TargetPolicy
+from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample
+
+#: Weight of a new saturated observation in the learned per-instance throughput.
+THROUGHPUT_LEARNING_RATE = 0.3
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """One mode's wish before bounds and cooldowns: a capacity, or ``None`` to hold."""
+
+    capacity: int | None
+    direction: str
+    reason_code: str
+    reasons: tuple[str, ...]
+    metrics: dict
+
+
+def window_samples(history: Iterable[MetricSample], target: str, now: datetime, window_seconds: float) -> list[MetricSample]:
+    """The target's samples inside the window, de-duplicated by id and ordered by collection time.
+
+    Late samples (arriving after newer ones) land in their place by time; samples from the
+    future beyond the tolerated clock skew are ignored.
+    """
+    start = now - timedelta(seconds=window_seconds)
+    unique: dict[str, MetricSample] = {}
+    for sample in history:
+        if sample.target == target and start < sample.collected_at <= now + MAX_CLOCK_SKEW:
+            unique.setdefault(sample.sample_id, sample)
+    return sorted(unique.values(), key=lambda sample: sample.collected_at)
+
+
+def partition_count(sample: MetricSample) -> int:
+    """Partitions of the largest Event Hubs source (0 when no source has partitions)."""
+    return max((len(source.partitions) for source in sample.sources), default=0)
+
+
+def allowed_counts(target: TargetPolicy, partitions: int) -> list[int]:
+    """Instance counts the policy allows, ascending."""
+    bounds = target.bounds
+    high = bounds.max_instances
+    if bounds.cap_at_partitions and partitions > 0:
+        high = min(high, max(partitions, bounds.min_instances))
+    if bounds.balanced_counts and partitions > 0:
+        counts = [count for count in balanced_counts(partitions) if bounds.min_instances <= count <= high]
+        for edge in (bounds.min_instances, high):
+            if edge not in counts:
+                counts.append(edge)
+        return sorted(set(counts))
+    return list(range(bounds.min_instances, high + 1))
+
+
+def snap_up(counts: Sequence[int], wanted: int) -> int:
+    """The smallest allowed count at or above ``wanted`` (the largest allowed when none is)."""
+    for count in counts:
+        if count >= wanted:
+            return count
+    return counts[-1]
+
+
+def snap_down(counts: Sequence[int], wanted: int) -> int:
+    """The largest allowed count at or below ``wanted`` (the smallest allowed when none is)."""
+    for count in reversed(counts):
+        if count <= wanted:
+            return count
+    return counts[0]
+
+
+def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_capacity: int | None) -> ScalerState:
+    """Update the per-instance throughput from the last interval when every partition had backlog.
+
+    Only saturated intervals tell the real rate: when some partition ran dry, instances were idle
+    part of the time and the observed rate understates what they can do.
+    """
+    if len(samples) < 3 or not ready_capacity:
+        return state
+    before, earlier, later = samples[-3], samples[-2], samples[-1]
+    if not (earlier.ok and later.ok and before.ok):
+        return state
+    if earlier.capacity != later.capacity or before.capacity != later.capacity:
+        return state
+    # Checkpoints trail the position, so the interval is saturated only if backlog stayed
+    # everywhere in both ends of it and the one before.
+    for sample in (before, earlier, later):
+        partitions = [p for source in sample.sources for p in source.partitions]
+        if not partitions or any(p.backlog <= 0 for p in partitions):
+            return state
+    elapsed = (later.collected_at - earlier.collected_at).total_seconds()
+    if elapsed <= 0:
+        return state
+    positions_before, positions_after = earlier.positions(), later.positions()
+    processed = 0
+    for key in positions_before.keys() & positions_after.keys():
+        start, end = positions_before[key].checkpoint, positions_after[key].checkpoint
+        if start is None or end is None or end < start:
+            return state
+        processed += end - start
+    observed = processed / elapsed / ready_capacity
+    if observed <= 0:
+        return state
+    if state.throughput_per_instance is None:
+        learned = observed
+    else:
+        learned = (1 - THROUGHPUT_LEARNING_RATE) * state.throughput_per_instance + THROUGHPUT_LEARNING_RATE * observed
+    return replace(state, throughput_per_instance=learned, throughput_observations=state.throughput_observations + 1)
+
+
+# --- threshold rules -------------------------------------------------------------------------
+
+
+def metric_value(rule: Rule, sample: MetricSample, throughput_per_instance: float | None) -> float | None:
+    """The rule's metric for one sample, or ``None`` when it cannot be computed."""
+    sources = [source for source in sample.sources if source.ok and (rule.source is None or source.name == rule.source)]
+    if not sources:
+        return None
+    backlog = float(sum(source.backlog for source in sources))
+    capacity = sample.capacity or 0
+    if rule.metric == "backlog":
+        return backlog
+    if rule.metric == "backlog_per_instance":
+        return backlog / max(capacity, 1)
+    if throughput_per_instance is None or throughput_per_instance <= 0:
+        return None
+    return backlog / (throughput_per_instance * max(capacity, 1))
+
+
+def aggregate(values: Sequence[float], how: str) -> float:
+    if how == "maximum":
+        return max(values)
+    if how == "latest":
+        return values[-1]
+    return sum(values) / len(values)
+
+
+def _rules_proposal(target: TargetPolicy, samples: Sequence[MetricSample], now: datetime,
+                    capacity: int, throughput: float | None) -> Proposal:
+    up_votes: list[tuple[int, str]] = []
+    down_votes: list[str] = []
+    holds: list[str] = []
+    metrics: dict = {}
+    hold_code = "within_thresholds"
+    for rule in target.rules:
+        start = now - timedelta(seconds=rule.window_seconds)
+        in_window = [s for s in samples if s.collected_at > start]
+        values = [v for v in (metric_value(rule, s, throughput) for s in in_window) if v is not None]
+        up_threshold, down_threshold = rule.thresholds_for(capacity)
+        if len(values) < rule.min_samples:
+            holds.append(f"{rule.name}: only {len(values)} of {rule.min_samples} samples in the {rule.window_seconds}s window")
+            hold_code = "too_few_samples"
+            continue
+        up_value = aggregate(values, rule.scale_up_aggregate or rule.aggregate)
+        down_value = aggregate(values, rule.scale_down_aggregate or rule.aggregate)
+        metrics[rule.name] = {"metric": rule.metric, "scale_up_value": round(up_value, 3),
+                              "scale_down_value": round(down_value, 3), "samples": len(values),
+                              "scale_up_above": up_threshold, "scale_down_below": down_threshold}
+        if up_threshold is not None and up_value > up_threshold:
+            up_votes.append((target.scale_up.size(capacity),
+                             f"{rule.name}: {rule.scale_up_aggregate or rule.aggregate} {rule.metric} {up_value:.1f} > {up_threshold:g}"))
+        elif down_threshold is not None and down_value < down_threshold:
+            down_votes.append(f"{rule.name}: {rule.scale_down_aggregate or rule.aggregate} {rule.metric} {down_value:.1f} < {down_threshold:g}")
+        else:
+            holds.append(f"{rule.name}: {rule.metric} {up_value:.1f} within thresholds")
+    if up_votes:
+        step = max(size for size, _ in up_votes)
+        return Proposal(capacity + step, UP, "rule_scale_up", tuple(reason for _, reason in up_votes), metrics)
+    if down_votes and len(down_votes) == len(target.rules):
+        return Proposal(capacity - target.scale_down.size(capacity), DOWN, "rule_scale_down", tuple(down_votes), metrics)
+    if down_votes:
+        holds.append("scale-in needs every rule to agree")
+        hold_code = "rules_disagree" if hold_code == "within_thresholds" else hold_code
+    return Proposal(None, HOLD, hold_code, tuple(holds), metrics)
+
+
+# --- the engine ------------------------------------------------------------------------------
+
+
+def _hold(target: TargetPolicy, decision_id: str, now: datetime, capacity: int | None, code: str,
+          reasons: Sequence[str], metrics: dict, state: ScalerState) -> Decision:
+    new_state = replace(state, last_reason_code=code)
+    return Decision(decision_id, target.name, now, capacity, None, HOLD, code, tuple(reasons), metrics, new_state)
+
+
+def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricSample], now: datetime) -> Decision:
+    """Decide the target capacity for ``target`` from its recent samples.
+
+    Never scales in when a source failed or the window is short of samples; a scale-out uses
+    whatever data is there. Returns a decision whose ``state`` is the state to persist.
+    """
+    from scaling.domain.slo import slo_proposal  # local import: slo builds on this module
+
+    samples = window_samples(history, target.name, now, target.window_seconds or 600)
+    if not samples:
+        return _hold(target, decision_id_for(target.name, f"empty@{now.isoformat()}"), now, state.capacity,
+                     "no_samples", ["no samples in the window"], {}, state)
+    latest = samples[-1]
+    decision_id = decision_id_for(target.name, latest.sample_id)
+    capacity = latest.capacity if latest.capacity is not None else state.capacity
+    if capacity is None:
+        return _hold(target, decision_id, now, None, "capacity_unknown",
+                     [f"plan capacity unknown: {latest.capacity_error or 'not in sample'}"], {}, state)
+    pending = state.pending_ready_at is not None and now < state.pending_ready_at
+    ready_capacity = min(state.ready_capacity or capacity, capacity) if pending else capacity
+    state = replace(state, capacity=capacity, ready_capacity=ready_capacity, last_sample_at=latest.collected_at)
+    settling = state.pending_ready_at is not None and now - state.pending_ready_at < timedelta(minutes=3)
+    if not settling:
+        state = learn_throughput(state, samples, ready_capacity)
+    throughput = state.throughput_per_instance
+    if throughput is None and target.slo.events_per_instance_per_second:
+        throughput = target.slo.events_per_instance_per_second
+
+    partitions = partition_count(latest)
+    counts = allowed_counts(target, partitions)
+    failed = [f"{source.name}: {source.error}" for s in samples[-1:] for source in s.sources if not source.ok]
+    if latest.capacity_error:
+        failed.append(f"capacity: {latest.capacity_error}")
+
+    if target.mode == "slo":
+        proposal = slo_proposal(target, samples, now, capacity, ready_capacity, state, throughput, counts)
+    else:
+        proposal = _rules_proposal(target, samples, now, capacity, throughput)
+    metrics = {"capacity": capacity, "ready_capacity": ready_capacity, "backlog": latest.backlog,
+               "partitions": partitions, "throughput_per_instance": throughput, **proposal.metrics}
+
+    if proposal.capacity is None:
+        return _hold(target, decision_id, now, capacity, proposal.reason_code, proposal.reasons, metrics, state)
+
+    if proposal.direction == UP:
+        wanted = snap_up(counts, max(proposal.capacity, capacity + 1))
+        cooldown = target.scale_up.cooldown_seconds
+    else:
+        if failed:
+            return _hold(target, decision_id, now, capacity, "source_failed",
+                         [*proposal.reasons, "no scale-in while a source failed: " + "; ".join(failed)], metrics, state)
+        wanted = snap_down(counts, min(proposal.capacity, capacity - 1))
+        cooldown = target.scale_down.cooldown_seconds
+    wanted = max(counts[0], min(counts[-1], wanted))
+    if wanted == capacity or (proposal.direction == UP and wanted < capacity) or (proposal.direction == DOWN and wanted > capacity):
+        bound = "max" if proposal.direction == UP else "min"
+        return _hold(target, decision_id, now, capacity, f"at_{bound}_bound",
+                     [*proposal.reasons, f"already at the {bound} bound ({capacity})"], metrics, state)
+    if state.last_action_at is not None:
+        cooldown_until = state.last_action_at + timedelta(seconds=cooldown)
+        if now < cooldown_until:
+            return _hold(target, decision_id, now, capacity, "cooldown",
+                         [*proposal.reasons, f"cooldown until {cooldown_until.isoformat()}"],
+                         {**metrics, "cooldown_until": cooldown_until.isoformat()}, state)
+
+    if proposal.direction == UP:
+        pending_ready_at = now + timedelta(seconds=target.slo.provisioning_delay_seconds)
+        new_state = replace(state, capacity=wanted, ready_capacity=ready_capacity, pending_ready_at=pending_ready_at)
+    else:
+        new_state = replace(state, capacity=wanted, ready_capacity=min(ready_capacity, wanted), pending_ready_at=state.pending_ready_at)
+    new_state = replace(new_state, last_action_at=now, last_direction=proposal.direction,
+                        last_decision_id=decision_id, last_reason_code=proposal.reason_code)
+    return Decision(decision_id, target.name, now, capacity, wanted, proposal.direction, proposal.reason_code,
+                    proposal.reasons, metrics, new_state)

@@ -1,0 +1,141 @@
+"""App settings -> typed configuration, in one place. Errors name the setting.
+
+Read once at start-up (``Settings.from_environment``) so that a wrong value fails the host
+before the first trigger instead of inside every invocation.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from scaling.domain.policy import Policy, PolicyError, load_policy_text
+
+METRICS_QUEUE = "metrics"
+ACTIONS_QUEUE = "actions"
+HISTORY_TABLE = "metrichistory"
+STATE_TABLE = "scalerstate"
+DECISION_TABLE = "decisionlog"
+DEAD_LETTER_TABLE = "deadletters"
+APPLIED_TABLE = "appliedactions"
+DEFAULT_SCHEDULE = "0 */1 * * * *"
+STORAGE_SETTING = "AzureWebJobsStorage"
+
+
+class SettingsError(ValueError):
+    """An invalid or missing app setting; the message starts with the setting's name."""
+
+
+def _boolean(environ: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = environ.get(name)
+    if raw is None or raw == "":
+        return default
+    lowered = raw.strip().lower()
+    if lowered in ("1", "true", "yes"):
+        return True
+    if lowered in ("0", "false", "no"):
+        return False
+    raise SettingsError(f"{name} must be true or false, got {raw!r}")
+
+
+def _number(environ: Mapping[str, str], name: str, default: float, *, minimum: float = 0.0) -> float:
+    raw = environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be a number, got {raw!r}") from None
+    if value < minimum:
+        raise SettingsError(f"{name} must be at least {minimum:g}, got {raw!r}")
+    return value
+
+
+def _schedule(environ: Mapping[str, str]) -> str:
+    schedule = environ.get("COLLECT_SCHEDULE") or DEFAULT_SCHEDULE
+    if len(schedule.split()) != 6:
+        raise SettingsError(f"COLLECT_SCHEDULE must be a six-field NCRONTAB expression, got {schedule!r}")
+    return schedule
+
+
+@dataclass(frozen=True, slots=True)
+class StorageSettings:
+    """How to reach the app's own storage: a connection string locally, identity in Azure."""
+
+    connection_string: str | None
+    account_name: str | None
+    blob_service_uri: str | None
+    queue_service_uri: str | None
+    table_service_uri: str | None
+    client_id: str | None
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str], prefix: str = STORAGE_SETTING) -> StorageSettings:
+        connection = environ.get(prefix)
+        account = environ.get(f"{prefix}__accountName")
+        uris = {kind: environ.get(f"{prefix}__{kind}ServiceUri") for kind in ("blob", "queue", "table")}
+        if account:
+            for kind in uris:
+                uris[kind] = uris[kind] or f"https://{account}.{kind}.core.windows.net"
+        if not connection and not all(uris.values()):
+            raise SettingsError(
+                f"{prefix} is not configured: set {prefix}__accountName (identity-based, in Azure) "
+                f"or {prefix} to an Azurite connection string (local only)"
+            )
+        if connection and "AccountKey=" in connection and "devstoreaccount1" not in connection:
+            raise SettingsError(f"{prefix} carries an account key; use identity-based settings ({prefix}__accountName)")
+        return cls(connection, account, uris["blob"], uris["queue"], uris["table"],
+                   environ.get(f"{prefix}__clientId") or environ.get("AZURE_CLIENT_ID"))
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    policy: Policy
+    storage: StorageSettings
+    schedule: str = DEFAULT_SCHEDULE
+    dry_run: bool = False
+    history_retention_days: float = 30.0
+    ownership_expiry_seconds: float = 60.0
+    collect_concurrency: int = 16
+    collect_timeout_seconds: float = 10.0
+    arm_endpoint: str = "https://management.azure.com"
+    client_id: str | None = None
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        environ = os.environ if environ is None else environ
+        return cls(
+            policy=load_policy_setting(environ),
+            storage=StorageSettings.from_environment(environ),
+            schedule=_schedule(environ),
+            dry_run=_boolean(environ, "SCALER_DRY_RUN", False),
+            history_retention_days=_number(environ, "HISTORY_RETENTION_DAYS", 30.0, minimum=1 / 24),
+            ownership_expiry_seconds=_number(environ, "OWNERSHIP_EXPIRY_SECONDS", 60.0, minimum=1),
+            collect_concurrency=int(_number(environ, "COLLECT_CONCURRENCY", 16, minimum=1)),
+            collect_timeout_seconds=_number(environ, "COLLECT_TIMEOUT_SECONDS", 10.0, minimum=0.1),
+            arm_endpoint=environ.get("ARM_ENDPOINT") or "https://management.azure.com",
+            client_id=environ.get("AZURE_CLIENT_ID") or None,
+        )
+
+
+def load_policy_setting(environ: Mapping[str, str]) -> Policy:
+    """The policy from ``AUTOSCALER_POLICY`` (inline JSON) or ``AUTOSCALER_POLICY_FILE`` (a path)."""
+    inline = environ.get("AUTOSCALER_POLICY")
+    path = environ.get("AUTOSCALER_POLICY_FILE")
+    if inline:
+        try:
+            return load_policy_text(inline, origin="AUTOSCALER_POLICY")
+        except PolicyError as error:
+            raise SettingsError(f"AUTOSCALER_POLICY: {error}") from error
+    if path:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as error:
+            raise SettingsError(f"AUTOSCALER_POLICY_FILE cannot be read: {error}") from error
+        try:
+            return load_policy_text(text, origin=path)
+        except PolicyError as error:
+            raise SettingsError(f"AUTOSCALER_POLICY_FILE ({path}): {error}") from error
+    raise SettingsError("AUTOSCALER_POLICY (inline JSON) or AUTOSCALER_POLICY_FILE (a path) must be set")
