@@ -1,0 +1,15 @@
+"""The Function App: wiring only. Each function lives in a blueprint under scaling/functions/.
+
+collect (timer) -> queue "metrics" -> evaluate (queue) -> queue "actions" -> scale (queue) -> ARM
+"""
+
+import azure.functions as func
+
+from scaling.functions.collect import blueprint as collect_blueprint
+from scaling.functions.evaluate import blueprint as evaluate_blueprint
+from scaling.functions.scale import blueprint as scale_blueprint
+
+app = func.FunctionApp()
+app.register_functions(collect_blueprint)
+app.register_functions(evaluate_blueprint)
+app.register_functions(scale_blueprint)

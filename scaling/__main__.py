@@ -1,0 +1,45 @@
+"""The ``python -m scaling`` command line: one subcommand per task, ``--help`` on each.
+
+Each subcommand lives in the module that owns the work and exposes ``configure(parser)`` and
+``run(args) -> int``; heavy imports (Spark, Azure SDKs) happen inside ``run`` so that ``--help``
+stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "simulate": ("scaling.simulation.cli", "replay one trace through the simulated hub and plan with one policy"),
+    "benchmark": ("scaling.simulation.benchmark", "compare every algorithm on traces in the standard scenario"),
+    "validate-policy": ("scaling.domain.cli", "check a policy file and say what is wrong, naming the field"),
+    "bench-collect": ("scaling.sources.bench", "time concurrent vs serial collection (stand-in hubs, Azurite checkpoints)"),
+    "decisions": ("scaling.storage.cli", "print a target's decision log as a table"),
+    "bench-storage": ("scaling.storage.bench", "storage round trips per sample and samples per second on Azurite"),
+    "export-history": ("scaling.tuning.export", "export the history table to Parquet"),
+    "tune": ("scaling.tuning.cli", "run the Spark tuning job over exported history"),
+    "bench-tune": ("scaling.tuning.bench", "candidate-policy-minutes per second on local[1] vs local[2]"),
+    "demo": ("scaling.local.demo", "run the whole autoscaler locally on Azurite against a simulated hub and plan"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m scaling", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module_name, help_text) in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        module.configure(sub)
+        sub.set_defaults(handler=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.handler(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
