@@ -19,7 +19,9 @@ class ScalerState:
 
     ``capacity`` is the last capacity the scaler asked for; ``ready_capacity`` the part of it
     that serves already (new instances serve after the provisioning delay, ``pending_ready_at``).
-    ``throughput_per_instance`` (events per second) is learned from saturated periods.
+    ``throughput_per_instance`` (events per second) is learned from saturated periods (until then
+    ``throughput_floor``, the best rate seen, is a safe lower bound), and
+    ``checkpoint_delay_seconds`` (how far checkpoints trail) from the age seen while consumers keep up.
     """
 
     target: str
@@ -33,6 +35,8 @@ class ScalerState:
     last_sample_at: datetime | None = None
     throughput_per_instance: float | None = None
     throughput_observations: int = 0
+    throughput_floor: float | None = None
+    checkpoint_delay_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

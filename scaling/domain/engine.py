@@ -34,6 +34,7 @@ class Proposal:
     reason_code: str
     reasons: tuple[str, ...]
     metrics: dict
+    state: ScalerState | None = None
 
 
 def window_samples(history: Iterable[MetricSample], target: str, now: datetime, window_seconds: float) -> list[MetricSample]:
@@ -86,37 +87,51 @@ def snap_down(counts: Sequence[int], wanted: int) -> int:
     return counts[0]
 
 
-def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_capacity: int | None) -> ScalerState:
-    """Update the per-instance throughput from the last interval when every partition had backlog.
+def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | None) -> tuple[float | None, bool]:
+    """Events per second per ready instance over the last interval, and whether it was saturated.
 
-    Only saturated intervals tell the real rate: when some partition ran dry, instances were idle
-    part of the time and the observed rate understates what they can do.
+    Only saturated intervals tell the real rate: when a partition ran dry, its owner idled part
+    of the time and the observed rate understates what it can do (it is still a lower bound).
+    Checkpoints trail the true position, so a backlog of one interval's arrivals is normal even
+    for idle consumers; an interval counts as saturated only when every partition held more than
+    two intervals' arrivals at both ends.
     """
-    if len(samples) < 3 or not ready_capacity:
-        return state
-    before, earlier, later = samples[-3], samples[-2], samples[-1]
-    if not (earlier.ok and later.ok and before.ok):
-        return state
-    if earlier.capacity != later.capacity or before.capacity != later.capacity:
-        return state
-    # Checkpoints trail the position, so the interval is saturated only if backlog stayed
-    # everywhere in both ends of it and the one before.
-    for sample in (before, earlier, later):
-        partitions = [p for source in sample.sources for p in source.partitions]
-        if not partitions or any(p.backlog <= 0 for p in partitions):
-            return state
+    if len(samples) < 2 or not ready_capacity:
+        return None, False
+    earlier, later = samples[-2], samples[-1]
     elapsed = (later.collected_at - earlier.collected_at).total_seconds()
-    if elapsed <= 0:
-        return state
-    positions_before, positions_after = earlier.positions(), later.positions()
+    if not (earlier.ok and later.ok) or elapsed <= 0:
+        return None, False
+    before = {f"{s.name}/{p.partition_id}": p for s in earlier.sources for p in s.partitions}
     processed = 0
-    for key in positions_before.keys() & positions_after.keys():
-        start, end = positions_before[key].checkpoint, positions_after[key].checkpoint
-        if start is None or end is None or end < start:
-            return state
-        processed += end - start
-    observed = processed / elapsed / ready_capacity
-    if observed <= 0:
+    saturated = True
+    seen = 0
+    for source in later.sources:
+        for partition in source.partitions:
+            start = before.get(f"{source.name}/{partition.partition_id}")
+            if start is None or partition.checkpoint is None:
+                saturated = False
+                continue
+            arrived = partition.last_enqueued - start.last_enqueued
+            done = partition.checkpoint - (start.checkpoint if start.checkpoint is not None else start.beginning - 1)
+            if arrived < 0 or done < 0:
+                return None, False
+            processed += done
+            seen += 1
+            saturated = saturated and min(start.backlog, partition.backlog) > 2 * arrived
+    if not seen:
+        return None, False
+    return processed / elapsed / ready_capacity, saturated and processed > 0
+
+
+def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_capacity: int | None) -> ScalerState:
+    """Fold the last interval's per-instance throughput into the state if it was saturated."""
+    observed, saturated = interval_throughput(samples, ready_capacity)
+    if observed is None:
+        return state
+    if not saturated:
+        if observed > (state.throughput_floor or 0.0):
+            return replace(state, throughput_floor=observed)
         return state
     if state.throughput_per_instance is None:
         learned = observed
@@ -221,12 +236,16 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     pending = state.pending_ready_at is not None and now < state.pending_ready_at
     ready_capacity = min(state.ready_capacity or capacity, capacity) if pending else capacity
     state = replace(state, capacity=capacity, ready_capacity=ready_capacity, last_sample_at=latest.collected_at)
-    settling = state.pending_ready_at is not None and now - state.pending_ready_at < timedelta(minutes=3)
-    if not settling:
+    # Capacity must have been steady over the interval for its throughput to mean anything.
+    steady_since = max((t for t in (state.pending_ready_at, state.last_action_at) if t is not None), default=None)
+    if not pending and (steady_since is None or len(samples) < 2 or samples[-2].collected_at >= steady_since):
         state = learn_throughput(state, samples, ready_capacity)
-    throughput = state.throughput_per_instance
-    if throughput is None and target.slo.events_per_instance_per_second:
-        throughput = target.slo.events_per_instance_per_second
+    throughput = state.throughput_per_instance or target.slo.events_per_instance_per_second
+    throughput_source = "learned" if state.throughput_per_instance else "configured" if throughput else None
+    if throughput is None and state.throughput_floor:
+        # Not learned yet: the best rate instances have shown is a lower bound, enough to act
+        # safely; scaling in on it raises the load per instance until saturation teaches the rate.
+        throughput, throughput_source = state.throughput_floor, "lower bound"
 
     partitions = partition_count(latest)
     counts = allowed_counts(target, partitions)
@@ -238,8 +257,10 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
         proposal = slo_proposal(target, samples, now, capacity, ready_capacity, state, throughput, counts)
     else:
         proposal = _rules_proposal(target, samples, now, capacity, throughput)
+    state = proposal.state or state
     metrics = {"capacity": capacity, "ready_capacity": ready_capacity, "backlog": latest.backlog,
-               "partitions": partitions, "throughput_per_instance": throughput, **proposal.metrics}
+               "partitions": partitions, "throughput_per_instance": throughput, "throughput_source": throughput_source,
+               **proposal.metrics}
 
     if proposal.capacity is None:
         return _hold(target, decision_id, now, capacity, proposal.reason_code, proposal.reasons, metrics, state)

@@ -75,6 +75,12 @@ class Step:
         return self.step
 
 
+#: Scale out whenever needed; scale in no sooner than 5 minutes after any action, so that new
+#: instances are seen serving before the engine judges what they can do.
+DEFAULT_SCALE_UP = Step(step=1, cooldown_seconds=0)
+DEFAULT_SCALE_DOWN = Step(step=1, cooldown_seconds=300)
+
+
 @dataclass(frozen=True, slots=True)
 class Bounds:
     min_instances: int = 1
@@ -160,8 +166,8 @@ class TargetPolicy:
     mode: str = "slo"
     slo: SloSettings = field(default_factory=SloSettings)
     rules: tuple[Rule, ...] = ()
-    scale_up: Step = field(default_factory=Step)
-    scale_down: Step = field(default_factory=Step)
+    scale_up: Step = field(default_factory=lambda: DEFAULT_SCALE_UP)
+    scale_down: Step = field(default_factory=lambda: DEFAULT_SCALE_DOWN)
     preset: str | None = None
 
     @property
@@ -458,8 +464,8 @@ def _parse_target(reader: _Reader) -> TargetPolicy:
         mode=mode,
         slo=_parse_slo(reader.child("slo")),
         rules=rules,
-        scale_up=_parse_step(reader.child("scale_up"), Step(step=1, cooldown_seconds=0)),
-        scale_down=_parse_step(reader.child("scale_down"), Step(step=1, cooldown_seconds=300)),
+        scale_up=_parse_step(reader.child("scale_up"), DEFAULT_SCALE_UP),
+        scale_down=_parse_step(reader.child("scale_down"), DEFAULT_SCALE_DOWN),
         preset=preset,
     )
 

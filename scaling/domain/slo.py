@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from scaling.domain.decisions import DOWN, HOLD, UP, ScalerState
@@ -31,6 +31,11 @@ from scaling.domain.policy import TargetPolicy
 from scaling.domain.samples import MetricSample
 
 NO_RATE = 1e-9
+#: How fast the learned checkpoint delay may creep up per evaluation (seconds), and its ceiling
+#: as a fraction of the SLO: a delay is learned from the lowest ages seen, so it must not drift
+#: far while consumers stay saturated.
+CHECKPOINT_DELAY_DRIFT = 0.5
+CHECKPOINT_DELAY_CEILING = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +149,9 @@ def slo_proposal(target: TargetPolicy, samples: Sequence[MetricSample], now: dat
     latest = samples[-1]
     if throughput is None or throughput <= 0:
         previous = samples[-2].backlog if len(samples) >= 2 else 0
+        if ready_capacity < capacity:
+            return Proposal(None, HOLD, "throughput_unknown_waiting",
+                            (f"per-instance throughput not known yet; waiting for {capacity - ready_capacity} new instances",), {})
         if latest.backlog > 0 and latest.backlog > previous:
             return Proposal(capacity + target.scale_up.size(capacity), UP, "throughput_unknown_backlog_growing",
                             (f"per-instance throughput not learned yet; backlog grew {previous} -> {latest.backlog}",), {})
@@ -173,6 +181,17 @@ def slo_proposal(target: TargetPolicy, samples: Sequence[MetricSample], now: dat
         return predicted_age(age, outlook.backlog, forecast(outlook),
                              service_rate(partitions, capacity, throughput), seconds - first)
 
+    # Checkpoints trail the consumers, so even idle consumers show an oldest event as old as the
+    # checkpoint delay. Learn that delay as the floor of observed ages and read ages net of it.
+    observed_worst = max(o.age_seconds for group in outlooks.values() for o in group)
+    previous_delay = state.checkpoint_delay_seconds
+    delay = observed_worst if previous_delay is None else min(observed_worst, previous_delay + CHECKPOINT_DELAY_DRIFT)
+    delay = min(delay, slo.max_event_age_seconds * CHECKPOINT_DELAY_CEILING)
+    new_state = replace(state, checkpoint_delay_seconds=delay)
+    outlooks = {name: [replace(o, age_seconds=max(o.age_seconds - delay, 0.0)) for o in group]
+                for name, group in outlooks.items()}
+    since_latest += delay
+    react += delay
     worst_now = max(o.age_seconds for group in outlooks.values() for o in group)
     worst_predicted = 0.0
     for group in outlooks.values():
@@ -185,6 +204,7 @@ def slo_proposal(target: TargetPolicy, samples: Sequence[MetricSample], now: dat
         "predicted_age_seconds": round(worst_predicted, 1),
         "age_limit_seconds": limit,
         "reaction_seconds": round(react, 1),
+        "checkpoint_delay_seconds": round(delay, 1),
     }
 
     if worst_predicted > limit:
@@ -209,11 +229,11 @@ def slo_proposal(target: TargetPolicy, samples: Sequence[MetricSample], now: dat
                 break
         return Proposal(wanted, UP, "slo_at_risk",
                         (f"oldest event would be {worst_predicted:.0f}s old in {react:.0f}s (limit {limit:.0f}s); "
-                         f"arrivals {total_rate:.1f}/s, {throughput:.2f}/s per instance",), metrics)
+                         f"arrivals {total_rate:.1f}/s, {throughput:.2f}/s per instance",), metrics, new_state)
 
     if not enough_history:
         return Proposal(None, HOLD, "too_few_samples",
-                        (f"holding: rates need {slo.rate_window_seconds:.0f}s of history before any scale-in",), metrics)
+                        (f"holding: rates need {slo.rate_window_seconds:.0f}s of history before any scale-in",), metrics, new_state)
     lower = [count for count in counts if count < capacity]
     chosen = None
     hold_seconds = math.inf
@@ -236,8 +256,8 @@ def slo_proposal(target: TargetPolicy, samples: Sequence[MetricSample], now: dat
     if chosen is None:
         return Proposal(None, HOLD, "slo_steady",
                         (f"oldest event {worst_now:.0f}s, predicted {worst_predicted:.0f}s within the {limit:.0f}s limit; "
-                         f"no smaller count would hold for {slo.min_dwell_seconds:.0f}s",), metrics)
+                         f"no smaller count would hold for {slo.min_dwell_seconds:.0f}s",), metrics, new_state)
     holds = "indefinitely" if math.isinf(hold_seconds) else f"for about {hold_seconds:.0f}s"
     return Proposal(chosen, DOWN, "slo_surplus",
                     (f"{chosen} instances keep the oldest event under {limit:.0f}s {holds} "
-                     f"(arrivals {total_rate:.1f}/s, {throughput:.2f}/s per instance)",), metrics)
+                     f"(arrivals {total_rate:.1f}/s, {throughput:.2f}/s per instance)",), metrics, new_state)
