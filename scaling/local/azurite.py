@@ -1,7 +1,7 @@
 """Start and stop Azurite (the npm package) for tests and the demo.
 
 Ports are picked free on loopback so that a developer's own Azurite (10000-10002) is never
-touched; data lives in a scratch folder that is removed afterwards.
+touched; data is kept in memory and the scratch working folder is removed afterwards.
 """
 
 from __future__ import annotations
@@ -76,7 +76,6 @@ class Azurite:
     def start(self, timeout: float = 30.0) -> AzuriteEndpoints:
         command = [
             _binary(), "--silent", "--skipApiVersionCheck", "--loose", "--inMemoryPersistence",
-            "--location", self.location,
             "--blobHost", "127.0.0.1", "--blobPort", str(self.endpoints.blob_port),
             "--queueHost", "127.0.0.1", "--queuePort", str(self.endpoints.queue_port),
             "--tableHost", "127.0.0.1", "--tablePort", str(self.endpoints.table_port),
@@ -89,6 +88,7 @@ class Azurite:
             while True:
                 if self.process.poll() is not None:
                     error = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
+                    self.stop()
                     raise RuntimeError(f"azurite exited early: {error}")
                 try:
                     with socket.create_connection(("127.0.0.1", port), timeout=0.5):

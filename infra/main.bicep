@@ -1,0 +1,233 @@
+// Event Hubs lag autoscaler: everything `azd up` provisions.
+//
+// In its own resource group: a user-assigned managed identity, a storage account (host storage,
+// queues, tables, deployment container), Log Analytics + Application Insights and the Function App
+// on a Flex Consumption plan.
+// On the existing resources it watches and resizes (any resource group, any subscription of the
+// tenant): least-privilege role assignments for that identity, each scoped to the narrowest
+// resource Bicep allows.
+targetScope = 'subscription'
+
+@minLength(1)
+@maxLength(64)
+@description('Name of the azd environment; used in resource names and the azd-env-name tag.')
+param environmentName string
+
+@minLength(1)
+@description('Region of the autoscaler resources.')
+param location string
+
+@description('Resource group of the autoscaler; empty for rg-<environmentName>.')
+param resourceGroupName string = ''
+
+@minLength(1)
+@description('Event Hubs namespaces watched: objects { "resourceId": "<namespace resource id>", "eventHubs": ["<hub>", ...] }. "eventHubs" is optional: when present, Azure Event Hubs Data Receiver is assigned on those hubs only, otherwise on the namespace. Consumer groups need no role (they go in the policy).')
+param eventHubNamespaces array
+
+@minLength(1)
+@description('Checkpoint stores read: objects { "storageAccountId": "<storage account resource id>", "containerName": "<container>" }. Storage Blob Data Reader is assigned on each container.')
+param checkpointContainers array
+
+@description('Optional Service Bus namespaces watched (resource ids). Azure Service Bus Data Owner is assigned on each: reading queue and subscription runtime properties needs the Manage right.')
+param serviceBusNamespaceIds array = []
+
+@minLength(1)
+@description('App Service Plans the autoscaler may resize (resource ids). The custom plan-scaler role is assigned on each plan and nowhere else.')
+param targetPlanIds array
+
+@description('AUTOSCALER_POLICY: the policy (targets, rules, bounds); stored as compact JSON in the app setting.')
+param autoscalerPolicy object
+
+@description('COLLECT_SCHEDULE: NCRONTAB schedule of the collect timer (six fields, seconds first).')
+param collectSchedule string = '0 */1 * * * *'
+
+@description('SCALER_DRY_RUN: when true, decisions are recorded but no plan is resized.')
+param scalerDryRun bool = false
+
+@minValue(1)
+@description('HISTORY_RETENTION_DAYS: days of metric history kept in Table storage.')
+param historyRetentionDays int = 30
+
+@minValue(1)
+@description('OWNERSHIP_EXPIRY_SECONDS: age after which a partition ownership blob counts as expired.')
+param ownershipExpirySeconds int = 60
+
+@minValue(1)
+@maxValue(1000)
+@description('Flex Consumption: maximum number of instances of the autoscaler app.')
+param maximumInstanceCount int = 40
+
+@allowed([
+  512
+  2048
+  4096
+])
+@description('Flex Consumption: memory per instance, in MB.')
+param instanceMemoryMB int = 2048
+
+var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
+var tags = {
+  'azd-env-name': environmentName
+}
+var serviceName = 'autoscaler'
+var deploymentContainerName = 'app-package-${resourceToken}'
+
+// '/subscriptions/<sub>/resourceGroups/<rg>' of every target plan: the custom role is assignable
+// there only (union removes duplicates when several plans share a resource group).
+var planResourceGroupScopes = [for planId in targetPlanIds: join(take(split(planId, '/'), 5), '/')]
+
+resource rg 'Microsoft.Resources/resourceGroups@2022-09-01' = {
+  name: empty(resourceGroupName) ? 'rg-${environmentName}' : resourceGroupName
+  location: location
+  tags: tags
+}
+
+// Custom role: read and resize App Service Plans, nothing else. The built-in Website Contributor
+// does not cover Microsoft.Web/serverfarms and Web Plan Contributor can also delete plans and
+// manage every plan in its scope.
+resource planScalerRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
+  name: guid(subscription().id, 'eventhubs-lag-autoscaler-plan-scaler', resourceToken)
+  properties: {
+    roleName: 'App Service Plan Scaler (lag autoscaler ${resourceToken})'
+    description: 'Read an App Service Plan and change its instance count. Assigned by the Event Hubs lag autoscaler on each target plan only.'
+    type: 'CustomRole'
+    permissions: [
+      {
+        actions: [
+          'Microsoft.Web/serverfarms/read'
+          'Microsoft.Web/serverfarms/write'
+        ]
+        notActions: []
+        dataActions: []
+        notDataActions: []
+      }
+    ]
+    assignableScopes: union(planResourceGroupScopes, [])
+  }
+}
+
+module identity 'app/identity.bicep' = {
+  name: 'identity'
+  scope: rg
+  params: {
+    name: 'id-${resourceToken}'
+    location: location
+    tags: tags
+  }
+}
+
+module monitoring 'app/monitoring.bicep' = {
+  name: 'monitoring'
+  scope: rg
+  params: {
+    logAnalyticsName: 'log-${resourceToken}'
+    applicationInsightsName: 'appi-${resourceToken}'
+    location: location
+    tags: tags
+    publisherPrincipalId: identity.outputs.principalId
+  }
+}
+
+module storage 'app/storage.bicep' = {
+  name: 'storage'
+  scope: rg
+  params: {
+    name: 'st${resourceToken}'
+    location: location
+    tags: tags
+    deploymentContainerName: deploymentContainerName
+    principalId: identity.outputs.principalId
+  }
+}
+
+module functionApp 'app/function.bicep' = {
+  name: 'function'
+  scope: rg
+  params: {
+    name: 'func-${resourceToken}'
+    planName: 'plan-${resourceToken}'
+    location: location
+    tags: tags
+    serviceName: serviceName
+    identityId: identity.outputs.id
+    identityClientId: identity.outputs.clientId
+    storageAccountName: storage.outputs.name
+    blobEndpoint: storage.outputs.blobEndpoint
+    queueEndpoint: storage.outputs.queueEndpoint
+    tableEndpoint: storage.outputs.tableEndpoint
+    deploymentContainerName: storage.outputs.deploymentContainerName
+    applicationInsightsConnectionString: monitoring.outputs.applicationInsightsConnectionString
+    autoscalerPolicy: string(autoscalerPolicy)
+    collectSchedule: collectSchedule
+    scalerDryRun: scalerDryRun
+    historyRetentionDays: historyRetentionDays
+    ownershipExpirySeconds: ownershipExpirySeconds
+    maximumInstanceCount: maximumInstanceCount
+    instanceMemoryMB: instanceMemoryMB
+  }
+}
+
+// Role assignments on the watched and resized resources, each module deployed into the resource
+// group (and subscription) of its target, as parsed from the resource id.
+
+module eventHubsAccess 'app/eventhubs-receiver.bicep' = [for (ns, i) in eventHubNamespaces: {
+  name: take('${environmentName}-eventhubs-receiver-${i}', 64)
+  scope: resourceGroup(split(ns.resourceId, '/')[2], split(ns.resourceId, '/')[4])
+  params: {
+    namespaceName: last(split(ns.resourceId, '/'))
+    eventHubNames: contains(ns, 'eventHubs') ? ns.eventHubs : []
+    principalId: identity.outputs.principalId
+  }
+}]
+
+module checkpointAccess 'app/checkpoint-reader.bicep' = [for (cp, i) in checkpointContainers: {
+  name: take('${environmentName}-checkpoint-reader-${i}', 64)
+  scope: resourceGroup(split(cp.storageAccountId, '/')[2], split(cp.storageAccountId, '/')[4])
+  params: {
+    storageAccountName: last(split(cp.storageAccountId, '/'))
+    containerName: cp.containerName
+    principalId: identity.outputs.principalId
+  }
+}]
+
+module serviceBusAccess 'app/servicebus-owner.bicep' = [for (sbId, i) in serviceBusNamespaceIds: {
+  name: take('${environmentName}-servicebus-owner-${i}', 64)
+  scope: resourceGroup(split(sbId, '/')[2], split(sbId, '/')[4])
+  params: {
+    namespaceName: last(split(sbId, '/'))
+    principalId: identity.outputs.principalId
+  }
+}]
+
+module planAccess 'app/plan-scaler.bicep' = [for (planId, i) in targetPlanIds: {
+  name: take('${environmentName}-plan-scaler-${i}', 64)
+  scope: resourceGroup(split(planId, '/')[2], split(planId, '/')[4])
+  params: {
+    planName: last(split(planId, '/'))
+    roleDefinitionName: planScalerRole.name
+    principalId: identity.outputs.principalId
+  }
+}]
+
+// azd stores these outputs as environment values (.azure/<env>/.env); the post-provision hook
+// turns them into local.settings.json.
+output AZURE_LOCATION string = location
+output AZURE_TENANT_ID string = tenant().tenantId
+output AZURE_SUBSCRIPTION_ID string = subscription().subscriptionId
+output AZURE_RESOURCE_GROUP string = rg.name
+output AZURE_FUNCTION_APP_NAME string = functionApp.outputs.name
+output AZURE_FUNCTION_PLAN_NAME string = functionApp.outputs.planName
+output AZURE_STORAGE_ACCOUNT_NAME string = storage.outputs.name
+output AZURE_STORAGE_BLOB_ENDPOINT string = storage.outputs.blobEndpoint
+output AZURE_STORAGE_QUEUE_ENDPOINT string = storage.outputs.queueEndpoint
+output AZURE_STORAGE_TABLE_ENDPOINT string = storage.outputs.tableEndpoint
+output AZURE_CLIENT_ID string = identity.outputs.clientId
+output AZURE_MANAGED_IDENTITY_NAME string = identity.outputs.name
+output AZURE_MANAGED_IDENTITY_PRINCIPAL_ID string = identity.outputs.principalId
+output AZURE_PLAN_SCALER_ROLE_ID string = planScalerRole.id
+output APPLICATIONINSIGHTS_CONNECTION_STRING string = monitoring.outputs.applicationInsightsConnectionString
+output AUTOSCALER_POLICY string = string(autoscalerPolicy)
+output COLLECT_SCHEDULE string = collectSchedule
+output SCALER_DRY_RUN string = scalerDryRun ? 'true' : 'false'
+output HISTORY_RETENTION_DAYS string = string(historyRetentionDays)
+output OWNERSHIP_EXPIRY_SECONDS string = string(ownershipExpirySeconds)

@@ -1,0 +1,67 @@
+"""collect: every minute (``COLLECT_SCHEDULE``), one metric sample per target to queue ``metrics``.
+
+A thin blueprint: the work is ``scaling.sources.collector.Collector``. The service is built
+lazily at the first invocation and cached for the life of the worker, so importing
+function_app.py needs no settings, SDK clients are reused across invocations, and a
+configuration error fails the first invocation with ``SettingsError`` naming the setting.
+"""
+
+import logging
+import typing
+from typing import Protocol
+
+import azure.functions as func
+
+from scaling.settings import METRICS_QUEUE, STORAGE_SETTING, Settings
+
+logger = logging.getLogger(__name__)
+
+blueprint = func.Blueprint()
+
+
+class CollectService(Protocol):
+    async def collect_messages(self) -> list[str]: ...
+
+    async def aclose(self) -> None: ...
+
+
+_service: CollectService | None = None
+
+
+def build_service() -> CollectService:
+    """The production service from the app settings (raises ``SettingsError`` naming the setting)."""
+    from scaling.plans.factory import build_plan_adapter
+    from scaling.sources.factory import build_collector
+
+    settings = Settings.from_environment()
+    return build_collector(settings, capacity_reader=build_plan_adapter(settings))
+
+
+def get_service() -> CollectService:
+    global _service
+    if _service is None:
+        _service = build_service()
+    return _service
+
+
+def set_service(service: CollectService | None) -> CollectService | None:
+    """Install the service (tests, the local demo host); ``None`` makes the next call rebuild it.
+
+    Returns the service that was installed before, so a caller can restore or close it.
+    """
+    global _service
+    previous, _service = _service, service
+    return previous
+
+
+@blueprint.function_name("collect")
+@blueprint.timer_trigger(schedule="%COLLECT_SCHEDULE%", arg_name="timer", run_on_startup=False)
+@blueprint.queue_output(arg_name="metrics", queue_name=METRICS_QUEUE, connection=STORAGE_SETTING)
+# typing.List, not list[...]: the binding's type check (azure.functions.meta) only accepts typing
+# generics; and no `from __future__ import annotations` here, the worker inspects the real types.
+async def collect(timer: func.TimerRequest, metrics: func.Out[typing.List[str]]) -> None:  # noqa: UP006
+    if timer.past_due:
+        logger.info("collect is running late (timer past due)")
+    messages = await get_service().collect_messages()
+    metrics.set(messages)
+    logger.info("collect emitted %d samples", len(messages))

@@ -1,0 +1,327 @@
+"""Checkpoint and ownership readers for the blob checkpoint store, one per ``checkpointStrategy``.
+
+- ``blobMetadata``: the current layout written by every Event Hubs SDK's blob checkpoint store
+  and by the Functions extension v5+. Blob ``{fqns}/{hub}/{cg}/checkpoint/{pid}`` (the whole
+  name lower-cased), zero-byte body, metadata ``sequencenumber``; ownership blobs
+  ``{fqns}/{hub}/{cg}/ownership/{pid}`` with metadata ``ownerid``, renewed by rewriting them.
+- ``azureFunction``: the legacy Functions / EventProcessorHost layout. Blob
+  ``{fqns}/{hub}/{cg}/{pid}``, JSON body ``{"PartitionId","Owner","Token","Epoch","Offset",
+  "SequenceNumber"}``; the owner holds a blob lease on it.
+
+Each read costs one listing call per consumer group (``list_blobs`` with the group's prefix and
+``include=["metadata"]``), never one call per partition; only the legacy layout must also
+download the small JSON bodies, which happens concurrently through the collector's gate.
+Layouts and ownership rules: docs/collect.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from azure.core.exceptions import ResourceNotFoundError
+
+from scaling.domain.lag import MAX_INT64
+from scaling.sources.base import CallGate
+
+BLOB_METADATA = "blobMetadata"
+AZURE_FUNCTION = "azureFunction"
+CHECKPOINT_SEGMENT = "checkpoint"
+OWNERSHIP_SEGMENT = "ownership"
+SEQUENCE_METADATA = "sequencenumber"
+OWNER_METADATA = "ownerid"
+_DIGITS = re.compile(r"[0-9]+")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointLocation:
+    """Which consumer group's checkpoints to read."""
+
+    fully_qualified_namespace: str
+    event_hub: str
+    consumer_group: str
+
+    def prefix(self, *, lower: bool = True) -> str:
+        """``{fqns}/{hub}/{cg}/``; the current layout always lower-cases it."""
+        text = f"{self.fully_qualified_namespace}/{self.event_hub}/{self.consumer_group}/"
+        return text.lower() if lower else text
+
+
+@dataclass(frozen=True, slots=True)
+class OwnershipRecord:
+    """Who claimed a partition, and when the claim was last renewed.
+
+    ``leased`` is set by the legacy layout, where a live owner holds a blob lease; the current
+    layout leaves it ``None`` and liveness follows from ``last_modified``.
+    """
+
+    partition_id: str
+    owner_id: str | None
+    last_modified: datetime | None
+    leased: bool | None = None
+
+    def is_live(self, now: datetime, expiry_seconds: float) -> bool:
+        if not self.owner_id:
+            return False  # an empty owner id is a released partition
+        if self.leased is not None:
+            return self.leased
+        if self.last_modified is None:
+            return False
+        return (now - self.last_modified).total_seconds() <= expiry_seconds
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointSnapshot:
+    """What one listing found: checkpoints by partition id, ownership claims, and notes."""
+
+    checkpoints: Mapping[str, int] = field(default_factory=dict)
+    ownership: tuple[OwnershipRecord, ...] = ()
+    notes: tuple[str, ...] = ()
+    container_found: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class OwnershipSummary:
+    owner_by_partition: Mapping[str, str]
+    live_owners: int
+    unowned_partitions: tuple[str, ...]
+
+
+class CheckpointReader(Protocol):
+    """Reads one consumer group's checkpoints and ownership."""
+
+    strategy: str
+
+    async def read(self, location: CheckpointLocation, gate: CallGate | None = None) -> CheckpointSnapshot: ...
+
+
+# --- pure parsing (table-tested) ----------------------------------------------------------------
+
+
+def parse_sequence_number(raw: Any) -> tuple[int | None, str | None]:
+    """A checkpoint's sequence number from blob metadata or a JSON body.
+
+    Returns ``(value, None)``, or ``(None, problem)`` for a missing, empty, negative,
+    non-numeric or out-of-range value; the caller then treats the partition as having no
+    checkpoint (counted from its beginning) and records the problem as a note.
+    """
+    if raw is None:
+        return None, "missing"
+    if isinstance(raw, bool):
+        return None, f"not a number: {raw!r}"
+    if isinstance(raw, int):
+        value = raw
+    elif isinstance(raw, str):
+        text = raw.strip()
+        if not text:
+            return None, "empty"
+        if not _DIGITS.fullmatch(text):
+            return None, f"not a non-negative integer: {raw!r}"
+        value = int(text)
+    else:
+        return None, f"not a number: {raw!r}"
+    if value < 0:
+        return None, f"negative: {value}"
+    if value > MAX_INT64:
+        return None, f"beyond int64: {value}"
+    return value, None
+
+
+def classify_blob_name(name: str, prefix: str) -> tuple[str, str] | None:
+    """``(segment, partition_id)`` for a current-layout blob under ``prefix``, else ``None``.
+
+    ``segment`` is ``checkpoint`` or ``ownership``; anything else under the prefix (other
+    tools' blobs, deeper paths, an empty partition id) is ignored.
+    """
+    if not name.startswith(prefix):
+        return None
+    parts = name[len(prefix):].split("/")
+    if len(parts) != 2 or parts[0] not in (CHECKPOINT_SEGMENT, OWNERSHIP_SEGMENT) or not parts[1]:
+        return None
+    return parts[0], parts[1]
+
+
+def legacy_partition_id(name: str, prefix: str) -> str | None:
+    """The partition id of a legacy blob ``{prefix}{pid}``; deeper names are not legacy leases."""
+    if not name.startswith(prefix):
+        return None
+    rest = name[len(prefix):]
+    if not rest or "/" in rest:
+        return None
+    return rest
+
+
+@dataclass(frozen=True, slots=True)
+class LegacyCheckpoint:
+    sequence_number: int | None
+    owner: str | None
+    problem: str | None = None
+
+
+def parse_legacy_checkpoint(body: bytes | str) -> LegacyCheckpoint:
+    """Parse a legacy lease blob body (``SequenceNumber``, ``Owner``, ``Offset``).
+
+    A lease that was created but never checkpointed carries ``"Offset": null`` with
+    ``"SequenceNumber": 0``: that is no checkpoint, not a checkpoint at 0.
+    """
+    try:
+        text = body.decode("utf-8-sig") if isinstance(body, bytes) else body.lstrip("\ufeff")
+        document = json.loads(text)
+    except (UnicodeDecodeError, ValueError) as error:
+        return LegacyCheckpoint(None, None, f"body is not JSON ({error.__class__.__name__})")
+    if not isinstance(document, Mapping):
+        return LegacyCheckpoint(None, None, "body is not a JSON object")
+    owner = document.get("Owner")
+    owner = owner if isinstance(owner, str) and owner else None
+    if "Offset" in document and document["Offset"] is None and document.get("SequenceNumber") in (0, None):
+        return LegacyCheckpoint(None, owner)
+    value, problem = parse_sequence_number(document.get("SequenceNumber"))
+    return LegacyCheckpoint(value, owner, None if problem is None else f"SequenceNumber {problem}")
+
+
+def summarize_ownership(
+    records: Iterable[OwnershipRecord], partition_ids: Sequence[str], now: datetime, expiry_seconds: float
+) -> OwnershipSummary:
+    """Live owner per partition, the number of distinct live owners, partitions nobody owns.
+
+    A claim not renewed within ``expiry_seconds`` (or released with an empty owner id) is not
+    live. Only the hub's current partitions count.
+    """
+    known = set(partition_ids)
+    owner_by_partition: dict[str, str] = {}
+    for record in records:
+        if record.partition_id in known and record.is_live(now, expiry_seconds):
+            owner_by_partition[record.partition_id] = record.owner_id or ""
+    unowned = tuple(pid for pid in partition_ids if pid not in owner_by_partition)
+    return OwnershipSummary(owner_by_partition, len(set(owner_by_partition.values())), unowned)
+
+
+def _missing_container_note(container: str) -> str:
+    return f"checkpoint container {container!r} not found: every partition counts from its beginning"
+
+
+# --- readers -------------------------------------------------------------------------------------
+
+
+async def _list(container: Any, prefix: str) -> list[Any]:
+    """All blobs under ``prefix`` with metadata: one listing (paged by the SDK)."""
+    return [blob async for blob in container.list_blobs(name_starts_with=prefix, include=["metadata"])]
+
+
+class BlobMetadataCheckpointReader:
+    """The current layout: checkpoints and ownership from one metadata listing.
+
+    ``container`` is an ``azure.storage.blob.aio.ContainerClient`` (or anything with the same
+    ``list_blobs`` and ``container_name``).
+    """
+
+    strategy = BLOB_METADATA
+
+    def __init__(self, container: Any) -> None:
+        self.container = container
+
+    async def read(self, location: CheckpointLocation, gate: CallGate | None = None) -> CheckpointSnapshot:
+        gate = gate or CallGate()
+        prefix = location.prefix(lower=True)
+        try:
+            blobs = await gate.call(f"listing checkpoints under {prefix}", lambda: _list(self.container, prefix))
+        except ResourceNotFoundError:
+            return CheckpointSnapshot(notes=(_missing_container_note(self.container.container_name),), container_found=False)
+        checkpoints: dict[str, int] = {}
+        ownership: list[OwnershipRecord] = []
+        notes: list[str] = []
+        for blob in blobs:
+            kind = classify_blob_name(blob.name, prefix)
+            if kind is None:
+                continue
+            segment, partition_id = kind
+            metadata = blob.metadata or {}
+            if segment == CHECKPOINT_SEGMENT:
+                value, problem = parse_sequence_number(metadata.get(SEQUENCE_METADATA))
+                if value is None:
+                    notes.append(f"partition {partition_id}: checkpoint {SEQUENCE_METADATA} {problem}; counted from the beginning")
+                else:
+                    checkpoints[partition_id] = value
+            else:
+                ownership.append(OwnershipRecord(partition_id, metadata.get(OWNER_METADATA) or None, blob.last_modified))
+        return CheckpointSnapshot(checkpoints, tuple(ownership), tuple(notes))
+
+
+class AzureFunctionCheckpointReader:
+    """The legacy Functions / EventProcessorHost layout: JSON lease blobs, one per partition.
+
+    One listing finds the blobs (and their lease state); the bodies are downloaded concurrently
+    through the gate. The legacy host kept the configured case of the names, so the as-written
+    prefix is listed first and the lower-cased one only when that finds nothing.
+    """
+
+    strategy = AZURE_FUNCTION
+
+    def __init__(self, container: Any) -> None:
+        self.container = container
+
+    async def read(self, location: CheckpointLocation, gate: CallGate | None = None) -> CheckpointSnapshot:
+        gate = gate or CallGate()
+        candidates = [location.prefix(lower=False)]
+        if candidates[0] != location.prefix(lower=True):
+            candidates.append(location.prefix(lower=True))
+        found: list[tuple[str, Any]] = []
+        try:
+            for prefix in candidates:
+                blobs = await gate.call(f"listing checkpoints under {prefix}", lambda prefix=prefix: _list(self.container, prefix))
+                found = [(pid, blob) for blob in blobs if (pid := legacy_partition_id(blob.name, prefix)) is not None]
+                if found:
+                    break
+        except ResourceNotFoundError:
+            return CheckpointSnapshot(notes=(_missing_container_note(self.container.container_name),), container_found=False)
+
+        bodies = await _gather_all([gate.call(f"downloading {blob.name}", lambda blob=blob: self._download(blob.name))
+                                    for _, blob in found])
+        checkpoints: dict[str, int] = {}
+        ownership: list[OwnershipRecord] = []
+        notes: list[str] = []
+        for (partition_id, blob), body in zip(found, bodies, strict=True):
+            if body is None:
+                notes.append(f"partition {partition_id}: checkpoint blob disappeared while reading; counted from the beginning")
+                continue
+            parsed = parse_legacy_checkpoint(body)
+            if parsed.problem:
+                notes.append(f"partition {partition_id}: checkpoint {parsed.problem}; counted from the beginning")
+            elif parsed.sequence_number is not None:
+                checkpoints[partition_id] = parsed.sequence_number
+            lease = getattr(blob, "lease", None)
+            leased = getattr(lease, "state", None) == "leased"
+            ownership.append(OwnershipRecord(partition_id, parsed.owner, blob.last_modified, leased=leased))
+        return CheckpointSnapshot(checkpoints, tuple(ownership), tuple(notes))
+
+    async def _download(self, name: str) -> bytes | None:
+        try:
+            stream = await self.container.download_blob(name)
+            return await stream.readall()
+        except ResourceNotFoundError:
+            return None
+
+
+async def _gather_all(calls: list[Any]) -> list[Any]:
+    """Await all, and raise the first failure only after every call finished (no orphans)."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results
+
+
+READERS: dict[str, type] = {BLOB_METADATA: BlobMetadataCheckpointReader, AZURE_FUNCTION: AzureFunctionCheckpointReader}
+
+
+def checkpoint_reader_for(strategy: str, container: Any) -> CheckpointReader:
+    """The reader for a policy's ``checkpointStrategy``."""
+    try:
+        return READERS[strategy](container)
+    except KeyError:
+        raise ValueError(f"checkpointStrategy {strategy!r} is not supported (known: {', '.join(READERS)})") from None

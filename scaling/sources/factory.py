@@ -1,0 +1,137 @@
+"""Builds the real collector from settings: SDK clients, checkpoint readers, source readers.
+
+No I/O happens here, so building is cheap and safe at the first invocation; a configuration
+problem (a ``connectionFromEnv``/``storageConnectionFromEnv`` variable that is not set) raises
+``SettingsError`` naming the variable and the policy field that refers to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from scaling.domain.policy import PlanSettings, SourceSettings
+from scaling.settings import Settings, SettingsError
+from scaling.sources.base import Clock, ReadError, utc_now
+from scaling.sources.checkpoints import checkpoint_reader_for
+from scaling.sources.collector import CapacityReader, Collector
+from scaling.sources.eventhub import EventHubBinding, EventHubClients, EventHubReader
+from scaling.sources.servicebus import ServiceBusClients, ServiceBusReader
+
+
+class UnwiredCapacityReader:
+    """Stands in until a real capacity reader is passed: every read fails with a clear error,
+    so samples carry ``capacity_error`` instead of the collector crashing."""
+
+    async def current_capacity(self, plan: PlanSettings) -> int:
+        raise ReadError(f"no capacity reader is configured for plan {plan.name!r}")
+
+
+class BlobContainers:
+    """One ``azure.storage.blob.aio.ContainerClient`` per (account, container), reused."""
+
+    def __init__(self, credential_for: Callable[[], Any], environ: Mapping[str, str]) -> None:
+        self._credential_for = credential_for
+        self._environ = environ
+        self._containers: dict[tuple[str, str], Any] = {}
+
+    def container_for(self, source: SourceSettings, field_path: str) -> Any:
+        from azure.storage.blob.aio import ContainerClient
+
+        if source.storage_connection_from_env:
+            connection = self._environ.get(source.storage_connection_from_env)
+            if not connection:
+                raise SettingsError(f"{source.storage_connection_from_env} ({field_path}.storageConnectionFromEnv) is not set")
+            key = (f"env:{source.storage_connection_from_env}", source.blob_container)
+            if key not in self._containers:
+                self._containers[key] = ContainerClient.from_connection_string(connection, source.blob_container)
+        else:
+            account_url = (source.checkpoint_account_url or "").rstrip("/")
+            key = (account_url, source.blob_container)
+            if key not in self._containers:
+                self._containers[key] = ContainerClient(account_url, source.blob_container, credential=self._credential_for())
+        return self._containers[key]
+
+    async def aclose(self) -> None:
+        containers, self._containers = list(self._containers.values()), {}
+        await asyncio.gather(*(container.close() for container in containers), return_exceptions=True)
+
+
+def _uses_identity(source: SourceSettings) -> bool:
+    if not source.connection_from_env:
+        return True
+    return source.kind == "eventhub" and not source.storage_connection_from_env
+
+
+def build_collector(
+    settings: Settings,
+    credential: Any = None,
+    *,
+    capacity_reader: CapacityReader | None = None,
+    environ: Mapping[str, str] | None = None,
+    clock: Clock = utc_now,
+) -> Collector:
+    """The production collector for ``settings.policy``.
+
+    ``credential`` is an async token credential; when ``None`` and some source needs one, a
+    ``DefaultAzureCredential`` (``azure.identity.aio``, with ``AZURE_CLIENT_ID`` as the managed
+    identity when set) is created and closed by ``Collector.aclose``. ``capacity_reader`` is the
+    plan adapter from scaling/plans; without it every sample reports a ``capacity_error``.
+    """
+    environ = os.environ if environ is None else environ
+    owned: list[Callable[[], Any]] = []
+    holder: dict[str, Any] = {"credential": credential}
+
+    def credential_for() -> Any:
+        if holder["credential"] is None:
+            from azure.identity.aio import DefaultAzureCredential
+
+            kwargs = {"managed_identity_client_id": settings.client_id} if settings.client_id else {}
+            holder["credential"] = DefaultAzureCredential(**kwargs)
+            owned.append(holder["credential"].close)
+        return holder["credential"]
+
+    needs_identity = any(_uses_identity(s) for t in settings.policy.targets for s in t.sources)
+    hubs = EventHubClients(credential_for() if needs_identity else None, environ)
+    buses = ServiceBusClients(credential_for() if needs_identity else None, environ)
+    containers = BlobContainers(credential_for, environ)
+
+    bindings: dict[SourceSettings, EventHubBinding] = {}
+    for t_index, target in enumerate(settings.policy.targets):
+        for s_index, source in enumerate(target.sources):
+            path = f"targets[{t_index}].sources[{s_index}]"
+            try:
+                if source.kind == "eventhub":
+                    if source not in bindings:
+                        namespace = hubs.namespace(source)
+                        container = containers.container_for(source, path)
+                        bindings[source] = EventHubBinding(
+                            partitions=hubs.source_for(source),
+                            checkpoints=checkpoint_reader_for(source.checkpoint_strategy, container),
+                            namespace=namespace,
+                        )
+                elif source.kind == "servicebus":
+                    buses.counter_for(source)
+            except LookupError as error:
+                raise SettingsError(f"{error} ({path})") from None
+            except ValueError as error:
+                if isinstance(error, SettingsError):
+                    raise
+                raise SettingsError(f"{path}: {error}") from None
+
+    readers = [
+        EventHubReader(bindings.__getitem__, ownership_expiry_seconds=settings.ownership_expiry_seconds,
+                       closers=(hubs.aclose, containers.aclose)),
+        ServiceBusReader(buses.counter_for, closers=(buses.aclose,)),
+    ]
+    return Collector(
+        settings.policy,
+        readers,
+        capacity_reader or UnwiredCapacityReader(),
+        concurrency=settings.collect_concurrency,
+        timeout_seconds=settings.collect_timeout_seconds,
+        clock=clock,
+        closers=owned,
+    )

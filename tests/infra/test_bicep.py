@@ -1,0 +1,606 @@
+"""The infrastructure, checked offline: the Bicep CLI cannot run here, so every .bicep file is
+parsed with pycep-parser and the parse trees are held to the deployment's security rules
+(identity-based connections only, least-privilege role assignments, Flex Consumption shape) and
+to their own wiring (module parameters and outputs, azd outputs, parameters file, docs).
+
+Each checker in bicep_rules is also run on small broken snippets, so a checker that silently
+accepts everything fails here too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.infra.bicep_rules import (
+    CUSTOM,
+    EXPECTED_ROLES,
+    SERVER_FARM,
+    UPPER_SNAKE,
+    Template,
+    app_settings,
+    custom_role_definitions,
+    function,
+    identity_settings,
+    key_material,
+    operator,
+    role_assignments,
+    storage_hardening,
+    unquote,
+    walk,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+INFRA = ROOT / "infra"
+BICEP_FILES = sorted(INFRA.rglob("*.bicep"))
+BICEP_IDS = [str(path.relative_to(INFRA)) for path in BICEP_FILES]
+
+# What the Function App must be configured with, and nothing else (see docs/deploy.md).
+APP_SETTINGS = {
+    "AzureWebJobsStorage__accountName",
+    "AzureWebJobsStorage__credential",
+    "AzureWebJobsStorage__clientId",
+    "AzureWebJobsStorage__blobServiceUri",
+    "AzureWebJobsStorage__queueServiceUri",
+    "AzureWebJobsStorage__tableServiceUri",
+    "AZURE_CLIENT_ID",
+    "APPLICATIONINSIGHTS_CONNECTION_STRING",
+    "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
+    "AUTOSCALER_POLICY",
+    "COLLECT_SCHEDULE",
+    "SCALER_DRY_RUN",
+    "HISTORY_RETENTION_DAYS",
+    "OWNERSHIP_EXPIRY_SECONDS",
+}
+# Flex Consumption rejects these: the runtime and the package location live in functionAppConfig.
+FLEX_FORBIDDEN_SETTINGS = {
+    "FUNCTIONS_WORKER_RUNTIME",
+    "FUNCTIONS_EXTENSION_VERSION",
+    "WEBSITE_RUN_FROM_PACKAGE",
+    "WEBSITE_CONTENTSHARE",
+    "WEBSITE_CONTENTAZUREFILECONNECTIONSTRING",
+}
+QUEUES = {"metrics", "metrics-poison", "actions", "actions-poison"}
+TABLES = {"metrichistory", "scalerstate", "decisionlog", "deadletters", "appliedactions"}
+REQUIRED_OUTPUTS = {
+    "AZURE_LOCATION",
+    "AZURE_TENANT_ID",
+    "AZURE_RESOURCE_GROUP",
+    "AZURE_FUNCTION_APP_NAME",
+    "AZURE_STORAGE_ACCOUNT_NAME",
+    "AZURE_STORAGE_BLOB_ENDPOINT",
+    "AZURE_STORAGE_QUEUE_ENDPOINT",
+    "AZURE_STORAGE_TABLE_ENDPOINT",
+    "AZURE_CLIENT_ID",
+    "APPLICATIONINSIGHTS_CONNECTION_STRING",
+    "AUTOSCALER_POLICY",
+    "COLLECT_SCHEDULE",
+    "SCALER_DRY_RUN",
+    "HISTORY_RETENTION_DAYS",
+    "OWNERSHIP_EXPIRY_SECONDS",
+}
+
+
+def load(path: Path) -> Template:
+    return Template.from_file(path, INFRA)
+
+
+@pytest.fixture(scope="module")
+def templates() -> dict[str, Template]:
+    return {name: load(path) for name, path in zip(BICEP_IDS, BICEP_FILES, strict=True)}
+
+
+@pytest.fixture(scope="module")
+def main(templates: dict[str, Template]) -> Template:
+    return templates["main.bicep"]
+
+
+@pytest.fixture(scope="module")
+def parameters_file() -> dict:
+    return json.loads((INFRA / "main.parameters.json").read_text(encoding="utf-8"))["parameters"]
+
+
+# --- every file ----------------------------------------------------------------------------------
+
+
+def test_the_expected_files_exist() -> None:
+    assert set(BICEP_IDS) >= {
+        "main.bicep",
+        "app/identity.bicep",
+        "app/monitoring.bicep",
+        "app/storage.bicep",
+        "app/function.bicep",
+        "app/checkpoint-reader.bicep",
+        "app/eventhubs-receiver.bicep",
+        "app/servicebus-owner.bicep",
+        "app/plan-scaler.bicep",
+    }
+
+
+@pytest.mark.parametrize("path", BICEP_FILES, ids=BICEP_IDS)
+def test_every_bicep_file_parses(path: Path) -> None:
+    tree = load(path).tree
+    assert tree.get("resources") or tree.get("modules"), f"{path} declares nothing"
+
+
+@pytest.mark.parametrize("path", BICEP_FILES, ids=BICEP_IDS)
+def test_no_keys_or_connection_strings(path: Path) -> None:
+    template = load(path)
+    assert key_material(template) == []
+    # Belt and braces on the raw text (comments included).
+    assert "listKeys(" not in template.text
+    assert "AccountKey=" not in template.text
+
+
+@pytest.mark.parametrize("path", BICEP_FILES, ids=BICEP_IDS)
+def test_role_assignments_are_least_privilege(path: Path) -> None:
+    _, problems = role_assignments(load(path))
+    assert problems == []
+
+
+@pytest.mark.parametrize("path", BICEP_FILES, ids=BICEP_IDS)
+def test_storage_accounts_are_hardened(path: Path) -> None:
+    assert storage_hardening(load(path)) == []
+
+
+@pytest.mark.parametrize("path", BICEP_FILES, ids=BICEP_IDS)
+def test_app_settings_are_identity_based(path: Path) -> None:
+    for settings in app_settings(load(path)).values():
+        assert identity_settings(settings) == []
+
+
+@pytest.mark.parametrize("path", BICEP_FILES, ids=BICEP_IDS)
+def test_module_calls_match_module_parameters_and_outputs(path: Path) -> None:
+    """What the Bicep compiler would reject: unknown or missing module parameters, and
+    references to module outputs that do not exist."""
+    template = load(path)
+    for symbol, module in template.modules.items():
+        target = (path.parent / module["detail"]["path"]).resolve()
+        assert target.is_file(), f"{symbol}: {target} does not exist"
+        callee = load(target)
+        given = set((module_body(module).get("params") or {}).keys())
+        declared = set(callee.parameters)
+        required = {name for name, param in callee.parameters.items() if "default" not in param}
+        assert given <= declared, f"{symbol}: unknown parameters {sorted(given - declared)}"
+        assert required <= given, f"{symbol}: missing parameters {sorted(required - given)}"
+        for node in walk(template.tree):
+            op = operator(node)
+            if op and op[0] == "property_accessor" and op[1].get("operand_1") == symbol:
+                inner = operator(op[1].get("operand_2"))
+                if inner and inner[0] == "property_accessor" and inner[1].get("operand_1") == "outputs":
+                    output = inner[1].get("operand_2")
+                    assert output in callee.outputs, f"{symbol}.outputs.{output} is not an output of {target.name}"
+
+
+def module_body(module: dict) -> dict:
+    body = module["config"]
+    while "config" in body and ("loop_type" in body or "condition" in body):
+        body = body["config"]
+    return body
+
+
+# --- role assignments across the deployment ------------------------------------------------------
+
+
+def test_every_intended_role_is_assigned(templates: dict[str, Template]) -> None:
+    assigned = {a.role for t in templates.values() for a in role_assignments(t)[0]}
+    assert assigned == set(EXPECTED_ROLES)
+
+
+def test_role_guids_in_the_table_are_well_formed() -> None:
+    guids = [guid for guid, _ in EXPECTED_ROLES.values() if guid != CUSTOM]
+    assert len(set(guids)) == len(guids)
+    assert all(re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", guid) for guid in guids)
+
+
+def test_plan_role_is_scoped_to_plans_only(templates: dict[str, Template]) -> None:
+    custom = [a for t in templates.values() for a in role_assignments(t)[0] if a.role_guid == CUSTOM]
+    assert custom, "no assignment of the custom plan-scaler role"
+    assert {a.scope_type for a in custom} == {SERVER_FARM}
+
+
+def test_custom_plan_role_definition(main: Template) -> None:
+    definitions = main.of_type("Microsoft.Authorization/roleDefinitions")
+    assert len(definitions) == 1
+    assert custom_role_definitions(main) == []
+    ((symbol, body),) = definitions.items()
+    # assignableScopes: the resource groups of the target plans, computed from targetPlanIds.
+    scopes = body["properties"]["assignableScopes"]
+    loops = [main.resolve(node) for node in walk(scopes) if isinstance(node, str) and node in main.variables]
+    assert any(
+        isinstance(v, dict) and v.get("loop_type", {}).get("detail", {}).get("array_name") == "targetPlanIds" for v in loops
+    )
+    # The plan module receives that role's name, once per target plan.
+    plan_modules = [m for m in main.modules.values() if m["detail"]["path"] == "app/plan-scaler.bicep"]
+    assert len(plan_modules) == 1
+    plan_module = plan_modules[0]
+    assert plan_module["config"]["loop_type"]["detail"]["array_name"] == "targetPlanIds"
+    passed = module_body(plan_module)["params"]["roleDefinitionName"]
+    assert operator(passed) == ("property_accessor", {"operand_1": symbol, "operand_2": "name"})
+
+
+def test_watched_resources_get_modules_in_their_own_resource_group(main: Template) -> None:
+    """Event Hubs, checkpoint stores, Service Bus and plans may live in other resource groups or
+    subscriptions: each access module is deployed to resourceGroup(<sub>, <rg>) of its target."""
+    expected = {
+        "app/eventhubs-receiver.bicep": "eventHubNamespaces",
+        "app/checkpoint-reader.bicep": "checkpointContainers",
+        "app/servicebus-owner.bicep": "serviceBusNamespaceIds",
+        "app/plan-scaler.bicep": "targetPlanIds",
+    }
+    for path, array in expected.items():
+        modules = [m for m in main.modules.values() if m["detail"]["path"] == path]
+        assert len(modules) == 1, path
+        assert modules[0]["config"]["loop_type"]["detail"]["array_name"] == array
+        scope = function(module_body(modules[0])["scope"])
+        assert scope and scope[0] == "resource_group", path
+        assert scope[1]["subscription_id"] is not None and scope[1]["resource_group_name"] is not None, path
+
+
+def test_service_bus_is_optional(main: Template) -> None:
+    assert main.parameters["serviceBusNamespaceIds"]["type"] == "array"
+    assert main.parameters["serviceBusNamespaceIds"]["default"] == []
+
+
+# --- the Function App -----------------------------------------------------------------------------
+
+
+def test_function_app_settings(templates: dict[str, Template]) -> None:
+    function_template = templates["app/function.bicep"]
+    (settings,) = app_settings(function_template).values()
+    assert set(settings) == APP_SETTINGS
+    assert not set(settings) & FLEX_FORBIDDEN_SETTINGS
+    assert settings["AzureWebJobsStorage__credential"] == "managedidentity"
+    assert settings["AzureWebJobsStorage__clientId"] == settings["AZURE_CLIENT_ID"] == "identityClientId"
+    assert settings["APPLICATIONINSIGHTS_AUTHENTICATION_STRING"] == "ClientId=${identityClientId};Authorization=AAD"
+    for kind in ("blob", "queue", "table"):
+        assert settings[f"AzureWebJobsStorage__{kind}ServiceUri"] == f"{kind}Endpoint"
+
+
+def test_function_app_is_flex_consumption_python_311(templates: dict[str, Template]) -> None:
+    template = templates["app/function.bicep"]
+    (plan,) = template.of_type("Microsoft.Web/serverfarms").values()
+    assert plan["sku"] == {"name": "FC1", "tier": "FlexConsumption"}
+    assert plan["properties"]["reserved"] is True
+    (site,) = template.of_type("Microsoft.Web/sites").values()
+    assert site["kind"] == "functionapp,linux"
+    assert site["identity"]["type"] == "UserAssigned"
+    assert [unquote(k) for k in site["identity"]["userAssignedIdentities"]] == ["${identityId}"]
+    props = site["properties"]
+    assert props["httpsOnly"] is True
+    assert props["siteConfig"]["minTlsVersion"] == "1.2"
+    assert props["siteConfig"]["ftpsState"] == "Disabled"
+    config = props["functionAppConfig"]
+    assert config["runtime"] == {"name": "python", "version": "3.11"}
+    storage = config["deployment"]["storage"]
+    assert storage["type"] == "blobContainer"
+    assert storage["authentication"] == {"type": "UserAssignedIdentity", "userAssignedIdentityResourceId": "identityId"}
+    assert set(config["scaleAndConcurrency"]) == {"maximumInstanceCount", "instanceMemoryMB"}
+
+
+def test_application_insights_accepts_entra_id_only(templates: dict[str, Template]) -> None:
+    (component,) = templates["app/monitoring.bicep"].of_type("Microsoft.Insights/components").values()
+    assert component["properties"]["DisableLocalAuth"] is True
+    assert component["properties"]["WorkspaceResourceId"]
+
+
+def test_storage_queues_tables_and_deployment_container(templates: dict[str, Template]) -> None:
+    template = templates["app/storage.bicep"]
+    assert set(template.parameters["queueNames"]["default"]) == QUEUES
+    assert set(template.parameters["tableNames"]["default"]) == TABLES
+    assert template.of_type("Microsoft.Storage/storageAccounts/queueServices/queues")
+    assert template.of_type("Microsoft.Storage/storageAccounts/tableServices/tables")
+    assert template.of_type("Microsoft.Storage/storageAccounts/blobServices/containers")
+
+
+# --- azd: outputs, parameters file, azure.yaml, docs ---------------------------------------------
+
+
+def test_main_targets_the_subscription_and_outputs_upper_snake(main: Template) -> None:
+    assert main.tree["globals"]["scope"]["value"] == "subscription"
+    assert all(UPPER_SNAKE.match(name) for name in main.outputs), sorted(main.outputs)
+    assert set(main.outputs) >= REQUIRED_OUTPUTS
+
+
+def test_parameters_file_matches_main(main: Template, parameters_file: dict) -> None:
+    declared = set(main.parameters)
+    required = {name for name, param in main.parameters.items() if "default" not in param}
+    assert set(parameters_file) <= declared, sorted(set(parameters_file) - declared)
+    assert required <= set(parameters_file), sorted(required - set(parameters_file))
+    python_types = {"string": str, "array": list, "object": dict, "bool": bool, "int": int}
+    for name, entry in parameters_file.items():
+        assert isinstance(entry["value"], python_types[main.parameters[name]["type"]]), name
+
+
+def test_parameters_file_has_no_stray_dollar_signs() -> None:
+    """azd substitutes environment references in this file before deploying: only ${AZURE_*}
+    references may contain '$' (the '$schema' key aside), so a literal such as '$Default' is not
+    silently replaced."""
+    text = (INFRA / "main.parameters.json").read_text(encoding="utf-8")
+    stray = re.sub(r"\$\{AZURE_[A-Z_]+\}", "", text).replace('"$schema"', "")
+    assert "$" not in stray
+
+
+def test_example_policy_matches_the_role_assignments(parameters_file: dict) -> None:
+    """The policy in the parameters file parses, and every plan, namespace and checkpoint store it
+    names is one the deployment grants access to."""
+    from scaling.domain.policy import policy_from_dict
+
+    policy = policy_from_dict(parameters_file["autoscalerPolicy"]["value"])
+    plans = {plan_id.lower() for plan_id in parameters_file["targetPlanIds"]["value"]}
+    namespaces = {
+        entry["resourceId"].rsplit("/", 1)[-1].lower(): entry for entry in parameters_file["eventHubNamespaces"]["value"]
+    }
+    stores = {
+        (entry["storageAccountId"].rsplit("/", 1)[-1].lower(), entry["containerName"])
+        for entry in parameters_file["checkpointContainers"]["value"]
+    }
+    service_bus = {sb_id.rsplit("/", 1)[-1].lower() for sb_id in parameters_file["serviceBusNamespaceIds"]["value"]}
+    for target in policy.targets:
+        assert target.plan.resource_id.lower() in plans, target.name
+        for source in target.sources:
+            namespace = (source.fully_qualified_namespace or "").split(".")[0].lower()
+            if source.kind == "servicebus":
+                assert namespace in service_bus, source.name
+                continue
+            assert namespace in namespaces, source.name
+            hubs = namespaces[namespace].get("eventHubs")
+            assert not hubs or source.event_hub_name in hubs, source.name
+            account = (source.checkpoint_account_url or "").split("//")[-1].split(".")[0].lower()
+            assert (account, source.blob_container) in stores, source.name
+
+
+def test_azure_yaml_deploys_the_function_app_and_runs_the_hook(main: Template) -> None:
+    text = (ROOT / "azure.yaml").read_text(encoding="utf-8")
+    service = main.variables["serviceName"]["value"]
+    assert re.search(rf"^services:\n  {service}:\n", text, re.MULTILINE)
+    assert re.search(r"^\s+host: function$", text, re.MULTILINE)
+    assert re.search(r"^\s+language: python$", text, re.MULTILINE)
+    assert re.search(r"^\s+provider: bicep$", text, re.MULTILINE)
+    assert re.search(r"^\s+postprovision:$", text, re.MULTILINE)
+    hook = re.search(r"^\s+run: (\S+)$", text, re.MULTILINE)
+    assert hook and hook.group(1) == "./scripts/write-local-settings.sh"
+    script = ROOT / hook.group(1)
+    assert script.is_file() and os.access(script, os.X_OK)
+
+
+def test_deploy_docs_list_every_parameter_and_setting(parameters_file: dict) -> None:
+    docs = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+    for name in parameters_file:
+        assert f"`{name}`" in docs, f"docs/deploy.md does not document parameter {name}"
+    for name in APP_SETTINGS:
+        assert f"`{name}`" in docs, f"docs/deploy.md does not document app setting {name}"
+    assert "azd up" in docs and "func start" in docs and "local.settings.sample.json" in docs
+
+
+# --- the checkers catch what they are meant to catch ----------------------------------------------
+
+GOOD_ASSIGNMENT = """
+param principalId string
+var readerRoleId = subscriptionResourceId('Microsoft.Authorization/roleDefinitions', '2a2b9908-6ea1-4ae2-8e65-a410df84e7d1')
+resource account 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
+  name: 'stcheckpoints'
+}
+resource blobs 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01' existing = {
+  parent: account
+  name: 'default'
+}
+resource container 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' existing = {
+  parent: blobs
+  name: 'checkpoints'
+}
+resource reader 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: NAME
+  scope: SCOPE
+  properties: {
+    description: 'DESCRIPTION: checkpoints'
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: ROLE
+  }
+}
+"""
+
+
+def assignment_snippet(
+    name: str = "guid(container.id, principalId, readerRoleId)",
+    scope: str = "container",
+    description: str = "Storage Blob Data Reader",
+    role: str = "readerRoleId",
+) -> Template:
+    text = GOOD_ASSIGNMENT.replace("NAME", name).replace("SCOPE", scope).replace("DESCRIPTION", description).replace("ROLE", role)
+    if scope == "":
+        text = text.replace("  scope: \n", "")
+    return Template.from_text(text)
+
+
+def test_assignment_checker_accepts_a_compliant_snippet() -> None:
+    assignments, problems = role_assignments(assignment_snippet())
+    assert problems == []
+    assert [(a.role, a.scope_type) for a in assignments] == [
+        ("Storage Blob Data Reader", "Microsoft.Storage/storageAccounts/blobServices/containers")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("broken", "message"),
+    [
+        ({"name": "'fixed-name'"}, "not a guid"),
+        ({"name": "guid(container.id, principalId)"}, "needs scope, principal and role"),
+        ({"name": "guid(account.id, principalId, readerRoleId)"}, "must start with the scope's id"),
+        ({"name": "guid(container.id, 'someone', readerRoleId)"}, "does not include the principal"),
+        ({"scope": ""}, "no scope"),
+        ({"scope": "resourceGroup()"}, "is not a resource"),
+        (
+            {"name": "guid(account.id, principalId, readerRoleId)", "scope": "account"},
+            "scoped to Microsoft.Storage/storageAccounts",
+        ),
+        ({"description": "Storage Blob Data Owner"}, "described as Storage Blob Data Owner"),
+        ({"description": "Storage Blob Data Contributor"}, "does not start with a known role name"),
+        (
+            {"role": "subscriptionResourceId('Microsoft.Authorization/roleDefinitions', 'b24988ac-6180-42a0-ab88-20f7382dd24c')"},
+            "grants Contributor",
+        ),
+        ({"role": "'/providers/Microsoft.Authorization/roleDefinitions/2a2b9908'"}, "roleDefinitionId is not"),
+    ],
+)
+def test_assignment_checker_rejects(broken: dict[str, str], message: str) -> None:
+    _, problems = role_assignments(assignment_snippet(**broken))
+    assert any(message in problem for problem in problems), problems
+
+
+def test_plan_role_at_a_resource_group_is_rejected() -> None:
+    template = Template.from_text(
+        """
+param principalId string
+param roleDefinitionName string
+var roleId = subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleDefinitionName)
+resource plans 'Microsoft.Resources/resourceGroups@2022-09-01' existing = {
+  scope: subscription()
+  name: 'rg-plans'
+}
+resource scaler 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(plans.id, principalId, roleId)
+  scope: plans
+  properties: {
+    description: 'App Service Plan Scaler (custom): every plan of the group'
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: roleId
+  }
+}
+"""
+    )
+    assignments, problems = role_assignments(template)
+    assert assignments[0].role_guid == CUSTOM
+    assert any("must be scoped to a Microsoft.Web/serverfarms resource" in problem for problem in problems), problems
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "listKeys(account.id, '2023-05-01').keys[0].value",
+        "account.listKeys().keys[0].value",
+        "account.listAccountSas('2023-05-01', {}).accountSasToken",
+        "'DefaultEndpointsProtocol=https;AccountName=x;AccountKey=abc'",
+        "'Endpoint=sb://x.servicebus.windows.net/;SharedAccessKeyName=r;SharedAccessKey=abc'",
+    ],
+)
+def test_key_checker_rejects(expression: str) -> None:
+    template = Template.from_text(
+        f"""
+resource account 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {{
+  name: 'st'
+}}
+var secret = {expression}
+"""
+    )
+    assert key_material(template) != []
+
+
+def test_key_checker_accepts_identity_based_settings() -> None:
+    template = Template.from_text(
+        """
+resource account 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
+  name: 'st'
+}
+var blob = account.properties.primaryEndpoints.blob
+"""
+    )
+    assert key_material(template) == []
+
+
+SITE = """
+resource site 'Microsoft.Web/sites@2024-04-01' = {
+  name: 'func'
+  location: 'westeurope'
+  properties: {
+    siteConfig: {
+      appSettings: [
+SETTINGS
+      ]
+    }
+  }
+}
+"""
+
+
+def site_with(settings: dict[str, str]) -> Template:
+    entries = "\n".join(f"        {{\n          name: '{k}'\n          value: '{v}'\n        }}" for k, v in settings.items())
+    return Template.from_text(SITE.replace("SETTINGS", entries))
+
+
+def test_settings_checker() -> None:
+    good = {
+        "AzureWebJobsStorage__accountName": "st",
+        "AzureWebJobsStorage__credential": "managedidentity",
+        "AzureWebJobsStorage__clientId": "c",
+    }
+    (settings,) = app_settings(site_with(good)).values()
+    assert identity_settings(settings) == []
+
+    missing_client = {k: v for k, v in good.items() if k != "AzureWebJobsStorage__clientId"}
+    (settings,) = app_settings(site_with(missing_client)).values()
+    assert any("no matching AzureWebJobsStorage__clientId" in p for p in identity_settings(settings))
+
+    (settings,) = app_settings(site_with({**good, "AzureWebJobsStorage__credential": "connectionstring"})).values()
+    assert any("expected 'managedidentity'" in p for p in identity_settings(settings))
+
+    (settings,) = app_settings(site_with({"AzureWebJobsStorage": "DefaultEndpointsProtocol=https;AccountName=st"})).values()
+    assert any("must not be set" in p for p in identity_settings(settings))
+
+
+def test_storage_checker_rejects_shared_keys_and_public_blobs() -> None:
+    template = Template.from_text(
+        """
+resource st 'Microsoft.Storage/storageAccounts@2023-05-01' = {
+  name: 'st'
+  location: 'westeurope'
+  kind: 'StorageV2'
+  sku: {
+    name: 'Standard_LRS'
+  }
+  properties: {
+    allowSharedKeyAccess: true
+    minimumTlsVersion: 'TLS1_0'
+    supportsHttpsTrafficOnly: true
+  }
+}
+"""
+    )
+    problems = "\n".join(storage_hardening(template))
+    assert "allowSharedKeyAccess" in problems
+    assert "minimumTlsVersion" in problems
+    assert "allowBlobPublicAccess" in problems
+    assert "supportsHttpsTrafficOnly" not in problems
+
+
+def test_role_definition_checker_rejects_wide_roles() -> None:
+    template = Template.from_text(
+        """
+resource role 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
+  name: guid('x')
+  properties: {
+    roleName: 'too wide'
+    permissions: [
+      {
+        actions: [
+          'Microsoft.Web/serverfarms/*'
+        ]
+        notActions: []
+      }
+    ]
+    assignableScopes: [
+      subscription().id
+    ]
+  }
+}
+"""
+    )
+    problems = "\n".join(custom_role_definitions(template))
+    assert "expected serverfarms read and write only" in problems
+    assert "uses subscription()" in problems
