@@ -25,19 +25,23 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; only the chosen subcommand's module is imported (the others stay unloaded)."""
+    argv = sys.argv[1:] if argv is None else argv
+    chosen = next((word for word in argv if not word.startswith("-")), None)
     parser = argparse.ArgumentParser(prog="python -m scaling", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
-        module = importlib.import_module(module_name)
         sub = commands.add_parser(name, help=help_text, description=help_text)
-        module.configure(sub)
-        sub.set_defaults(handler=module.run)
+        if name == chosen:
+            module = importlib.import_module(module_name)
+            module.configure(sub)
+            sub.set_defaults(handler=module.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     return int(args.handler(args) or 0)
 
 

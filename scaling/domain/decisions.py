@@ -37,6 +37,8 @@ class ScalerState:
     throughput_observations: int = 0
     throughput_floor: float | None = None
     checkpoint_delay_seconds: float | None = None
+    action_tokens: float | None = None
+    action_tokens_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -209,6 +209,15 @@ def _rules_proposal(target: TargetPolicy, samples: Sequence[MetricSample], now: 
 # --- the engine ------------------------------------------------------------------------------
 
 
+def action_tokens(target: TargetPolicy, state: ScalerState, now: datetime) -> float:
+    """Tokens left in the action budget: refilled at ``max_actions_per_hour``, at most that many."""
+    budget = target.slo.max_actions_per_hour
+    if state.action_tokens is None or state.action_tokens_at is None:
+        return budget
+    elapsed_hours = max((now - state.action_tokens_at).total_seconds(), 0.0) / 3600.0
+    return min(budget, state.action_tokens + elapsed_hours * budget)
+
+
 def _hold(target: TargetPolicy, decision_id: str, now: datetime, capacity: int | None, code: str,
           reasons: Sequence[str], metrics: dict, state: ScalerState) -> Decision:
     new_state = replace(state, last_reason_code=code)
@@ -285,6 +294,13 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
             return _hold(target, decision_id, now, capacity, "cooldown",
                          [*proposal.reasons, f"cooldown until {cooldown_until.isoformat()}"],
                          {**metrics, "cooldown_until": cooldown_until.isoformat()}, state)
+
+    tokens = action_tokens(target, state, now)
+    if target.mode == "slo" and proposal.direction == DOWN and tokens < 2:
+        return _hold(target, decision_id, now, capacity, "action_budget",
+                     [*proposal.reasons, f"action budget: {tokens:.2f} of {target.slo.max_actions_per_hour:g} per hour left; "
+                      "a scale-in needs 2 (itself and the scale-out likely to follow)"], metrics, state)
+    state = replace(state, action_tokens=max(tokens - 1.0, 0.0), action_tokens_at=now)
 
     if proposal.direction == UP:
         pending_ready_at = now + timedelta(seconds=target.slo.provisioning_delay_seconds)

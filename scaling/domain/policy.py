@@ -96,14 +96,18 @@ class SloSettings:
     ``events_per_instance_per_second`` is a prior; the engine learns the real throughput from
     saturated periods. ``provisioning_delay_seconds`` is how long new instances take to serve.
     ``min_dwell_seconds`` is the shortest time a scale-in must be expected to hold.
+    ``max_actions_per_hour`` is an action budget (a token bucket): scale-outs are never held
+    back, but a scale-in waits until the budget covers it and the scale-out likely to follow,
+    because every action rebalances partitions and makes consumers process events twice.
     """
 
     max_event_age_seconds: float = 300.0
     events_per_instance_per_second: float | None = None
     provisioning_delay_seconds: float = 120.0
-    safety_seconds: float = 60.0
-    min_dwell_seconds: float = 1200.0
+    safety_seconds: float = 90.0
+    min_dwell_seconds: float = 2400.0
     headroom: float = 0.05
+    max_actions_per_hour: float = 4.0
     rate_window_seconds: float = 180.0
     history_seconds: float = 600.0
 
@@ -402,6 +406,7 @@ def _parse_slo(reader: _Reader) -> SloSettings:
         safety_seconds=reader.number("safety_seconds", defaults.safety_seconds, minimum=0),
         min_dwell_seconds=reader.number("min_dwell_seconds", defaults.min_dwell_seconds, minimum=0),
         headroom=reader.number("headroom", defaults.headroom, minimum=0, maximum=10),
+        max_actions_per_hour=reader.number("max_actions_per_hour", defaults.max_actions_per_hour, above=0),
         rate_window_seconds=reader.number("rate_window_seconds", defaults.rate_window_seconds, minimum=60),
         history_seconds=reader.number("history_seconds", defaults.history_seconds, minimum=120),
     )

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+import numpy as np
+
 from scaling.domain.decisions import DOWN, HOLD, UP, ScalerState
 from scaling.domain.engine import Proposal
 from scaling.domain.lag import partitions_per_instance
@@ -39,96 +41,118 @@ CHECKPOINT_DELAY_CEILING = 0.25
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionOutlook:
-    """What the engine knows of one partition: its arrival rates, backlog and oldest-event age."""
+class SourceOutlook:
+    """What the engine knows of one source's partitions (arrays in partition order): arrival
+    rates over the rate window and the last interval (events/s), backlog, and oldest-event age (s)."""
 
-    key: str
-    arrival_rate: float
-    recent_arrival_rate: float
-    backlog: int
-    age_seconds: float
+    keys: tuple[str, ...]
+    arrival_rate: np.ndarray
+    recent_arrival_rate: np.ndarray
+    backlog: np.ndarray
+    age_seconds: np.ndarray
+
+    @property
+    def partitions(self) -> int:
+        return len(self.keys)
 
 
 def _seconds(moment: datetime) -> float:
     return moment.timestamp()
 
 
+def oldest_event_ages(times: np.ndarray, positions: np.ndarray, oldest: np.ndarray, arrival_rate: np.ndarray) -> np.ndarray:
+    """Seconds each partition's oldest unprocessed event has waited at the last sample time.
+
+    ``positions`` holds last-enqueued sequence numbers (samples x partitions), ``oldest`` the
+    sequence number of each partition's oldest unprocessed event (checkpoint + 1). Its arrival
+    time is read off the positions' history, interpolated between samples, or extrapolated at
+    the arrival rate when it is older than the history.
+    """
+    reached = positions >= oldest[None, :]
+    waiting = reached[-1]
+    first = np.argmax(reached, axis=0)
+    columns = np.arange(positions.shape[1])
+    position = positions[first, columns]
+    previous_index = np.maximum(first - 1, 0)
+    previous = positions[previous_index, columns]
+    span = np.maximum(position - previous, 1.0)
+    interpolated = times[previous_index] + (oldest - previous) / span * (times[first] - times[previous_index])
+    extrapolated = times[0] - (position - oldest) / np.maximum(arrival_rate, NO_RATE)
+    arrived = np.where(first == 0, extrapolated, interpolated)
+    return np.where(waiting, np.maximum(times[-1] - arrived, 0.0), 0.0)
+
+
 def oldest_event_age(times: Sequence[float], last_enqueued: Sequence[int], checkpoint: int | None,
                      beginning: int, arrival_rate: float) -> float:
-    """Seconds the oldest unprocessed event has waited at the last sample time.
-
-    The oldest unprocessed event has sequence number ``checkpoint + 1``; its arrival time is
-    read off the history of last-enqueued sequence numbers (interpolated between samples, or
-    extrapolated at the arrival rate when it is older than the history).
-    """
-    oldest = (checkpoint + 1) if checkpoint is not None and checkpoint >= 0 else max(beginning, 0)
-    if not last_enqueued or last_enqueued[-1] < oldest:
+    """One partition's oldest-event age (see ``oldest_event_ages``)."""
+    if not last_enqueued:
         return 0.0
-    for index, position in enumerate(last_enqueued):
-        if position >= oldest:
-            if index == 0:
-                rate = max(arrival_rate, NO_RATE)
-                arrived = times[0] - (position - oldest) / rate
-            else:
-                previous = last_enqueued[index - 1]
-                span = max(position - previous, 1)
-                arrived = times[index - 1] + (oldest - previous) / span * (times[index] - times[index - 1])
-            return max(times[-1] - arrived, 0.0)
-    return 0.0
+    oldest = (checkpoint + 1) if checkpoint is not None and checkpoint >= 0 else max(beginning, 0)
+    ages = oldest_event_ages(np.asarray(times, dtype=float), np.asarray(last_enqueued, dtype=float)[:, None],
+                             np.asarray([oldest], dtype=float), np.asarray([arrival_rate], dtype=float))
+    return float(ages[0])
 
 
-def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: float) -> dict[str, list[PartitionOutlook]]:
-    """Per Event Hubs source, each partition's rates, backlog and age from the samples."""
+def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: float) -> dict[str, SourceOutlook]:
+    """Per Event Hubs source of the latest sample, its partitions' rates, backlog and ages."""
     latest = samples[-1]
-    outlooks: dict[str, list[PartitionOutlook]] = {}
     latest_time = _seconds(latest.collected_at)
+    outlooks: dict[str, SourceOutlook] = {}
     for source in latest.sources:
         if not source.ok or not source.partitions:
             continue
-        series = [(s.collected_at, next((x for x in s.sources if x.name == source.name and x.ok), None)) for s in samples]
-        series = [(_seconds(time), reading) for time, reading in series if reading is not None]
-        times = [time for time, _ in series]
-        base_index = 0
+        ids = [p.partition_id for p in source.partitions]
+        times, rows = [], []
+        for sample in samples:
+            reading = next((x for x in sample.sources if x.name == source.name and x.ok), None)
+            if reading is None:
+                continue
+            by_id = {p.partition_id: p.last_enqueued for p in reading.partitions}
+            # A partition missing from an older sample counts as not having moved since then.
+            rows.append([by_id.get(partition_id, np.nan) for partition_id in ids])
+            times.append(_seconds(sample.collected_at))
+        positions = np.asarray(rows, dtype=float)
+        current = positions[-1]
+        positions = np.where(np.isnan(positions), current[None, :], positions)
+        times_array = np.asarray(times, dtype=float)
+        base = 0
         for index, time in enumerate(times):
             if latest_time - time >= rate_window_seconds:
-                base_index = index
-        recent_index = max(len(times) - 2, 0)
-        by_partition = [(time, {p.partition_id: p.last_enqueued for p in reading.partitions}) for time, reading in series]
-        result = []
-        for partition in source.partitions:
-            positions = []
-            position_times = []
-            for time, readings in by_partition:
-                position = readings.get(partition.partition_id)
-                if position is not None:
-                    positions.append(position)
-                    position_times.append(time)
+                base = index
+        recent = max(len(times) - 2, 0)
 
-            def rate_since(index: int, positions=positions, position_times=position_times) -> float:
-                index = min(index, len(positions) - 1)
-                elapsed = position_times[-1] - position_times[index]
-                if elapsed <= 0:
-                    return 0.0
-                return max(positions[-1] - positions[index], 0) / elapsed
+        def rate_since(index: int, positions=positions, times_array=times_array) -> np.ndarray:
+            elapsed = times_array[-1] - times_array[index]
+            if elapsed <= 0:
+                return np.zeros(positions.shape[1])
+            return np.maximum(positions[-1] - positions[index], 0.0) / elapsed
 
-            arrival = rate_since(base_index)
-            recent = rate_since(recent_index)
-            age = oldest_event_age(position_times, positions, partition.checkpoint, partition.beginning, max(arrival, recent))
-            result.append(PartitionOutlook(f"{source.name}/{partition.partition_id}", arrival, recent, partition.backlog, age))
-        outlooks[source.name] = result
+        arrival, recent_rate = rate_since(base), rate_since(recent)
+        oldest = np.asarray([(p.checkpoint + 1) if p.checkpoint is not None and p.checkpoint >= 0 else max(p.beginning, 0)
+                             for p in source.partitions], dtype=float)
+        ages = oldest_event_ages(times_array, positions, oldest, np.maximum(arrival, recent_rate))
+        outlooks[source.name] = SourceOutlook(
+            keys=tuple(f"{source.name}/{partition_id}" for partition_id in ids),
+            arrival_rate=arrival,
+            recent_arrival_rate=recent_rate,
+            backlog=np.asarray([p.backlog for p in source.partitions], dtype=float),
+            age_seconds=ages,
+        )
     return outlooks
 
 
-def predicted_age(age: float, backlog: float, arrival_rate: float, service_rate: float, seconds: float) -> float:
-    """The oldest event's age after ``seconds`` at a constant arrival and service rate (fluid model)."""
+def predicted_age(age, backlog, arrival_rate, service_rate, seconds):
+    """The oldest event's age after ``seconds`` at constant arrival and service rates (fluid model:
+    it grows by ``1 - service / arrivals`` per second). Works on floats and numpy arrays alike."""
+    age, backlog, arrival_rate = np.asarray(age, dtype=float), np.asarray(backlog, dtype=float), np.asarray(arrival_rate, dtype=float)
     if seconds <= 0:
-        return age
-    if arrival_rate <= NO_RATE:
-        return 0.0 if service_rate * seconds >= backlog else age + seconds
-    growth = 1.0 - service_rate / arrival_rate
-    if age <= 0 and growth <= 0:
-        return 0.0
-    return max(age + growth * seconds, 0.0)
+        result = age
+    else:
+        growth = 1.0 - service_rate / np.maximum(arrival_rate, NO_RATE)
+        flowing = np.where((age <= 0) & (growth <= 0), 0.0, np.maximum(age + growth * seconds, 0.0))
+        idle = np.where(service_rate * seconds >= backlog, 0.0, age + seconds)
+        result = np.where(arrival_rate <= NO_RATE, idle, flowing)
+    return float(result) if result.ndim == 0 else result
 
 
 def service_rate(partitions: int, instances: int, throughput_per_instance: float) -> float:
@@ -158,46 +182,38 @@ def slo_proposal(target: TargetPolicy, samples: Sequence[MetricSample], now: dat
         return Proposal(None, HOLD, "throughput_unknown",
                         ("per-instance throughput not learned yet (needs an interval with backlog on every partition)",), {})
 
-    outlooks = partition_outlooks(samples, slo.rate_window_seconds)
+    outlooks = list(partition_outlooks(samples, slo.rate_window_seconds).values())
     if not outlooks:
         return Proposal(None, HOLD, "no_partition_data", ("no Event Hubs source with partitions in the latest sample",), {})
 
     limit = slo.max_event_age_seconds - slo.safety_seconds
     interval = _sample_interval(samples)
     since_latest = max((now - latest.collected_at).total_seconds(), 0.0)
-    react = since_latest + interval + slo.provisioning_delay_seconds
     pending_seconds = 0.0
     if state.pending_ready_at is not None and ready_capacity < capacity:
         pending_seconds = max((state.pending_ready_at - latest.collected_at).total_seconds(), 0.0)
     enough_history = (latest.collected_at - samples[0].collected_at).total_seconds() >= slo.rate_window_seconds
 
-    def forecast(outlook: PartitionOutlook) -> float:
-        return max(outlook.arrival_rate, outlook.recent_arrival_rate) * (1.0 + slo.headroom)
-
-    def age_under_current_plan(outlook: PartitionOutlook, partitions: int, seconds: float) -> float:
-        first = min(pending_seconds, seconds)
-        age = predicted_age(outlook.age_seconds, outlook.backlog, forecast(outlook),
-                            service_rate(partitions, ready_capacity, throughput), first)
-        return predicted_age(age, outlook.backlog, forecast(outlook),
-                             service_rate(partitions, capacity, throughput), seconds - first)
-
     # Checkpoints trail the consumers, so even idle consumers show an oldest event as old as the
     # checkpoint delay. Learn that delay as the floor of observed ages and read ages net of it.
-    observed_worst = max(o.age_seconds for group in outlooks.values() for o in group)
+    observed_worst = max(float(o.age_seconds.max()) for o in outlooks)
     previous_delay = state.checkpoint_delay_seconds
     delay = observed_worst if previous_delay is None else min(observed_worst, previous_delay + CHECKPOINT_DELAY_DRIFT)
     delay = min(delay, slo.max_event_age_seconds * CHECKPOINT_DELAY_CEILING)
     new_state = replace(state, checkpoint_delay_seconds=delay)
-    outlooks = {name: [replace(o, age_seconds=max(o.age_seconds - delay, 0.0)) for o in group]
-                for name, group in outlooks.items()}
     since_latest += delay
-    react += delay
-    worst_now = max(o.age_seconds for group in outlooks.values() for o in group)
+    react = since_latest + interval + slo.provisioning_delay_seconds
+
+    forecasts = [np.maximum(o.arrival_rate, o.recent_arrival_rate) * (1.0 + slo.headroom) for o in outlooks]
+    ages = [np.maximum(o.age_seconds - delay, 0.0) for o in outlooks]
+    worst_now = max(float(a.max()) for a in ages)
     worst_predicted = 0.0
-    for group in outlooks.values():
-        for outlook in group:
-            worst_predicted = max(worst_predicted, age_under_current_plan(outlook, len(group), react))
-    total_rate = sum(o.arrival_rate for group in outlooks.values() for o in group)
+    for outlook, forecast, age in zip(outlooks, forecasts, ages, strict=True):
+        first = min(pending_seconds, react)
+        then = predicted_age(age, outlook.backlog, forecast, service_rate(outlook.partitions, ready_capacity, throughput), first)
+        then = predicted_age(then, outlook.backlog, forecast, service_rate(outlook.partitions, capacity, throughput), react - first)
+        worst_predicted = max(worst_predicted, float(np.max(then)))
+    total_rate = float(sum(o.arrival_rate.sum() for o in outlooks))
     metrics = {
         "arrival_rate": round(total_rate, 3),
         "oldest_age_seconds": round(worst_now, 1),
@@ -208,25 +224,14 @@ def slo_proposal(target: TargetPolicy, samples: Sequence[MetricSample], now: dat
     }
 
     if worst_predicted > limit:
+        # Serve the forecast and drain what will have piled up by the time new instances serve.
         drain_seconds = max(slo.min_dwell_seconds / 2, slo.max_event_age_seconds)
-        wanted = counts[-1]
-        for count in counts:
-            if count <= capacity:
-                continue
-            fits = True
-            for group in outlooks.values():
-                for outlook in group:
-                    rate = forecast(outlook)
-                    backlog_then = outlook.backlog + rate * (slo.provisioning_delay_seconds + since_latest)
-                    needed = rate + max(backlog_then - rate * slo.safety_seconds, 0.0) / drain_seconds
-                    if service_rate(len(group), count, throughput) < needed:
-                        fits = False
-                        break
-                if not fits:
-                    break
-            if fits:
-                wanted = count
-                break
+        needed = [forecast + np.maximum(outlook.backlog + forecast * (slo.provisioning_delay_seconds + since_latest)
+                                        - forecast * slo.safety_seconds, 0.0) / drain_seconds
+                  for outlook, forecast in zip(outlooks, forecasts, strict=True)]
+        wanted = next((count for count in counts if count > capacity and all(
+            service_rate(outlook.partitions, count, throughput) >= float(need.max())
+            for outlook, need in zip(outlooks, needed, strict=True))), counts[-1])
         return Proposal(wanted, UP, "slo_at_risk",
                         (f"oldest event would be {worst_predicted:.0f}s old in {react:.0f}s (limit {limit:.0f}s); "
                          f"arrivals {total_rate:.1f}/s, {throughput:.2f}/s per instance",), metrics, new_state)
@@ -234,22 +239,18 @@ def slo_proposal(target: TargetPolicy, samples: Sequence[MetricSample], now: dat
     if not enough_history:
         return Proposal(None, HOLD, "too_few_samples",
                         (f"holding: rates need {slo.rate_window_seconds:.0f}s of history before any scale-in",), metrics, new_state)
-    lower = [count for count in counts if count < capacity]
     chosen = None
     hold_seconds = math.inf
-    for count in lower:
+    for count in (count for count in counts if count < capacity):
         shortest = math.inf
-        for group in outlooks.values():
-            for outlook in group:
-                rate = forecast(outlook)
-                serve = service_rate(len(group), count, throughput)
-                if rate <= NO_RATE:
-                    continue
-                growth = 1.0 - serve / rate
-                if growth <= 0:
-                    continue
-                margin = limit - growth * (interval + slo.provisioning_delay_seconds) - outlook.age_seconds
-                shortest = min(shortest, margin / growth if margin > 0 else 0.0)
+        for outlook, forecast, age in zip(outlooks, forecasts, ages, strict=True):
+            serve = service_rate(outlook.partitions, count, throughput)
+            growth = np.where(forecast > NO_RATE, 1.0 - serve / np.maximum(forecast, NO_RATE), -1.0)
+            filling = growth > 0
+            if not filling.any():
+                continue
+            margin = limit - growth[filling] * (interval + slo.provisioning_delay_seconds) - age[filling]
+            shortest = min(shortest, float(np.min(np.where(margin > 0, margin / growth[filling], 0.0))))
         if shortest >= slo.min_dwell_seconds:
             chosen, hold_seconds = count, shortest
             break

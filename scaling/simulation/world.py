@@ -4,7 +4,7 @@ One-minute steps. Each partition is owned by one instance (partition ``p`` by in
 ``p mod n``); an instance serves at most ``mu`` events a minute, shared among its partitions
 without waste. Scale-outs serve after the provisioning delay, scale-ins at once; cost is billed
 per requested instance-minute. The autoscaler sees what ``collect`` would: last-enqueued
-sequence numbers now and checkpoints one checkpoint interval old. See docs/benchmark.md.
+sequence numbers now and checkpoints ``checkpoint_delay_seconds`` behind what was processed. See docs/benchmark.md.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class Scenario:
     partitions: int = 32
     provisioning_delay_minutes: int = 2
     collection_interval_minutes: int = 1
-    checkpoint_interval_minutes: int = 1
+    checkpoint_delay_seconds: float = 0.0
     slo_minutes: float = 5.0
     initial_capacity: int = 1
     max_violation_fraction: float = 0.001
@@ -163,7 +163,8 @@ def simulate(
     cumulative = np.concatenate(([0.0], np.cumsum(arrivals)))
     backlog = np.zeros(partitions)
     processed = np.zeros(partitions)
-    checkpoints = [np.zeros(partitions)] * (scenario.checkpoint_interval_minutes + 1)
+    whole_minutes, partial = divmod(scenario.checkpoint_delay_seconds / 60.0, 1.0)
+    positions = [np.zeros(partitions)] * (int(whole_minutes) + 2)
     requested = scenario.initial_capacity
     pending: list[tuple[int, int]] = []  # (ready minute, count) for scale-outs in flight
     ready = scenario.initial_capacity
@@ -195,14 +196,16 @@ def simulate(
         serving_series[minute] = serving
         backlog_series[minute] = backlog.sum()
         age_series[minute] = age
-        checkpoints = [*checkpoints[1:], processed.copy()]
+        # Consumers checkpoint a little behind what they processed (processing is even within a minute).
+        positions = [*positions[1:], processed.copy()]
+        checkpointed = positions[-1 - int(whole_minutes)] - partial * (positions[-1 - int(whole_minutes)] - positions[-2 - int(whole_minutes)])
         if (minute + 1) % scenario.collection_interval_minutes:
             continue
         observation = Observation(
             minute=now,
             capacity=requested,
             last_enqueued=np.floor(weights * cumulative[now] + 1e-6).astype(np.int64) - 1,
-            checkpoint=np.floor(checkpoints[0] + 1e-6).astype(np.int64) - 1,
+            checkpoint=np.floor(checkpointed + 1e-6).astype(np.int64) - 1,
             true_backlog=float(backlog.sum()),
         )
         wanted = autoscaler.decide(observation)

@@ -1,0 +1,78 @@
+"""Candidate policies for tuning, and picking the best one on a trace.
+
+Shared by the benchmark's ``project-tuned`` row and the Spark tuning job, so that both search
+the same space and measure with the same simulator.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from scaling.domain.policy import Rule, Step, TargetPolicy
+from scaling.simulation.peers import EngineAutoscaler
+from scaling.simulation.world import RunResult, Scenario, simulate
+
+#: Grid sizes: how many values each SLO-mode parameter takes.
+GRIDS = {
+    "small": {"safety_seconds": (60.0, 90.0, 120.0), "headroom": (0.05,), "min_dwell_seconds": (1200.0, 2400.0)},
+    "medium": {"safety_seconds": (60.0, 90.0, 120.0), "headroom": (0.0, 0.05, 0.1), "min_dwell_seconds": (1200.0, 2400.0, 3600.0)},
+    "large": {"safety_seconds": (45.0, 60.0, 90.0, 120.0, 150.0), "headroom": (0.0, 0.05, 0.1, 0.2),
+              "min_dwell_seconds": (900.0, 1800.0, 2400.0, 3600.0)},
+}
+#: Threshold-rule candidates: backlog-per-instance thresholds (events) and windows (seconds).
+RULE_GRIDS = {
+    "small": {"scale_up_above": (500.0, 2000.0), "window_seconds": (300,)},
+    "medium": {"scale_up_above": (250.0, 1000.0, 4000.0), "window_seconds": (300, 600)},
+    "large": {"scale_up_above": (125.0, 250.0, 500.0, 1000.0, 2000.0, 4000.0), "window_seconds": (120, 300, 600)},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    label: str
+    target: TargetPolicy
+
+
+def slo_candidates(base: TargetPolicy, grid: str = "small") -> list[Candidate]:
+    values = GRIDS[grid]
+    names = list(values)
+    candidates = []
+    for combination in itertools.product(*(values[name] for name in names)):
+        changes = dict(zip(names, combination, strict=True))
+        label = "slo " + " ".join(f"{name}={value:g}" for name, value in changes.items())
+        candidates.append(Candidate(label, replace(base, mode="slo", rules=(), slo=replace(base.slo, **changes))))
+    return candidates
+
+
+def rule_candidates(base: TargetPolicy, grid: str = "small") -> list[Candidate]:
+    values = RULE_GRIDS[grid]
+    candidates = []
+    for up, window in itertools.product(values["scale_up_above"], values["window_seconds"]):
+        rule = Rule(name="per-instance", metric="backlog_per_instance", aggregate="average", window_seconds=window,
+                    min_samples=max(window // 120, 1), scale_up_above=up, scale_down_below=up / 4,
+                    scale_up_aggregate="latest", scale_down_aggregate="maximum")
+        target = replace(base, mode="rules", rules=(rule,), preset=None,
+                         scale_up=Step(step_percent=50.0, cooldown_seconds=0), scale_down=Step(step=1, cooldown_seconds=600))
+        candidates.append(Candidate(f"rules backlog_per_instance>{up:g} window={window}s", target))
+    return candidates
+
+
+def all_candidates(base: TargetPolicy, grid: str = "small") -> list[Candidate]:
+    return slo_candidates(base, grid) + rule_candidates(base, grid)
+
+
+def run_candidate(candidate: Candidate, arrivals: np.ndarray, scenario: Scenario, *, score_from: int = 0) -> RunResult:
+    return simulate(arrivals, EngineAutoscaler(candidate.target), scenario, algorithm="candidate",
+                    knob=candidate.label, score_from=score_from)
+
+
+def pick_cheapest(results: Sequence[tuple[Candidate, RunResult]], scenario: Scenario) -> tuple[Candidate, RunResult] | None:
+    """The cheapest candidate that meets the SLO (ties: fewer scale actions), or ``None``."""
+    meeting = [(candidate, result) for candidate, result in results if result.meets_slo(scenario)]
+    if not meeting:
+        return None
+    return min(meeting, key=lambda pair: (pair[1].cost_ratio, pair[1].scale_actions))

@@ -1,0 +1,87 @@
+"""``python -m scaling simulate``: one trace, one policy, through the simulated hub and plan."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--trace", required=True, help="per-minute (or --seconds-per-row 1) trace CSV")
+    parser.add_argument("--policy", help="policy file; its first target (or --target) is simulated (default: built-in default)")
+    parser.add_argument("--target", help="which target of the policy file to simulate")
+    parser.add_argument("--json", required=True, help="where to write the run summary (JSON)")
+    parser.add_argument("--minutes", type=int, help="only the first N minutes of the trace")
+    parser.add_argument("--start", type=int, default=0, help="skip the first N minutes of the trace")
+    parser.add_argument("--seconds-per-row", type=int, default=60, help="the trace's resolution (1 for per-second traces)")
+    parser.add_argument("--series", action="store_true", help="include the minute-by-minute series in the JSON")
+    parser.add_argument("--history-out", help="also write the samples collect would have seen as Parquet history")
+    parser.add_argument("--peak-instances", type=float, default=24.0, help="scale the trace so its peak needs this many")
+    parser.add_argument("--partitions", type=int, default=32)
+    parser.add_argument("--events-per-instance-per-minute", type=float, default=1000.0)
+    parser.add_argument("--provisioning-delay", type=int, default=2, help="minutes before new instances serve")
+    parser.add_argument("--slo-minutes", type=float, default=5.0)
+
+
+def run(args: argparse.Namespace) -> int:
+    from scaling.domain.policy import PolicyError, load_policy
+    from scaling.simulation.peers import EngineAutoscaler, simulated_target
+    from scaling.simulation.world import Scenario, load_trace, per_minute, scale_trace, simulate
+
+    scenario = Scenario(peak_instances=args.peak_instances, partitions=args.partitions,
+                        events_per_instance_per_minute=args.events_per_instance_per_minute,
+                        provisioning_delay_minutes=args.provisioning_delay, slo_minutes=args.slo_minutes)
+    if args.policy:
+        try:
+            policy = load_policy(args.policy)
+        except (OSError, PolicyError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        try:
+            target = policy.target(args.target) if args.target else policy.targets[0]
+        except KeyError:
+            print(f"error: --target {args.target!r} is not in {args.policy}", file=sys.stderr)
+            return 2
+    else:
+        target = simulated_target(scenario, name="default")
+    counts = per_minute(load_trace(args.trace), args.seconds_per_row)[args.start:]
+    if args.minutes:
+        counts = counts[: args.minutes]
+    arrivals = scale_trace(counts, scenario)
+
+    samples = []
+    autoscaler = EngineAutoscaler(target, on_decision=(lambda sample, decision: samples.append(sample)) if args.history_out else None)
+    result = simulate(arrivals, autoscaler, scenario, algorithm=f"policy:{target.name}", knob=target.mode)
+    summary = {
+        "trace": args.trace,
+        "target": target.name,
+        "mode": target.mode,
+        "minutes": result.minutes,
+        "cost": result.cost,
+        "fluid_lower_bound": result.fluid_lower_bound,
+        "cost_ratio": round(result.cost_ratio, 4),
+        "slo_violation_minutes": result.slo_violation_minutes,
+        "meets_slo": result.meets_slo(scenario),
+        "scale_actions": result.scale_actions,
+        "p99_age_minutes": round(result.p99_age_minutes, 3),
+        "max_age_minutes": round(result.max_age_minutes, 3),
+        "final_backlog": round(result.final_backlog, 1),
+    }
+    if args.series:
+        summary["series"] = {
+            "arrivals": result.arrivals.round(1).tolist(),
+            "capacity": result.capacity.tolist(),
+            "serving": result.serving.tolist(),
+            "backlog": result.backlog.round(1).tolist(),
+            "oldest_age_minutes": result.age.round(3).tolist(),
+        }
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    if args.history_out:
+        from scaling.tuning.history import write_history
+
+        write_history(samples, args.history_out)
+    print(" ".join(f"{key}={value}" for key, value in summary.items() if key not in ("series",)))
+    return 0
