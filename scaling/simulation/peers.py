@@ -20,7 +20,7 @@ import numpy as np
 from scaling.domain.decisions import Decision, ScalerState
 from scaling.domain.engine import evaluate
 from scaling.domain.lag import balanced_counts, effective_capacity
-from scaling.domain.policy import Bounds, PlanSettings, SourceSettings, TargetPolicy, seed_rules, SEED_STEP
+from scaling.domain.policy import SEED_STEP, Bounds, PlanSettings, SourceSettings, TargetPolicy, seed_rules
 from scaling.domain.samples import MetricSample, PartitionReading, SourceReading
 from scaling.simulation.world import Observation, Scenario
 

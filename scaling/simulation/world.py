@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -141,6 +141,128 @@ def serve(demand: np.ndarray, instances: int, rate: float) -> np.ndarray:
     return served
 
 
+class World:
+    """The simulated hub and plan, one minute at a time: ``advance()`` processes a minute,
+    ``observe()`` tells what ``collect`` would read, ``request(n)`` is a scale action.
+
+    The benchmark loop (``simulate``) and the local demo both drive this same world.
+    """
+
+    def __init__(self, arrivals: np.ndarray, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.arrivals = np.asarray(arrivals, dtype=float)
+        self.weights = scenario.partition_weights()
+        self.cumulative = np.concatenate(([0.0], np.cumsum(self.arrivals)))
+        partitions = scenario.partitions
+        self.backlog = np.zeros(partitions)
+        self.processed = np.zeros(partitions)
+        self._whole, self._partial = divmod(scenario.checkpoint_delay_seconds / 60.0, 1.0)
+        self._positions = [np.zeros(partitions)] * (int(self._whole) + 2)
+        self.requested = scenario.initial_capacity
+        self.ready = scenario.initial_capacity
+        self.pending: list[tuple[int, int]] = []  # (ready minute, count) for scale-outs in flight
+        self.minute = 0
+        minutes = len(self.arrivals)
+        self.capacity_series = np.zeros(minutes, dtype=int)
+        self.serving_series = np.zeros(minutes, dtype=int)
+        self.backlog_series = np.zeros(minutes)
+        self.age_series = np.zeros(minutes)
+        self.action_minutes: list[int] = []
+
+    @property
+    def done(self) -> bool:
+        return self.minute >= len(self.arrivals)
+
+    @property
+    def serving(self) -> int:
+        """Instances processing now: requested ones, less scale-outs still provisioning."""
+        while self.pending and self.pending[0][0] <= self.minute:
+            self.ready = max(self.ready, self.pending.pop(0)[1])
+        return min(self.ready, self.requested)
+
+    def advance(self) -> float:
+        """Process one minute of arrivals; returns the oldest unprocessed event's age (minutes)."""
+        minute = self.minute
+        serving = self.serving
+        demand = self.backlog + self.arrivals[minute] * self.weights
+        served = serve(demand, serving, self.scenario.events_per_instance_per_minute)
+        self.backlog = demand - served
+        self.processed += served
+        self.minute = now = minute + 1
+        # Oldest unprocessed event per partition: where its cumulative arrivals reach `processed`.
+        waiting = self.backlog > DRAINED
+        age = 0.0
+        if waiting.any():
+            position = self.processed[waiting] / self.weights[waiting]
+            index = np.clip(np.searchsorted(self.cumulative, position, side="right"), 1, len(self.cumulative) - 1)
+            low, high = self.cumulative[index - 1], self.cumulative[index]
+            arrived = index - 1 + np.where(high > low, (position - low) / np.maximum(high - low, 1e-12), 0.0)
+            age = float(np.max(now - arrived))
+        self.capacity_series[minute] = self.requested
+        self.serving_series[minute] = serving
+        self.backlog_series[minute] = self.backlog.sum()
+        self.age_series[minute] = age
+        self._positions = [*self._positions[1:], self.processed.copy()]
+        return age
+
+    def last_enqueued(self) -> np.ndarray:
+        """Per-partition last enqueued sequence number (-1 for a partition that never had an event)."""
+        return np.floor(self.weights * self.cumulative[self.minute] + 1e-6).astype(np.int64) - 1
+
+    def checkpoints(self) -> np.ndarray:
+        """Per-partition checkpoint: consumers checkpoint ``checkpoint_delay_seconds`` behind what
+        they processed (processing is even within a minute); -1 before the first event."""
+        whole = int(self._whole)
+        latest, earlier = self._positions[-1 - whole], self._positions[-2 - whole]
+        checkpointed = latest - self._partial * (latest - earlier)
+        return np.floor(checkpointed + 1e-6).astype(np.int64) - 1
+
+    def observe(self) -> Observation:
+        return Observation(minute=self.minute, capacity=self.requested, last_enqueued=self.last_enqueued(),
+                           checkpoint=self.checkpoints(), true_backlog=float(self.backlog.sum()))
+
+    def request(self, wanted: int) -> bool:
+        """Apply a scale action at the current minute; returns whether capacity changed."""
+        wanted = max(int(wanted), 1)
+        if wanted == self.requested:
+            return False
+        if wanted > self.requested:
+            self.pending.append((self.minute + self.scenario.provisioning_delay_minutes, wanted))
+            self.pending.sort()
+        else:
+            self.ready = min(self.ready, wanted)
+            self.pending = [(at, min(count, wanted)) for at, count in self.pending]
+        self.requested = wanted
+        self.action_minutes.append(self.minute - 1)
+        return True
+
+    def result(self, *, algorithm: str = "", knob: str = "", score_from: int = 0) -> RunResult:
+        """Score the minutes run so far (from ``score_from``); checks that no event was lost."""
+        minutes = self.minute
+        scored = slice(score_from, minutes)
+        conservation = float(self.cumulative[minutes] - self.processed.sum() - self.backlog.sum())
+        if abs(conservation) > 1e-6 * max(self.cumulative[minutes], 1.0):
+            raise AssertionError(f"events not conserved: {conservation}")
+        ages = self.age_series[scored]
+        return RunResult(
+            algorithm=algorithm,
+            knob=knob,
+            minutes=minutes - score_from,
+            cost=float(self.capacity_series[scored].sum()),
+            fluid_lower_bound=float(self.arrivals[scored].sum()) / self.scenario.events_per_instance_per_minute,
+            slo_violation_minutes=int((ages > self.scenario.slo_minutes).sum()),
+            p99_age_minutes=float(np.percentile(ages, 99)) if len(ages) else 0.0,
+            max_age_minutes=float(ages.max()) if len(ages) else 0.0,
+            scale_actions=sum(1 for minute in self.action_minutes if minute >= score_from),
+            final_backlog=float(self.backlog.sum()),
+            capacity=self.capacity_series[:minutes],
+            serving=self.serving_series[:minutes],
+            backlog=self.backlog_series[:minutes],
+            age=self.age_series[:minutes],
+            arrivals=self.arrivals[:minutes],
+        )
+
+
 def simulate(
     arrivals: np.ndarray,
     autoscaler: Autoscaler,
@@ -156,93 +278,15 @@ def simulate(
     Minutes before ``score_from`` run (to warm state up) but are not scored, so that a policy
     tuned on the first part of a trace is scored on the rest only.
     """
-    minutes = len(arrivals)
-    mu = scenario.events_per_instance_per_minute
-    weights = scenario.partition_weights()
-    partitions = scenario.partitions
-    cumulative = np.concatenate(([0.0], np.cumsum(arrivals)))
-    backlog = np.zeros(partitions)
-    processed = np.zeros(partitions)
-    whole_minutes, partial = divmod(scenario.checkpoint_delay_seconds / 60.0, 1.0)
-    positions = [np.zeros(partitions)] * (int(whole_minutes) + 2)
-    requested = scenario.initial_capacity
-    pending: list[tuple[int, int]] = []  # (ready minute, count) for scale-outs in flight
-    ready = scenario.initial_capacity
-    capacity_series = np.zeros(minutes, dtype=int)
-    serving_series = np.zeros(minutes, dtype=int)
-    backlog_series = np.zeros(minutes)
-    age_series = np.zeros(minutes)
-    actions = 0
-    for minute in range(minutes):
-        while pending and pending[0][0] <= minute:
-            ready = max(ready, pending.pop(0)[1])
-        serving = min(ready, requested)
-        demand = backlog + arrivals[minute] * weights
-        served = serve(demand, serving, mu)
-        backlog = demand - served
-        processed += served
-        now = minute + 1
-        # Oldest unprocessed event per partition: where its cumulative arrivals reach `processed`.
-        waiting = backlog > DRAINED
-        age = 0.0
-        if waiting.any():
-            position = processed[waiting] / weights[waiting]
-            index = np.searchsorted(cumulative, position, side="right")
-            index = np.clip(index, 1, len(cumulative) - 1)
-            low, high = cumulative[index - 1], cumulative[index]
-            arrived = index - 1 + np.where(high > low, (position - low) / np.maximum(high - low, 1e-12), 0.0)
-            age = float(np.max(now - arrived))
-        capacity_series[minute] = requested
-        serving_series[minute] = serving
-        backlog_series[minute] = backlog.sum()
-        age_series[minute] = age
-        # Consumers checkpoint a little behind what they processed (processing is even within a minute).
-        positions = [*positions[1:], processed.copy()]
-        checkpointed = positions[-1 - int(whole_minutes)] - partial * (positions[-1 - int(whole_minutes)] - positions[-2 - int(whole_minutes)])
-        if (minute + 1) % scenario.collection_interval_minutes:
+    world = World(arrivals, scenario)
+    while not world.done:
+        world.advance()
+        if world.minute % scenario.collection_interval_minutes:
             continue
-        observation = Observation(
-            minute=now,
-            capacity=requested,
-            last_enqueued=np.floor(weights * cumulative[now] + 1e-6).astype(np.int64) - 1,
-            checkpoint=np.floor(checkpointed + 1e-6).astype(np.int64) - 1,
-            true_backlog=float(backlog.sum()),
-        )
+        observation = world.observe()
         wanted = autoscaler.decide(observation)
         if on_minute is not None:
-            on_minute(minute, observation, wanted)
-        if wanted is None or wanted == requested:
-            continue
-        wanted = max(int(wanted), 1)
-        actions += minute >= score_from
-        if wanted > requested:
-            pending.append((now + scenario.provisioning_delay_minutes, wanted))
-            pending.sort()
-        else:
-            ready = min(ready, wanted)
-            pending = [(at, min(count, wanted)) for at, count in pending]
-        requested = wanted
-    scored = slice(score_from, minutes)
-    total_arrivals = float(arrivals[scored].sum())
-    conservation = float(cumulative[-1] - processed.sum() - backlog.sum())
-    if abs(conservation) > 1e-6 * max(cumulative[-1], 1.0):
-        raise AssertionError(f"events not conserved: {conservation}")
-    ages = age_series[scored]
-    return RunResult(
-        algorithm=algorithm,
-        knob=knob,
-        minutes=minutes - score_from,
-        cost=float(capacity_series[scored].sum()),
-        fluid_lower_bound=total_arrivals / mu,
-        slo_violation_minutes=int((ages > scenario.slo_minutes).sum()),
-        p99_age_minutes=float(np.percentile(ages, 99)) if len(ages) else 0.0,
-        max_age_minutes=float(ages.max()) if len(ages) else 0.0,
-        scale_actions=int(actions),
-        final_backlog=float(backlog.sum()),
-        capacity=capacity_series,
-        serving=serving_series,
-        backlog=backlog_series,
-        age=age_series,
-        arrivals=np.asarray(arrivals, dtype=float),
-    )
-
+            on_minute(world.minute - 1, observation, wanted)
+        if wanted is not None:
+            world.request(wanted)
+    return world.result(algorithm=algorithm, knob=knob, score_from=score_from)
