@@ -149,9 +149,11 @@ def metric_value(rule: Rule, sample: MetricSample, throughput_per_instance: floa
     if not sources:
         return None
     backlog = float(sum(source.backlog for source in sources))
-    capacity = sample.capacity or 0
     if rule.metric == "backlog":
         return backlog
+    if sample.capacity is None:  # per-instance metrics mean nothing without the capacity
+        return None
+    capacity = sample.capacity
     if rule.metric == "backlog_per_instance":
         return backlog / max(capacity, 1)
     if throughput_per_instance is None or throughput_per_instance <= 0:
@@ -185,7 +187,7 @@ def _rules_proposal(target: TargetPolicy, samples: Sequence[MetricSample], now: 
             continue
         up_value = aggregate(values, rule.scale_up_aggregate or rule.aggregate)
         down_value = aggregate(values, rule.scale_down_aggregate or rule.aggregate)
-        metrics[rule.name] = {"metric": rule.metric, "scale_up_value": round(up_value, 3),
+        metrics.setdefault("rules", {})[rule.name] = {"metric": rule.metric, "scale_up_value": round(up_value, 3),
                               "scale_down_value": round(down_value, 3), "samples": len(values),
                               "scale_up_above": up_threshold, "scale_down_below": down_threshold}
         if up_threshold is not None and up_value > up_threshold:
@@ -246,8 +248,10 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     ready_capacity = min(state.ready_capacity or capacity, capacity) if pending else capacity
     state = replace(state, capacity=capacity, ready_capacity=ready_capacity, last_sample_at=latest.collected_at)
     # Capacity must have been steady over the interval for its throughput to mean anything.
+    # Checkpoints trail by the checkpoint delay, so the interval's start must be that much past it.
     steady_since = max((t for t in (state.pending_ready_at, state.last_action_at) if t is not None), default=None)
-    if not pending and (steady_since is None or len(samples) < 2 or samples[-2].collected_at >= steady_since):
+    trail = timedelta(seconds=state.checkpoint_delay_seconds if state.checkpoint_delay_seconds is not None else 60.0)
+    if not pending and (steady_since is None or len(samples) < 2 or samples[-2].collected_at - trail >= steady_since):
         state = learn_throughput(state, samples, ready_capacity)
     throughput = state.throughput_per_instance or target.slo.events_per_instance_per_second
     throughput_source = "learned" if state.throughput_per_instance else "configured" if throughput else None

@@ -14,6 +14,8 @@ MAX_INT64 = 2**63 - 1
 #: sequence-number wrap (KEDA's ``stalePartitionInfoThreshold``).
 STALE_PARTITION_INFO_THRESHOLD = 10_000
 EMPTY_PARTITION = -1
+#: Sequence numbers at or above this are "near the top" of int64, where a wrap can happen.
+WRAP_REGION = 2**62
 
 
 def partition_backlog(
@@ -28,8 +30,9 @@ def partition_backlog(
     - empty partition (``last_enqueued == -1``): 0;
     - no checkpoint yet: every retained event, ``last_enqueued - beginning + 1``;
     - checkpoint at or behind the last enqueued event: ``last_enqueued - checkpoint``;
-    - checkpoint ahead: a wrap of the 64-bit sequence number when the distance is plausible,
-      otherwise a stale partition read, which counts 0 rather than a huge number.
+    - checkpoint ahead: a wrap of the 64-bit sequence number when the checkpoint sits near the
+      top of int64 and the partition near zero, otherwise a stale partition read, which counts 0
+      rather than a huge number.
     """
     if last_enqueued <= EMPTY_PARTITION:
         return 0
@@ -38,8 +41,10 @@ def partition_backlog(
         return max(last_enqueued - first + 1, 0)
     if last_enqueued >= checkpoint:
         return last_enqueued - checkpoint
+    # Ahead: a genuine wrap has the checkpoint near the top of int64 and the partition restarted
+    # near zero; anything else is a stale partition read, which counts 0 rather than ~2**63.
     wrapped = (MAX_INT64 - checkpoint) + last_enqueued
-    if wrapped > MAX_INT64 - stale_threshold or wrapped < 0:
+    if checkpoint < WRAP_REGION or last_enqueued >= WRAP_REGION or wrapped > MAX_INT64 - stale_threshold or wrapped < 0:
         return 0
     return wrapped
 

@@ -433,22 +433,28 @@ def _parse_target(reader: _Reader) -> TargetPolicy:
     if len(set(names)) != len(names):
         raise PolicyError(f"{reader.at('sources')} has duplicate source names")
 
+    preset = reader.string("preset", None, choices=("seed",))
     bounds_reader = reader.child("bounds")
     bounds_reader.reject_unknown(("min_instances", "max_instances", "cap_at_partitions", "balanced_counts"))
     bounds = Bounds(
         min_instances=bounds_reader.integer("min_instances", 1, minimum=1),
         max_instances=bounds_reader.integer("max_instances", 10, minimum=1),
         cap_at_partitions=bounds_reader.boolean("cap_at_partitions", True),
-        balanced_counts=bounds_reader.boolean("balanced_counts", True),
+        # The seed design steps by exactly one instance unless told to spread partitions evenly.
+        balanced_counts=bounds_reader.boolean("balanced_counts", preset != "seed"),
     )
     if bounds.max_instances < bounds.min_instances:
         raise PolicyError(f"{bounds_reader.at('max_instances')} must not be lower than min_instances")
 
-    preset = reader.string("preset", None, choices=("seed",))
     mode = reader.string("mode", "rules" if preset else "slo", choices=MODES)
+    if reader.has("seed") and preset != "seed":
+        raise PolicyError(f"{reader.at('seed')} is only read with preset 'seed'; add the preset or remove the block")
     if preset == "seed":
-        if reader.has("rules") or reader.has("scale_up") or reader.has("scale_down"):
-            raise PolicyError(f"{reader.at('preset')} 'seed' fixes rules, scale_up and scale_down; remove them or the preset")
+        fixed = [key for key in ("rules", "scale_up", "scale_down", "slo") if reader.has(key)]
+        if fixed or mode != "rules":
+            what = fixed[0] if fixed else "mode"
+            raise PolicyError(f"{reader.at('preset')} 'seed' fixes rules, scale_up, scale_down and mode, and has no slo: "
+                              f"remove {reader.at(what)} or the preset")
         seed_reader = reader.child("seed")
         seed_reader.reject_unknown(("scale_up_above", "scale_down_below"))
         up, down = _thresholds(seed_reader, "scale_up_above", "scale_down_below", pair_path=seed_reader.path)
@@ -537,9 +543,15 @@ def target_to_dict(target: TargetPolicy) -> dict[str, Any]:
             )
             for rule in target.rules
         ]
-    document["scale_up"] = _drop_none({key: getattr(target.scale_up, key) for key in Step.__slots__})
-    document["scale_down"] = _drop_none({key: getattr(target.scale_down, key) for key in Step.__slots__})
+    document["scale_up"] = _step_to_dict(target.scale_up)
+    document["scale_down"] = _step_to_dict(target.scale_down)
     return document
+
+
+def _step_to_dict(step: Step) -> dict[str, Any]:
+    """``step`` or ``step_percent``, never both (the parser refuses both)."""
+    size = {"step_percent": step.step_percent} if step.step_percent is not None else {"step": step.step}
+    return {**size, "cooldown_seconds": step.cooldown_seconds}
 
 
 def policy_to_dict(policy: Policy) -> dict[str, Any]:

@@ -191,6 +191,12 @@ def _integer(value: Any, path: str, *, allow_none: bool = False, minimum: int | 
     return number
 
 
+def _boolean(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise SampleError(f"{path} must be true or false, got {value!r}")
+    return value
+
+
 def _required(document: Mapping[str, Any], key: str, path: str) -> Any:
     if key not in document:
         raise SampleError(f"{path}{key} is missing")
@@ -240,7 +246,7 @@ def sample_from_dict(document: Any, *, now: datetime | None = None) -> MetricSam
             SourceReading(
                 name=str(_required(raw, "name", path)),
                 kind=str(_required(raw, "kind", path)),
-                ok=bool(raw.get("ok", True)),
+                ok=_boolean(raw.get("ok", True), path + "ok"),
                 error=raw.get("error"),
                 partitions=tuple(partitions),
                 active_messages=_integer(raw.get("active_messages"), path + "active_messages", allow_none=True, minimum=0),

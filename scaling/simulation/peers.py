@@ -62,9 +62,9 @@ class KedaHpa:
             ratio = total / (current * self.threshold)
             recommendation = current if abs(ratio - 1.0) <= self.tolerance else math.ceil(total / self.threshold)
             recommendation = min(max(recommendation, 1), self.partitions)
-            self.recommendations.append((moment, recommendation))
             while self.recommendations and self.recommendations[0][0] <= moment - self.stabilization:
                 self.recommendations.popleft()
+            self.recommendations.append((moment, recommendation))
             desired = recommendation
             if desired < current:
                 desired = min(current, max(r for _, r in self.recommendations))

@@ -49,9 +49,19 @@ def load_trace(path: str | Path) -> np.ndarray:
     """Arrival counts from a two-column CSV (index, count), in file order."""
     with open(path, newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
+    def numeric(cell: str) -> bool:
+        try:
+            float(cell)
+        except ValueError:
+            return False
+        return True
+
+    has_header = bool(rows) and len(rows[0]) >= 2 and not numeric(rows[0][1].strip())
     values = []
-    for row in rows[1:] if rows and not rows[0][-1].strip().lstrip("-").isdigit() else rows:
+    for number, row in enumerate(rows[1:] if has_header else rows, start=2 if has_header else 1):
         if len(row) >= 2 and row[1].strip():
+            if not numeric(row[1].strip()):
+                raise ValueError(f"{path}: line {number}: arrival count {row[1]!r} is not a number")
             values.append(float(row[1]))
     if not values:
         raise ValueError(f"{path}: no arrival counts found")
@@ -65,6 +75,8 @@ def per_minute(counts: np.ndarray, seconds_per_row: int) -> np.ndarray:
     """Sum a finer trace (for example per second) into minutes."""
     if seconds_per_row >= 60:
         return counts
+    if seconds_per_row <= 0 or 60 % seconds_per_row:
+        raise ValueError(f"seconds per row must divide 60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20 or 30), got {seconds_per_row}")
     rows_per_minute = 60 // seconds_per_row
     usable = len(counts) // rows_per_minute * rows_per_minute
     return counts[:usable].reshape(-1, rows_per_minute).sum(axis=1)

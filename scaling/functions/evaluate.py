@@ -1,0 +1,68 @@
+"""evaluate: queue ``metrics`` -> history, rule engine, decision log -> queue ``actions``.
+
+A thin blueprint: the work is ``scaling.storage.evaluate_service.EvaluateService``. The service
+is built lazily at the first invocation and cached for the life of the worker (its state cache
+saves a read per sample); ``set_service`` installs another one (tests, the local demo host).
+A malformed message is dead-lettered by the service and the invocation succeeds; a storage
+failure raises, so the queue redelivers the message (and after maxDequeueCount moves it to
+``metrics-poison``).
+"""
+
+import logging
+import typing
+from typing import Protocol
+
+import azure.functions as func
+
+from scaling.settings import ACTIONS_QUEUE, METRICS_QUEUE, STORAGE_SETTING, Settings
+
+logger = logging.getLogger(__name__)
+
+blueprint = func.Blueprint()
+
+
+class EvaluateOutcomeLike(Protocol):
+    status: str
+    messages: tuple[str, ...]
+
+
+class EvaluateServiceLike(Protocol):
+    def handle(self, body: str | bytes, *, dequeue_count: int = 1, message_id: str | None = None) -> EvaluateOutcomeLike: ...
+
+
+_service: EvaluateServiceLike | None = None
+
+
+def build_service() -> EvaluateServiceLike:
+    """The production service from the app settings (raises ``SettingsError`` naming the setting)."""
+    from scaling.storage.factory import build_evaluate_service
+
+    return build_evaluate_service(Settings.from_environment())
+
+
+def get_service() -> EvaluateServiceLike:
+    global _service
+    if _service is None:
+        _service = build_service()
+    return _service
+
+
+def set_service(service: EvaluateServiceLike | None) -> EvaluateServiceLike | None:
+    """Install the service (tests, the local demo host); ``None`` makes the next call rebuild it.
+
+    Returns the service that was installed before, so a caller can restore it.
+    """
+    global _service
+    previous, _service = _service, service
+    return previous
+
+
+@blueprint.function_name("evaluate")
+@blueprint.queue_trigger(arg_name="msg", queue_name=METRICS_QUEUE, connection=STORAGE_SETTING)
+@blueprint.queue_output(arg_name="actions", queue_name=ACTIONS_QUEUE, connection=STORAGE_SETTING)
+# typing.List, not list[...], and no `from __future__ import annotations`: the worker inspects the real types.
+def evaluate(msg: func.QueueMessage, actions: func.Out[typing.List[str]]) -> None:  # noqa: UP006
+    outcome = get_service().handle(msg.get_body(), dequeue_count=msg.dequeue_count or 1, message_id=msg.id)
+    if outcome.messages:
+        actions.set(list(outcome.messages))
+    logger.info("evaluate: message %s -> %s (%d action message(s))", msg.id, outcome.status, len(outcome.messages))

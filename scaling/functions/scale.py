@@ -1,0 +1,61 @@
+"""scale: queue ``actions`` -> the App Service Plan's capacity through ARM (azure-mgmt-web).
+
+A thin blueprint: the work is ``scaling.plans.scale_service.ScaleService`` (idempotent per
+decision id, skips stale actions, clamps to policy and SKU limits, honours ``SCALER_DRY_RUN``).
+Built lazily at the first invocation and cached; ``set_service`` installs another one (tests,
+the local demo host). A final ARM failure is recorded and the invocation succeeds (the next
+evaluation decides again); a storage failure raises so that the queue redelivers.
+"""
+
+import logging
+from typing import Protocol
+
+import azure.functions as func
+
+from scaling.settings import ACTIONS_QUEUE, STORAGE_SETTING, Settings
+
+logger = logging.getLogger(__name__)
+
+blueprint = func.Blueprint()
+
+
+class ScaleOutcomeLike(Protocol):
+    status: str
+
+
+class ScaleServiceLike(Protocol):
+    def handle(self, body: str | bytes, *, dequeue_count: int = 1, message_id: str | None = None) -> ScaleOutcomeLike: ...
+
+
+_service: ScaleServiceLike | None = None
+
+
+def build_service() -> ScaleServiceLike:
+    """The production service from the app settings (raises ``SettingsError`` naming the setting)."""
+    from scaling.plans.factory import build_scale_service
+
+    return build_scale_service(Settings.from_environment())
+
+
+def get_service() -> ScaleServiceLike:
+    global _service
+    if _service is None:
+        _service = build_service()
+    return _service
+
+
+def set_service(service: ScaleServiceLike | None) -> ScaleServiceLike | None:
+    """Install the service (tests, the local demo host); ``None`` makes the next call rebuild it.
+
+    Returns the service that was installed before, so a caller can restore it.
+    """
+    global _service
+    previous, _service = _service, service
+    return previous
+
+
+@blueprint.function_name("scale")
+@blueprint.queue_trigger(arg_name="msg", queue_name=ACTIONS_QUEUE, connection=STORAGE_SETTING)
+def scale(msg: func.QueueMessage) -> None:
+    outcome = get_service().handle(msg.get_body(), dequeue_count=msg.dequeue_count or 1, message_id=msg.id)
+    logger.info("scale: message %s -> %s", msg.id, outcome.status)

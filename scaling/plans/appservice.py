@@ -1,0 +1,197 @@
+"""The App Service Plan adapter over ``azure.mgmt.web.WebSiteManagementClient``.
+
+- ``get_plan``: ``app_service_plans.get``; capacity is ``sku.capacity`` (Dedicated) or
+  ``maximumElasticWorkerCount`` (Elastic Premium).
+- ``set_capacity``: ``app_service_plans.begin_create_or_update`` with the plan as read and only
+  that number changed (a PUT, which the retry policy may repeat safely). Nothing is written
+  when the plan already has the capacity.
+- Transient ARM failures (429 with Retry-After, 408/5xx, 409 "another operation is in
+  progress") are retried by the azure-core retry policy, bounded in count and total time, and a
+  Retry-After longer than ``max_retry_after`` is capped. A 404 becomes ``PlanNotFoundError``.
+- ``current_capacity`` (async) is the collector's ``CapacityReader``.
+
+Authentication is a token credential (``DefaultAzureCredential`` with the user-assigned
+identity in Azure); ``base_url`` is the ARM endpoint (``ARM_ENDPOINT``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Any
+
+from azure.core.exceptions import (
+    AzureError,
+    ClientAuthenticationError,
+    HttpResponseError,
+    ResourceNotFoundError,
+)
+from azure.core.pipeline.policies import RetryPolicy
+
+from scaling.domain.policy import PlanSettings
+from scaling.plans.base import (
+    DEDICATED,
+    ELASTIC,
+    PlanError,
+    PlanInfo,
+    PlanNotFoundError,
+    UnsupportedPlanError,
+    plan_kind,
+    plan_settings,
+    tier_instance_limit,
+)
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_ARM_ENDPOINT = "https://management.azure.com"
+#: Besides azure-core's defaults (408, 429, 500, 502, 503, 504): ARM answers 409 while another
+#: operation on the plan is in progress.
+EXTRA_RETRY_STATUSES = (409,)
+
+
+class BoundedRetryPolicy(RetryPolicy):
+    """azure-core's retry policy with the server's Retry-After capped at ``max_retry_after``."""
+
+    def __init__(self, *, max_retry_after: float = 60.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.max_retry_after = max_retry_after
+
+    def get_retry_after(self, response: Any) -> float | None:
+        value = super().get_retry_after(response)
+        return None if value is None else min(value, self.max_retry_after)
+
+
+def _error_text(error: Exception) -> str:
+    message = getattr(error, "message", None) or str(error)
+    return " ".join(message.split())[:500]
+
+
+class AppServicePlanAdapter:
+    """Reads and resizes App Service Plans; one management client per subscription."""
+
+    def __init__(
+        self,
+        credential: Any,
+        *,
+        base_url: str = DEFAULT_ARM_ENDPOINT,
+        retry_total: int = 4,
+        retry_backoff_factor: float = 0.8,
+        retry_backoff_max: float = 20.0,
+        max_retry_after: float = 60.0,
+        retry_timeout: float = 120.0,
+        polling_interval: float = 5.0,
+        lro_timeout: float = 300.0,
+        **client_kwargs: Any,
+    ) -> None:
+        self.credential = credential
+        self.base_url = base_url.rstrip("/")
+        self.retry = dict(retry_total=retry_total, retry_status=retry_total, retry_backoff_factor=retry_backoff_factor,
+                          retry_backoff_max=retry_backoff_max, max_retry_after=max_retry_after, timeout=retry_timeout)
+        self.polling_interval = polling_interval
+        self.lro_timeout = lro_timeout
+        self.client_kwargs = client_kwargs
+        self._clients: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def _client(self, subscription_id: str) -> Any:
+        from azure.mgmt.web import WebSiteManagementClient
+
+        with self._lock:
+            client = self._clients.get(subscription_id)
+            if client is None:
+                kwargs = {"credential_scopes": [f"{self.base_url}/.default"], **self.client_kwargs}
+                client = WebSiteManagementClient(
+                    self.credential,
+                    subscription_id,
+                    base_url=self.base_url,
+                    retry_policy=BoundedRetryPolicy(retry_on_status_codes=list(EXTRA_RETRY_STATUSES), **self.retry),
+                    polling_interval=self.polling_interval,
+                    **kwargs,
+                )
+                self._clients[subscription_id] = client
+            return client
+
+    # --- the PlanAdapter protocol ------------------------------------------------------------------
+
+    def get_plan(self, resource_id: str) -> PlanInfo:
+        plan = plan_settings(resource_id)
+        return self._info(resource_id, self._get(plan))
+
+    def set_capacity(self, resource_id: str, capacity: int) -> PlanInfo:
+        if capacity < 1:
+            raise PlanError(f"capacity must be at least 1, got {capacity}")
+        plan = plan_settings(resource_id)
+        model = self._get(plan)
+        info = self._info(resource_id, model)
+        if info.capacity == capacity:
+            return info
+        if info.kind == ELASTIC:
+            model.maximum_elastic_worker_count = capacity
+        else:
+            model.sku.capacity = capacity
+        try:
+            poller = self._client(plan.subscription_id).app_service_plans.begin_create_or_update(
+                plan.resource_group, plan.name, model)
+            result = poller.result(timeout=self.lro_timeout)
+        except AzureError as error:
+            raise self._translate(error, resource_id, f"setting capacity {capacity}") from error
+        if result is None or not poller.done():
+            raise PlanError(f"plan {resource_id}: setting capacity {capacity} did not finish within {self.lro_timeout:g}s")
+        logger.info("plan %s: %s capacity %s -> %s", resource_id, info.kind, info.capacity, capacity)
+        return self._info(resource_id, result)
+
+    # --- the collector's CapacityReader ---------------------------------------------------------
+
+    def read_capacity(self, plan: PlanSettings) -> int:
+        return self.get_plan(plan.resource_id).capacity
+
+    async def current_capacity(self, plan: PlanSettings) -> int:
+        """The capacity the autoscaler controls (async, for ``scaling.sources.collector``)."""
+        return await asyncio.to_thread(self.read_capacity, plan)
+
+    def close(self) -> None:
+        with self._lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            client.close()
+
+    # --- helpers --------------------------------------------------------------------------------
+
+    def _get(self, plan: PlanSettings) -> Any:
+        try:
+            return self._client(plan.subscription_id).app_service_plans.get(plan.resource_group, plan.name)
+        except AzureError as error:
+            raise self._translate(error, plan.resource_id, "reading") from error
+
+    def _translate(self, error: AzureError, resource_id: str, doing: str) -> PlanError:
+        if isinstance(error, ResourceNotFoundError):
+            return PlanNotFoundError(f"plan {resource_id} not found (404) while {doing}: check the policy's "
+                                     "plan.resource_id and that the identity can read it", status_code=404)
+        if isinstance(error, ClientAuthenticationError):
+            return PlanError(f"plan {resource_id}: not authorised while {doing}: {_error_text(error)}",
+                             status_code=getattr(error, "status_code", None))
+        if isinstance(error, HttpResponseError):
+            return PlanError(f"plan {resource_id}: ARM answered {error.status_code} while {doing} "
+                             f"(after retries): {_error_text(error)}", status_code=error.status_code)
+        return PlanError(f"plan {resource_id}: {type(error).__name__} while {doing} (after retries): {_error_text(error)}")
+
+    @staticmethod
+    def _info(resource_id: str, model: Any) -> PlanInfo:
+        sku = model.sku
+        if sku is None:
+            raise UnsupportedPlanError(f"plan {resource_id} has no sku in ARM's answer")
+        tier, name = sku.tier or "", sku.name or ""
+        limit = tier_instance_limit(tier, name)
+        if limit is None:
+            limit = model.maximum_number_of_workers
+        if not limit:
+            raise UnsupportedPlanError(f"plan {resource_id}: unknown tier {tier!r} (sku {name!r}) and no maximumNumberOfWorkers")
+        kind = plan_kind(tier, name)
+        if kind == ELASTIC:
+            minimum = max(int(sku.capacity or 1), 1)
+            capacity = model.maximum_elastic_worker_count
+            capacity = int(capacity) if capacity is not None else minimum
+            return PlanInfo(resource_id, capacity, name, tier, int(limit), ELASTIC, minimum)
+        capacity = sku.capacity if sku.capacity is not None else model.number_of_workers
+        return PlanInfo(resource_id, int(capacity or 1), name, tier, int(limit), DEDICATED, 1)

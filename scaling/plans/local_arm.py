@@ -1,0 +1,208 @@
+"""A local endpoint speaking the ARM REST shape for App Service Plans, over TLS.
+
+For tests and the local demo: the real ``azure.mgmt.web`` client talks to it exactly as to ARM.
+azure-core refuses bearer tokens over plain http, so the endpoint serves HTTPS with a throwaway
+certificate authority (``trustme``); clients pass ``connection_verify=<ca file>`` and a
+``StaticTokenCredential``. Faults (429 with Retry-After, 5xx, 409, 404) can be scripted, and
+every request and write is recorded.
+
+Development dependencies only (pytest-httpserver/werkzeug, trustme): import this module from
+tests and the demo, never from the Function App.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import ssl
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from azure.core.credentials import AccessToken
+
+PLAN_PATH = re.compile(
+    r"^/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/Microsoft\.Web/serverfarms/(?P<name>[^/]+)$",
+    re.IGNORECASE,
+)
+
+SKU_FAMILIES = {"basic": ("B1", "B"), "standard": ("S1", "S"), "premiumv3": ("P1v3", "Pv3"),
+                "isolatedv2": ("I1v2", "Iv2"), "elasticpremium": ("EP1", "EP")}
+
+
+class StaticTokenCredential:
+    """A token credential that always returns the same fake token (local endpoints only)."""
+
+    def __init__(self, token: str = "local-arm-token") -> None:
+        self.token = token
+        self.requests = 0
+
+    def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
+        self.requests += 1
+        return AccessToken(self.token, int(time.time()) + 3600)
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class Fault:
+    status: int
+    method: str | None = None
+    times: int = 1
+    headers: dict[str, str] = field(default_factory=dict)
+    code: str = "Failure"
+    message: str = "scripted failure"
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    method: str
+    resource_id: str
+    body: dict
+
+
+class LocalArm:
+    """The plans and the scripted faults; ``handle`` answers one werkzeug request."""
+
+    def __init__(self) -> None:
+        self.plans: dict[str, dict] = {}
+        self.writes: list[Write] = []
+        self.requests: list[tuple[str, str]] = []
+        self.faults: list[Fault] = []
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def resource_id(subscription: str, group: str, name: str) -> str:
+        return f"/subscriptions/{subscription}/resourceGroups/{group}/providers/Microsoft.Web/serverfarms/{name}"
+
+    def add_plan(self, resource_id: str, *, capacity: int = 1, tier: str = "Standard", sku_name: str | None = None,
+                 maximum_elastic_worker_count: int | None = None, maximum_number_of_workers: int | None = None,
+                 linux: bool = True) -> dict:
+        name = resource_id.rstrip("/").rsplit("/", 1)[-1]
+        default_name, family = SKU_FAMILIES.get(tier.lower(), ("S1", "S"))
+        sku_name = sku_name or default_name
+        elastic = tier.lower() == "elasticpremium"
+        document = {
+            "id": resource_id,
+            "name": name,
+            "type": "Microsoft.Web/serverfarms",
+            "location": "West Europe",
+            "kind": ("elastic" if elastic else "linux") if linux else ("elastic" if elastic else "app"),
+            "sku": {"name": sku_name, "tier": tier, "size": sku_name, "family": family, "capacity": capacity},
+            "properties": {
+                "status": "Ready",
+                "provisioningState": "Succeeded",
+                "reserved": linux,
+                "numberOfWorkers": capacity,
+                "maximumNumberOfWorkers": maximum_number_of_workers or 30,
+                "maximumElasticWorkerCount": maximum_elastic_worker_count if elastic else 1,
+                "elasticScaleEnabled": elastic,
+                "perSiteScaling": False,
+                "numberOfSites": 1,
+            },
+        }
+        with self._lock:
+            self.plans[resource_id.lower()] = document
+        return document
+
+    def capacity(self, resource_id: str) -> int:
+        document = self.plans[resource_id.lower()]
+        if document["sku"]["tier"].lower() == "elasticpremium":
+            return document["properties"]["maximumElasticWorkerCount"]
+        return document["sku"]["capacity"]
+
+    def fail(self, status: int, *, method: str | None = None, times: int = 1, retry_after: str | None = None,
+             code: str | None = None, message: str | None = None) -> None:
+        headers = {"Retry-After": retry_after} if retry_after is not None else {}
+        default_code = {409: "Conflict", 429: "TooManyRequests", 404: "ResourceNotFound"}.get(status, "InternalServerError")
+        self.faults.append(Fault(status, method.upper() if method else None, times, headers, code or default_code,
+                                 message or f"scripted {status}"))
+
+    def _fault_for(self, method: str) -> Fault | None:
+        for fault in self.faults:
+            if fault.times > 0 and fault.method in (None, method):
+                fault.times -= 1
+                if fault.times == 0:
+                    self.faults.remove(fault)
+                return fault
+        return None
+
+    def handle(self, request: Any) -> Any:
+        from werkzeug import Response
+
+        def answer(status: int, document: Any, headers: dict[str, str] | None = None) -> Response:
+            return Response(json.dumps(document), status=status, headers=headers or {}, content_type="application/json")
+
+        with self._lock:
+            self.requests.append((request.method, request.path))
+            fault = self._fault_for(request.method)
+            if fault is not None:
+                return answer(fault.status, {"error": {"code": fault.code, "message": fault.message}}, fault.headers)
+            match = PLAN_PATH.match(request.path)
+            if not match:
+                return answer(404, {"error": {"code": "NotFound", "message": f"no route {request.path}"}})
+            key = request.path.lower()
+            document = self.plans.get(key)
+            if document is None:
+                return answer(404, {"error": {"code": "ResourceNotFound",
+                                              "message": f"The Resource 'Microsoft.Web/serverfarms/{match['name']}' under "
+                                                         f"resource group '{match['rg']}' was not found."}})
+            if request.method == "GET":
+                return answer(200, document)
+            if request.method in ("PUT", "PATCH"):
+                body = json.loads(request.get_data() or b"{}")
+                self.writes.append(Write(request.method, document["id"], body))
+                updated = copy.deepcopy(document)
+                sku = body.get("sku") or {}
+                if "capacity" in sku:
+                    updated["sku"]["capacity"] = sku["capacity"]
+                    updated["properties"]["numberOfWorkers"] = sku["capacity"]
+                properties = body.get("properties") or {}
+                if "maximumElasticWorkerCount" in properties:
+                    updated["properties"]["maximumElasticWorkerCount"] = properties["maximumElasticWorkerCount"]
+                self.plans[key] = updated
+                return answer(200, updated)
+            return answer(405, {"error": {"code": "MethodNotAllowed", "message": request.method}})
+
+
+@dataclass(frozen=True, slots=True)
+class LocalArmEndpoint:
+    base_url: str
+    ca_file: str
+    arm: LocalArm
+    credential: StaticTokenCredential
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """What ``AppServicePlanAdapter`` needs to trust the local certificate."""
+        return {"connection_verify": self.ca_file}
+
+
+@contextmanager
+def serve_local_arm(arm: LocalArm | None = None) -> Iterator[LocalArmEndpoint]:
+    """Serve ``arm`` over HTTPS on a free loopback port, with a throwaway CA."""
+    import trustme
+    from pytest_httpserver import HTTPServer
+
+    arm = arm or LocalArm()
+    authority = trustme.CA()
+    certificate = authority.issue_cert("127.0.0.1", "localhost")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    certificate.configure_cert(context)
+    with tempfile.TemporaryDirectory(prefix="local-arm-") as folder:
+        ca_file = str(Path(folder) / "ca.pem")
+        authority.cert_pem.write_to_path(ca_file)
+        server = HTTPServer(host="127.0.0.1", port=0, ssl_context=context, threaded=True)
+        server.expect_request(re.compile(".*")).respond_with_handler(arm.handle)
+        server.start()
+        try:
+            yield LocalArmEndpoint(f"https://127.0.0.1:{server.port}", ca_file, arm, StaticTokenCredential())
+        finally:
+            server.clear()
+            server.stop()

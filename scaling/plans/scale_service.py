@@ -1,0 +1,218 @@
+"""The scale service: one ``actions`` message in, at most one plan write out.
+
+- Malformed actions go to the dead-letter table; the function returns normally.
+- Idempotent: the decision id is claimed in ``appliedactions`` (create-if-absent) before ARM is
+  called, so duplicated or concurrent deliveries write the plan at most once. A claim left by a
+  worker that died is taken over (ETag) after ``claim_lease``.
+- Stale: an action older than the target's latest decision is skipped (actions carry absolute
+  capacities, so only the newest one matters).
+- The capacity is clamped to the policy bounds and to the SKU's instance limit; when the plan
+  already has it nothing is written. ``dry_run`` logs what would happen and calls no ARM at all.
+- When ARM fails for good (the client's bounded retries are spent), the failure is recorded on
+  the applied record and on the decision row, logged as an error, and the target's cooldown is
+  reset in the state so that the next evaluation decides again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from scaling.domain.decisions import HOLD
+from scaling.domain.policy import Policy, TargetPolicy
+from scaling.plans.base import PlanAdapter, PlanError, clamp_capacity
+from scaling.storage.base import ConcurrencyConflict, ScaleStore
+from scaling.storage.records import (
+    ABANDONED,
+    APPLIED,
+    APPLYING,
+    DRY_RUN,
+    FAILED,
+    STALE,
+    UNCHANGED,
+    ActionError,
+    ActionMessage,
+    AppliedRecord,
+    DeadLetter,
+    body_text,
+    parse_action,
+    utc_now,
+)
+
+logger = logging.getLogger(__name__)
+
+FUNCTION_NAME = "scale"
+#: The reason code the state carries after a failed scale, so the next hold is logged.
+SCALE_FAILED = "scale_failed"
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleOutcome:
+    """``status``: applied, unchanged, dry_run, stale, failed, duplicate, in_progress, dead_lettered."""
+
+    status: str
+    decision_id: str | None = None
+    target: str | None = None
+    capacity_before: int | None = None
+    capacity_after: int | None = None
+    detail: str | None = None
+
+
+class ScaleService:
+    def __init__(
+        self,
+        store: ScaleStore,
+        plans: PlanAdapter,
+        policy: Policy,
+        *,
+        dry_run: bool = False,
+        clock: Callable[[], datetime] = utc_now,
+        claim_lease: timedelta = timedelta(minutes=5),
+        max_state_attempts: int = 5,
+    ) -> None:
+        self.store = store
+        self.plans = plans
+        self.policy = policy
+        self.dry_run = dry_run
+        self.clock = clock
+        self.claim_lease = claim_lease
+        self.max_state_attempts = max_state_attempts
+
+    def handle(self, body: str | bytes, *, dequeue_count: int = 1, message_id: str | None = None) -> ScaleOutcome:
+        now = self.clock()
+        try:
+            action = parse_action(body)
+        except ActionError as error:
+            return self._dead_letter(body, str(error), now, dequeue_count, message_id)
+        try:
+            target = self.policy.target(action.target)
+        except KeyError:
+            return self._dead_letter(body, f"target {action.target!r} is not in the policy", now, dequeue_count, message_id)
+        if target.plan.resource_id.lower() != action.plan_resource_id.lower():
+            return self._dead_letter(body, f"plan {action.plan_resource_id} is not target {target.name!r}'s plan "
+                                           f"({target.plan.resource_id}) in the policy", now, dequeue_count, message_id)
+
+        record = self.store.get_applied(target.name, action.decision_id)
+        if record is not None and record.final:
+            logger.info("scale %s: decision %s already handled (%s); acknowledged", target.name, action.decision_id, record.status)
+            return ScaleOutcome("duplicate", action.decision_id, target.name, record.capacity_before, record.capacity_after,
+                                record.status)
+        if record is not None and record.status == APPLYING and now - record.claimed_at < self.claim_lease:
+            logger.info("scale %s: decision %s is being applied by another worker since %s", target.name,
+                        action.decision_id, record.claimed_at.isoformat())
+            return ScaleOutcome("in_progress", action.decision_id, target.name)
+
+        stored = self.store.load_state(target.name)
+        stale = (stored.latest_decision_id is not None and stored.latest_decision_id != action.decision_id
+                 and stored.latest_decided_at is not None and action.decided_at < stored.latest_decided_at)
+        claim = AppliedRecord(target.name, action.decision_id, STALE if stale else APPLYING, action.decided_at,
+                              action.target_capacity, now, attempts=(record.attempts + 1) if record else 1,
+                              finished_at=now if stale else None,
+                              detail=f"superseded by decision {stored.latest_decision_id}" if stale else None)
+        try:
+            claim = self.store.claim_applied(claim) if record is None else self.store.save_applied(replace(claim, etag=record.etag))
+        except ConcurrencyConflict:
+            logger.info("scale %s: decision %s was claimed concurrently; acknowledged", target.name, action.decision_id)
+            return ScaleOutcome("in_progress", action.decision_id, target.name)
+        if stale:
+            logger.info("scale %s: action %s (%s) is older than the latest decision %s (%s); skipped as stale",
+                        target.name, action.decision_id, action.decided_at.isoformat(), stored.latest_decision_id,
+                        stored.latest_decided_at.isoformat() if stored.latest_decided_at else "?")
+            self._note(action, STALE, claim.detail, now)
+            return ScaleOutcome("stale", action.decision_id, target.name, detail=claim.detail)
+
+        seen: dict[str, int] = {}
+        try:
+            status, before, after, detail = self._apply(action, target, seen)
+        except PlanError as error:
+            return self._failed(action, target, claim, error, now, seen.get("capacity"))
+        except BaseException:
+            self._abandon(claim)
+            raise
+        finished = replace(claim, status=status, capacity_before=before, capacity_after=after, detail=detail,
+                           finished_at=self.clock())
+        try:
+            self.store.save_applied(finished)
+        except ConcurrencyConflict:
+            logger.warning("scale %s: applied record %s changed while applying", target.name, action.decision_id)
+        self._note(action, status, detail, finished.finished_at)
+        return ScaleOutcome(status, action.decision_id, target.name, before, after, detail)
+
+    # --- steps ------------------------------------------------------------------------------------
+
+    def _apply(self, action: ActionMessage, target: TargetPolicy, seen: dict[str, int]) -> tuple[str, int | None, int, str | None]:
+        bounds = target.bounds
+        if self.dry_run:
+            wanted = max(bounds.min_instances, min(bounds.max_instances, action.target_capacity))
+            detail = (f"dry run: would set plan {action.plan_resource_id} to {wanted} instances "
+                      f"({action.direction}; {action.reason}); ARM not called")
+            logger.warning("scale %s: %s", target.name, detail)
+            return DRY_RUN, None, wanted, detail
+        info = self.plans.get_plan(action.plan_resource_id)
+        seen["capacity"] = info.capacity
+        wanted = clamp_capacity(action.target_capacity, bounds, info)
+        notes = []
+        if wanted != action.target_capacity:
+            notes.append(f"clamped {action.target_capacity} -> {wanted} (policy {bounds.min_instances}..{bounds.max_instances}, "
+                         f"{info.sku_tier} {info.sku_name} allows {info.minimum_capacity}..{info.max_instances})")
+        if info.capacity == wanted:
+            notes.append(f"plan already at {wanted}; nothing written")
+            logger.info("scale %s: plan %s already at %d; nothing written", target.name, info.resource_id, wanted)
+            return UNCHANGED, info.capacity, wanted, "; ".join(notes)
+        after = self.plans.set_capacity(action.plan_resource_id, wanted)
+        logger.info("scale %s: plan %s %s -> %s (decision %s: %s)", target.name, info.resource_id, info.capacity,
+                    after.capacity, action.decision_id, action.reason)
+        return APPLIED, info.capacity, after.capacity, "; ".join(notes) or None
+
+    def _failed(self, action: ActionMessage, target: TargetPolicy, claim: AppliedRecord, error: PlanError,
+                now: datetime, capacity: int | None) -> ScaleOutcome:
+        detail = str(error)
+        logger.error("scale %s: decision %s (target capacity %d) failed: %s", target.name, action.decision_id,
+                     action.target_capacity, detail)
+        try:
+            self.store.save_applied(replace(claim, status=FAILED, detail=detail, finished_at=self.clock()))
+        except ConcurrencyConflict:
+            logger.warning("scale %s: applied record %s changed while failing", target.name, action.decision_id)
+        self._note(action, FAILED, detail, now)
+        self._reset_state(action, target, capacity)
+        return ScaleOutcome(FAILED, action.decision_id, target.name, capacity, capacity, detail)
+
+    def _reset_state(self, action: ActionMessage, target: TargetPolicy, capacity: int | None) -> None:
+        """Let the next evaluation decide again: no cooldown, and the capacity the plan really has
+        (``None`` if unknown; the next sample carries it) instead of the one that was not applied."""
+        for _ in range(self.max_state_attempts):
+            stored = self.store.load_state(target.name)
+            if stored.latest_decision_id != action.decision_id:
+                return  # a newer decision owns the state now
+            state = replace(stored.state, last_action_at=None, pending_ready_at=None, ready_capacity=None,
+                            capacity=capacity, last_direction=HOLD, last_reason_code=SCALE_FAILED)
+            try:
+                self.store.commit(replace(stored, state=state, updated_at=self.clock()))
+                return
+            except ConcurrencyConflict:
+                continue
+        logger.error("scale %s: could not reset the state after the failed decision %s", target.name, action.decision_id)
+
+    def _abandon(self, claim: AppliedRecord) -> None:
+        try:
+            self.store.save_applied(replace(claim, status=ABANDONED, finished_at=self.clock()))
+        except Exception:  # the original error matters more; the lease expires anyway
+            logger.exception("scale %s: could not release the claim on %s", claim.target, claim.decision_id)
+
+    def _note(self, action: ActionMessage, outcome: str, detail: str | None, at: datetime) -> None:
+        try:
+            found = self.store.record_outcome(action.target, action.decided_at, action.decision_id, outcome, detail, at)
+        except Exception:  # the applied record holds the outcome already
+            logger.exception("scale %s: could not note the outcome on decision %s", action.target, action.decision_id)
+            return
+        if not found:
+            logger.warning("scale %s: decision row for %s not found; outcome %s kept in the applied record only",
+                           action.target, action.decision_id, outcome)
+
+    def _dead_letter(self, body: str | bytes, error: str, now: datetime, dequeue_count: int,
+                     message_id: str | None) -> ScaleOutcome:
+        logger.error("scale: message %s dead-lettered: %s", message_id or "?", error)
+        self.store.dead_letter(DeadLetter(FUNCTION_NAME, body_text(body), error, now, dequeue_count, message_id))
+        return ScaleOutcome("dead_lettered", detail=error)

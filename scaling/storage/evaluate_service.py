@@ -1,0 +1,254 @@
+"""The evaluate service: one ``metrics`` message in, at most one ``actions`` message out.
+
+Per sample: validate (malformed -> dead-letter row, return normally), append to history
+(create-if-absent: a duplicate changes nothing), read the window (one range query), run the
+rule engine over it with the target's state, and commit the new state with the decision rows
+and the outbox action in one entity-group transaction guarded by the state's ETag. On a
+conflict the state is re-read and the sample evaluated again, so two concurrent evaluations of a
+target never both act.
+
+Exactly-once evaluation: the state remembers which samples (by collection second) it has
+evaluated, atomically with the state itself. A duplicate delivery finds its sample there and
+stops; a redelivery (dequeue count above one) of the sample whose evaluation decided the outbox
+action re-sends that recorded action instead of deciding again, because the output binding's
+send may have failed after the commit.
+
+Late samples are stored and evaluated with the window by collection time; the decision then
+belongs to the window's newest sample, and a decision id already acted on never acts twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from scaling.domain.decisions import Decision
+from scaling.domain.engine import evaluate
+from scaling.domain.policy import Policy, TargetPolicy
+from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample, SampleError, parse_sample
+from scaling.storage.base import ConcurrencyConflict, EntityTooLarge, EvaluateStore
+from scaling.storage.records import (
+    ActionMessage,
+    DeadLetter,
+    DecisionRecord,
+    StoredState,
+    action_for,
+    body_text,
+    restore_learning,
+    utc_now,
+)
+
+logger = logging.getLogger(__name__)
+
+FUNCTION_NAME = "evaluate"
+#: Samples evaluated this long before the window's start are still remembered (clock skew
+#: between workers, a policy whose window grows).
+EVALUATED_MARGIN = timedelta(minutes=10)
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluateOutcome:
+    """What one message led to. ``messages`` go to the ``actions`` queue (output binding).
+
+    ``status``: ``evaluated``, ``duplicate`` (already evaluated), ``resent`` (redelivery that
+    re-sends the recorded action), ``late`` (older than the window: stored only) or
+    ``dead_lettered``.
+    """
+
+    status: str
+    messages: tuple[str, ...] = ()
+    sample_id: str | None = None
+    target: str | None = None
+    decision: Decision | None = None
+    action: ActionMessage | None = None
+    error: str | None = None
+    attempts: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    stored: StoredState
+    records: tuple[DecisionRecord, ...]
+    decision: Decision
+    action: ActionMessage | None
+    purge: bool
+
+
+def decision_time(now: datetime, stored: StoredState) -> datetime:
+    """``now``, but never at or before the target's latest decision (workers' clocks differ), so
+    that the newest decision always carries the newest ``decided_at`` and ``scale`` can skip
+    older actions as stale by time."""
+    if stored.latest_decided_at is not None and now <= stored.latest_decided_at:
+        return stored.latest_decided_at + timedelta(milliseconds=1)
+    return now
+
+
+class EvaluateService:
+    """Evaluates samples against ``policy`` with ``store`` (Table storage or memory).
+
+    The state entity read or written last is cached per target with its ETag, so in steady
+    state the state is not read at all: the commit's ETag condition detects any other writer.
+    """
+
+    def __init__(
+        self,
+        store: EvaluateStore,
+        policy: Policy,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        retention_days: float = 30.0,
+        retention_every: timedelta = timedelta(hours=1),
+        retention_limit: int = 500,
+        max_attempts: int = 10,
+        cache_state: bool = True,
+    ) -> None:
+        self.store = store
+        self.policy = policy
+        self.clock = clock
+        self.retention = timedelta(days=retention_days)
+        self.retention_every = retention_every
+        self.retention_limit = retention_limit
+        self.max_attempts = max_attempts
+        self.cache_state = cache_state
+        self._cache: dict[str, StoredState] = {}
+
+    # --- the entry point -----------------------------------------------------------------------
+
+    def handle(self, body: str | bytes, *, dequeue_count: int = 1, message_id: str | None = None) -> EvaluateOutcome:
+        now = self.clock()
+        try:
+            sample = parse_sample(body, now=now)
+        except SampleError as error:
+            return self._dead_letter(body, str(error), now, dequeue_count, message_id)
+        try:
+            target = self.policy.target(sample.target)
+        except KeyError:
+            known = ", ".join(t.name for t in self.policy.targets)
+            return self._dead_letter(body, f"target {sample.target!r} is not in the policy (known: {known})",
+                                     now, dequeue_count, message_id, target=sample.target)
+        try:
+            self.store.add_sample(sample)
+        except EntityTooLarge as error:
+            return self._dead_letter(body, str(error), now, dequeue_count, message_id, target=sample.target)
+
+        window_start = now - timedelta(seconds=target.window_seconds or 600)
+        stored = None
+        if dequeue_count > 1:
+            # A redelivery: if this sample decided an action, send that again (even if the
+            # sample has aged out of the window since), never decide anew.
+            stored = self._cached(target.name) or self.store.load_state(target.name)
+            if stored.outbox_for(sample.sample_id) is not None:
+                return self._already_evaluated(stored, sample, dequeue_count, 1)
+        if sample.collected_at <= window_start:
+            logger.info("evaluate %s: sample %s is older than the %ss window; stored only",
+                        target.name, sample.sample_id, target.window_seconds)
+            return EvaluateOutcome("late", sample_id=sample.sample_id, target=target.name)
+
+        stored = stored or self._cached(target.name) or self.store.load_state(target.name)
+        for attempt in range(1, self.max_attempts + 1):
+            if stored.was_evaluated(sample.collected_at):
+                self._remember(stored)
+                return self._already_evaluated(stored, sample, dequeue_count, attempt)
+            history = self.store.load_window(target.name, window_start, now + MAX_CLOCK_SKEW)
+            plan = self._plan(target, stored, sample, history, decision_time(now, stored), window_start)
+            try:
+                saved = self.store.commit(plan.stored, plan.records)
+            except ConcurrencyConflict:
+                logger.info("evaluate %s: state changed under sample %s (attempt %d); re-reading",
+                            target.name, sample.sample_id, attempt)
+                self._cache.pop(target.name, None)
+                time.sleep(random.uniform(0, 0.01 * attempt))
+                stored = self.store.load_state(target.name)
+                continue
+            self._remember(saved)
+            if plan.purge:
+                self._purge(target.name, now)
+            self._log(plan, sample)
+            messages = (plan.action.to_json(),) if plan.action else ()
+            return EvaluateOutcome("evaluated", messages, sample.sample_id, target.name, plan.decision,
+                                   plan.action, attempts=attempt)
+        raise ConcurrencyConflict(f"evaluate {target.name}: gave up on sample {sample.sample_id} after "
+                                  f"{self.max_attempts} conflicting writes; the queue will redeliver it")
+
+    # --- steps ------------------------------------------------------------------------------------
+
+    def _plan(self, target: TargetPolicy, stored: StoredState, sample: MetricSample, history: list[MetricSample],
+              now: datetime, window_start: datetime) -> _Plan:
+        old = stored.state
+        if not any(item.sample_id == sample.sample_id for item in history):
+            history = [*history, sample]
+        decision = evaluate(target, old, history, now)
+        new_state = decision.state or old
+        if old.last_sample_at is not None and new_state.last_sample_at is not None \
+                and new_state.last_sample_at <= old.last_sample_at:
+            # The window's newest sample was evaluated before (this one is late): nothing new to learn.
+            new_state = restore_learning(new_state, old)
+        next_stored = stored.with_evaluated(sample.collected_at, keep_after=window_start - EVALUATED_MARGIN)
+        records: list[DecisionRecord] = []
+        action = None
+        if decision.acts and decision.decision_id == old.last_decision_id:
+            # Already acted on this decision (same newest sample): never a second action.
+            logger.info("evaluate %s: decision %s was already taken; not acting again", target.name, decision.decision_id)
+            new_state = old
+        elif decision.acts:
+            action = action_for(decision, target)
+            records.append(DecisionRecord.from_decision(decision, sample.sample_id, action))
+            next_stored = replace(next_stored.with_outbox(sample.sample_id, action),
+                                  latest_decision_id=decision.decision_id, latest_decided_at=decision.evaluated_at)
+        elif decision.reason_code != old.last_reason_code:
+            records.append(DecisionRecord.from_decision(decision, sample.sample_id, None))
+        purge = stored.retention_at is None or now - stored.retention_at >= self.retention_every
+        next_stored = replace(next_stored, state=new_state, updated_at=now,
+                              retention_at=now if purge else stored.retention_at)
+        return _Plan(next_stored, tuple(records), decision, action, purge)
+
+    def _already_evaluated(self, stored: StoredState, sample: MetricSample, dequeue_count: int, attempt: int) -> EvaluateOutcome:
+        recorded = stored.outbox_for(sample.sample_id) if dequeue_count > 1 else None
+        if recorded is not None:
+            logger.warning("evaluate %s: sample %s redelivered (dequeue count %d); re-sending recorded action %s",
+                           sample.target, sample.sample_id, dequeue_count, recorded.decision_id)
+            return EvaluateOutcome("resent", (recorded.to_json(),), sample.sample_id, sample.target,
+                                   action=recorded, attempts=attempt)
+        logger.info("evaluate %s: sample %s was already evaluated; nothing to do", sample.target, sample.sample_id)
+        return EvaluateOutcome("duplicate", sample_id=sample.sample_id, target=sample.target, attempts=attempt)
+
+    def _purge(self, target: str, now: datetime) -> None:
+        try:
+            removed = self.store.purge_history(target, now - self.retention, self.retention_limit)
+        except Exception:  # retention is housekeeping: never fail an evaluation for it
+            logger.exception("evaluate %s: history retention failed; retrying in %s", target, self.retention_every)
+            return
+        if removed:
+            logger.info("evaluate %s: removed %d history rows older than %s", target, removed, self.retention)
+
+    def _dead_letter(self, body: str | bytes, error: str, now: datetime, dequeue_count: int,
+                     message_id: str | None, *, target: str | None = None) -> EvaluateOutcome:
+        logger.error("evaluate: message %s dead-lettered: %s", message_id or "?", error)
+        self.store.dead_letter(DeadLetter(FUNCTION_NAME, body_text(body), error, now, dequeue_count, message_id))
+        return EvaluateOutcome("dead_lettered", target=target, error=error)
+
+    def _log(self, plan: _Plan, sample: MetricSample) -> None:
+        decision = plan.decision
+        if plan.action:
+            logger.info("evaluate %s: %s %s -> %s (%s) decision %s", decision.target, plan.action.direction,
+                        decision.current_capacity, plan.action.target_capacity, plan.action.reason, decision.decision_id)
+        else:
+            logger.info("evaluate %s: sample %s holds at %s (%s)", decision.target, sample.sample_id,
+                        decision.current_capacity, decision.reason_code)
+
+    # --- the state cache ---------------------------------------------------------------------------
+
+    def _cached(self, target: str) -> StoredState | None:
+        return self._cache.get(target) if self.cache_state else None
+
+    def _remember(self, stored: StoredState) -> None:
+        if self.cache_state and stored.etag is not None:
+            self._cache[stored.target] = stored
+
+    def forget(self) -> None:
+        """Drop every cached state (the next evaluation of each target re-reads it)."""
+        self._cache.clear()

@@ -1,0 +1,398 @@
+"""What the storage layer keeps and sends, as plain values (no Azure imports).
+
+- ``ActionMessage``: the ``actions`` queue message (schema below), absolute target capacity;
+- ``StoredState``: the scaler state plus what makes evaluation exactly-once (the set of samples
+  already evaluated, the outbox action, the latest decision) and the entity's ETag;
+- ``DecisionRecord``: one row of the decision log;
+- ``AppliedRecord``: the scale function's idempotency record for one decision;
+- ``DeadLetter``: a message that could not be used, with its error.
+
+Table layout and the reasons behind it: docs/storage.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from scaling.domain.decisions import DOWN, HOLD, UP, Decision, ScalerState
+from scaling.domain.policy import TargetPolicy
+from scaling.domain.samples import format_time, parse_time
+
+ACTION_SCHEMA_VERSION = 1
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+#: Fields of ``ScalerState`` that the engine learns from the window. Re-evaluating a window whose
+#: newest sample was already evaluated (a late sample arrived) must not learn from it twice.
+LEARNED_FIELDS = ("throughput_per_instance", "throughput_observations", "throughput_floor", "checkpoint_delay_seconds")
+
+# Applied-record statuses. Final ones end the action; the others may be taken over.
+APPLYING = "applying"
+ABANDONED = "abandoned"
+APPLIED = "applied"
+UNCHANGED = "unchanged"
+STALE = "stale"
+FAILED = "failed"
+DRY_RUN = "dry_run"
+FINAL_STATUSES = frozenset({APPLIED, UNCHANGED, STALE, FAILED, DRY_RUN})
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def epoch_seconds(moment: datetime) -> int:
+    """Whole seconds since the epoch, rounded down (exact integer arithmetic)."""
+    return (moment.astimezone(UTC) - EPOCH) // timedelta(seconds=1)
+
+
+def epoch_millis(moment: datetime) -> int:
+    return (moment.astimezone(UTC) - EPOCH) // timedelta(milliseconds=1)
+
+
+def _time_or_none(value: Any, path: str) -> datetime | None:
+    return None if value is None else parse_time(value, path)
+
+
+# --- the action message ------------------------------------------------------------------------
+
+
+class ActionError(ValueError):
+    """An ``actions`` message that cannot be used; the message names the field."""
+
+
+@dataclass(frozen=True, slots=True)
+class ActionMessage:
+    """What ``evaluate`` asks ``scale`` to do: set a plan to an absolute capacity."""
+
+    decision_id: str
+    target: str
+    plan_resource_id: str
+    target_capacity: int
+    direction: str
+    reason: str
+    decided_at: datetime
+    schema_version: int = ACTION_SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "decision_id": self.decision_id,
+            "target": self.target,
+            "plan_resource_id": self.plan_resource_id,
+            "target_capacity": self.target_capacity,
+            "direction": self.direction,
+            "reason": self.reason,
+            "decided_at": format_time(self.decided_at),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+
+def action_for(decision: Decision, target: TargetPolicy) -> ActionMessage:
+    """The action message for an acting decision."""
+    if not decision.acts or decision.target_capacity is None:
+        raise ValueError(f"decision {decision.decision_id} does not act")
+    reason = decision.reason_code
+    if decision.reasons:
+        reason = f"{reason}: {'; '.join(decision.reasons)}"
+    return ActionMessage(
+        decision_id=decision.decision_id,
+        target=decision.target,
+        plan_resource_id=target.plan.resource_id,
+        target_capacity=decision.target_capacity,
+        direction=decision.direction,
+        reason=reason,
+        decided_at=decision.evaluated_at,
+    )
+
+
+def action_from_dict(document: Any) -> ActionMessage:
+    if not isinstance(document, Mapping):
+        raise ActionError("the message must be a JSON object")
+    version = document.get("schema_version")
+    if version != ACTION_SCHEMA_VERSION:
+        raise ActionError(f"schema_version {version!r} is not supported (expected {ACTION_SCHEMA_VERSION})")
+    for key in ("decision_id", "target", "plan_resource_id", "direction", "decided_at", "target_capacity"):
+        if key not in document:
+            raise ActionError(f"{key} is missing")
+    for key in ("decision_id", "target", "plan_resource_id"):
+        if not isinstance(document[key], str) or not document[key]:
+            raise ActionError(f"{key} must be a non-empty string")
+    capacity = document["target_capacity"]
+    if isinstance(capacity, bool) or not isinstance(capacity, int | float) or not math.isfinite(capacity) \
+            or int(capacity) != capacity or capacity < 1:
+        raise ActionError(f"target_capacity must be a positive integer, got {capacity!r}")
+    direction = document["direction"]
+    if direction not in (UP, DOWN):
+        raise ActionError(f"direction must be {UP!r} or {DOWN!r}, got {direction!r}")
+    reason = document.get("reason", "")
+    if not isinstance(reason, str):
+        raise ActionError("reason must be a string")
+    try:
+        decided_at = parse_time(document["decided_at"], "decided_at")
+    except ValueError as error:
+        raise ActionError(str(error)) from None
+    return ActionMessage(
+        decision_id=document["decision_id"],
+        target=document["target"],
+        plan_resource_id=document["plan_resource_id"],
+        target_capacity=int(capacity),
+        direction=direction,
+        reason=reason,
+        decided_at=decided_at,
+    )
+
+
+def parse_action(body: str | bytes) -> ActionMessage:
+    """Parse an ``actions`` queue message, or raise ``ActionError`` naming the problem."""
+    try:
+        document = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ActionError(f"the message is not valid JSON: {error}") from error
+    return action_from_dict(document)
+
+
+# --- the scaler state --------------------------------------------------------------------------
+
+
+def _datetime_fields() -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(ScalerState) if "datetime" in str(f.type))
+
+
+def state_to_dict(state: ScalerState) -> dict[str, Any]:
+    """Every ``ScalerState`` field, times as ISO-8601 text (new fields are carried automatically)."""
+    result: dict[str, Any] = {}
+    for item in dataclasses.fields(ScalerState):
+        value = getattr(state, item.name)
+        result[item.name] = format_time(value) if isinstance(value, datetime) else value
+    return result
+
+
+def state_from_dict(document: Mapping[str, Any], target: str) -> ScalerState:
+    """The inverse of ``state_to_dict``; unknown keys are ignored, missing ones take defaults."""
+    times = _datetime_fields()
+    values: dict[str, Any] = {}
+    for item in dataclasses.fields(ScalerState):
+        if item.name not in document or item.name == "target":
+            continue
+        value = document[item.name]
+        values[item.name] = _time_or_none(value, item.name) if item.name in times else value
+    return ScalerState(target=target, **values)
+
+
+#: Actions kept in the outbox (the newest; an older action is superseded anyway).
+OUTBOX_KEEP = 8
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxEntry:
+    """An action and the sample whose evaluation decided it."""
+
+    trigger: str
+    action: ActionMessage
+
+
+@dataclass(frozen=True, slots=True)
+class StoredState:
+    """The state entity of one target.
+
+    ``etag`` is ``None`` until the entity exists. ``evaluated`` holds the collection times (epoch
+    seconds; the sample id is a function of target and second) of the samples already evaluated
+    whose time is still inside the window: a sample found there is never evaluated again.
+    ``outbox`` holds the last few actions decided (newest last), each with the sample whose
+    evaluation decided it: a redelivery of that sample re-sends its action instead of deciding
+    again (``scale`` then applies it, or skips it as stale if a newer one exists).
+    ``latest_decision_id``/``latest_decided_at`` name the newest acting decision (never reset;
+    ``scale`` skips older actions as stale). ``retention_at`` is when history was last pruned.
+    """
+
+    state: ScalerState
+    etag: str | None = None
+    evaluated: frozenset[int] = frozenset()
+    outbox: tuple[OutboxEntry, ...] = ()
+    latest_decision_id: str | None = None
+    latest_decided_at: datetime | None = None
+    retention_at: datetime | None = None
+    updated_at: datetime | None = None
+
+    @property
+    def target(self) -> str:
+        return self.state.target
+
+    def outbox_for(self, sample_id: str) -> ActionMessage | None:
+        """The action decided when this sample was evaluated, if it is still in the outbox."""
+        for entry in reversed(self.outbox):
+            if entry.trigger == sample_id:
+                return entry.action
+        return None
+
+    def with_outbox(self, trigger: str, action: ActionMessage) -> StoredState:
+        return replace(self, outbox=(*self.outbox, OutboxEntry(trigger, action))[-OUTBOX_KEEP:])
+
+    def was_evaluated(self, collected_at: datetime) -> bool:
+        return epoch_seconds(collected_at) in self.evaluated
+
+    def with_evaluated(self, collected_at: datetime, keep_after: datetime, limit: int = 5000) -> StoredState:
+        """Add one sample time and drop those at or before ``keep_after`` (and beyond ``limit``)."""
+        floor = epoch_seconds(keep_after)
+        kept = sorted({*(s for s in self.evaluated if s > floor), epoch_seconds(collected_at)})[-limit:]
+        return replace(self, evaluated=frozenset(kept))
+
+
+def encode_evaluated(evaluated: Iterable[int]) -> str:
+    return ",".join(str(second) for second in sorted(evaluated))
+
+
+def decode_evaluated(text: str | None) -> frozenset[int]:
+    if not text:
+        return frozenset()
+    return frozenset(int(part) for part in text.split(",") if part)
+
+
+def stored_state_to_document(stored: StoredState) -> dict[str, Any]:
+    """Everything but the ETag, as JSON-compatible values (used by both stores)."""
+    return {
+        "state": state_to_dict(stored.state),
+        "evaluated": encode_evaluated(stored.evaluated),
+        "outbox": [{"trigger": entry.trigger, "action": entry.action.to_dict()} for entry in stored.outbox],
+        "latest_decision_id": stored.latest_decision_id,
+        "latest_decided_at": format_time(stored.latest_decided_at) if stored.latest_decided_at else None,
+        "retention_at": format_time(stored.retention_at) if stored.retention_at else None,
+        "updated_at": format_time(stored.updated_at) if stored.updated_at else None,
+    }
+
+
+def stored_state_from_document(document: Mapping[str, Any], target: str, etag: str | None) -> StoredState:
+    return StoredState(
+        state=state_from_dict(document.get("state") or {}, target),
+        etag=etag,
+        evaluated=decode_evaluated(document.get("evaluated")),
+        outbox=tuple(OutboxEntry(entry["trigger"], action_from_dict(entry["action"])) for entry in document.get("outbox") or ()),
+        latest_decision_id=document.get("latest_decision_id"),
+        latest_decided_at=_time_or_none(document.get("latest_decided_at"), "latest_decided_at"),
+        retention_at=_time_or_none(document.get("retention_at"), "retention_at"),
+        updated_at=_time_or_none(document.get("updated_at"), "updated_at"),
+    )
+
+
+def restore_learning(new: ScalerState, old: ScalerState) -> ScalerState:
+    """``new`` with the learned fields of ``old`` (for re-evaluations of an evaluated window)."""
+    names = {f.name for f in dataclasses.fields(ScalerState)}
+    return replace(new, **{name: getattr(old, name) for name in LEARNED_FIELDS if name in names})
+
+
+# --- the decision log --------------------------------------------------------------------------
+
+
+def decision_row_key(decided_at: datetime, decision_id: str) -> str:
+    """Decision rows sort by time; the action's ``decided_at`` and id locate the row again."""
+    return f"d-{epoch_millis(decided_at):013d}-{decision_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRecord:
+    """One decision-log row: every acting evaluation, and every change of reason while holding."""
+
+    target: str
+    decision_id: str
+    evaluated_at: datetime
+    trigger_sample_id: str
+    acts: bool
+    direction: str
+    reason_code: str
+    reasons: tuple[str, ...]
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+    capacity_before: int | None = None
+    capacity_after: int | None = None
+    action: ActionMessage | None = None
+    outcome: str | None = None
+    outcome_detail: str | None = None
+    outcome_at: datetime | None = None
+
+    @property
+    def row_key(self) -> str:
+        return decision_row_key(self.evaluated_at, self.decision_id)
+
+    @classmethod
+    def from_decision(cls, decision: Decision, trigger_sample_id: str, action: ActionMessage | None) -> DecisionRecord:
+        acts = action is not None
+        return cls(
+            target=decision.target,
+            decision_id=decision.decision_id,
+            evaluated_at=decision.evaluated_at,
+            trigger_sample_id=trigger_sample_id,
+            acts=acts,
+            direction=decision.direction if acts else HOLD,
+            reason_code=decision.reason_code,
+            reasons=tuple(decision.reasons),
+            metrics=dict(decision.metrics),
+            capacity_before=decision.current_capacity,
+            capacity_after=decision.target_capacity if acts else decision.current_capacity,
+            action=action,
+        )
+
+
+def json_text(value: Any) -> str:
+    """Compact JSON that never fails on odd values (non-finite floats, times, tuples)."""
+
+    def fallback(item: Any) -> Any:
+        if isinstance(item, datetime):
+            return format_time(item)
+        if isinstance(item, set | frozenset | tuple):
+            return list(item)
+        return str(item)
+
+    return json.dumps(value, separators=(",", ":"), default=fallback)
+
+
+# --- the scale function's idempotency record ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedRecord:
+    """What ``scale`` did with one decision (``appliedactions``, PartitionKey target, RowKey id)."""
+
+    target: str
+    decision_id: str
+    status: str
+    decided_at: datetime
+    requested_capacity: int
+    claimed_at: datetime
+    capacity_before: int | None = None
+    capacity_after: int | None = None
+    detail: str | None = None
+    finished_at: datetime | None = None
+    attempts: int = 1
+    etag: str | None = None
+
+    @property
+    def final(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+
+# --- dead letters ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A message that could not be used: kept with its error, never retried, never dropped."""
+
+    function: str
+    body: str
+    error: str
+    received_at: datetime
+    dequeue_count: int = 1
+    message_id: str | None = None
+
+
+def body_text(body: str | bytes) -> str:
+    if isinstance(body, bytes):
+        return body.decode("utf-8", errors="replace")
+    return body

@@ -1,0 +1,411 @@
+"""SLO mode (scaling/domain/slo.py and its use in engine.evaluate).
+
+Pure functions are tested on hand-computed tables; the engine on hand-built sample histories
+(32 partitions, a configured throughput of 1000 events/min per instance) and, end to end, in
+the simulated world through ``EngineAutoscaler`` with decisions captured by ``on_decision``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from scaling.domain.decisions import DOWN, HOLD, UP, ScalerState
+from scaling.domain.engine import action_tokens, evaluate, interval_throughput
+from scaling.domain.lag import effective_capacity
+from scaling.domain.policy import Bounds, PlanSettings, SloSettings, SourceSettings, TargetPolicy
+from scaling.domain.samples import MetricSample, PartitionReading, SourceReading
+from scaling.domain.slo import oldest_event_age, predicted_age, service_rate
+from scaling.simulation.peers import EngineAutoscaler, simulated_target
+from scaling.simulation.world import Scenario, simulate
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+PLAN = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.Web/serverfarms/asp"
+MU = 1000 / 60  # events per second per instance
+PARTITIONS = 32
+
+
+# --- oldest_event_age ----------------------------------------------------------------------------------
+# History: last-enqueued 99, 199, 299 at t = 0, 60, 120 s (100 events a minute).
+
+
+@pytest.mark.parametrize(
+    ("checkpoint", "beginning", "rate", "expected"),
+    [
+        pytest.param(299, 0, 0.0, 0.0, id="caught-up"),
+        pytest.param(400, 0, 0.0, 0.0, id="checkpoint-ahead"),
+        pytest.param(298, 0, 0.0, 0.0, id="only-the-newest-waiting"),
+        pytest.param(249, 0, 0.0, 120 - (60 + 51 / 100 * 60), id="interpolated-in-second-interval"),
+        pytest.param(199, 0, 0.0, 120 - (60 + 1 / 100 * 60), id="just-after-second-sample"),
+        pytest.param(149, 0, 0.0, 120 - 51 / 100 * 60, id="interpolated-in-first-interval"),
+        pytest.param(98, 0, 100 / 60, 120.0, id="exactly-at-first-sample"),
+        pytest.param(49, 0, 100 / 60, 120 + 49 * 60 / 100, id="extrapolated-at-rate"),
+        pytest.param(49, 0, 50 / 60, 120 + 49 * 60 / 50, id="extrapolated-slower-rate-older"),
+        pytest.param(None, 0, 100 / 60, 120 + 99 * 60 / 100, id="no-checkpoint-from-beginning"),
+        pytest.param(None, 60, 100 / 60, 120 + 39 * 60 / 100, id="no-checkpoint-beginning-60"),
+        pytest.param(-1, 0, 100 / 60, 120 + 99 * 60 / 100, id="checkpoint-minus-one"),
+    ],
+)
+def test_oldest_event_age(checkpoint, beginning, rate, expected) -> None:
+    age = oldest_event_age([0.0, 60.0, 120.0], [99, 199, 299], checkpoint, beginning, rate)
+    assert age == pytest.approx(expected)
+
+
+def test_oldest_event_age_without_rate_is_huge_not_an_error() -> None:
+    # no arrivals measured and an event older than the history: extrapolation cannot divide by zero
+    age = oldest_event_age([0.0, 60.0], [99, 99], 49, 0, 0.0)
+    assert age > 1e6 and math.isfinite(age)
+
+
+@pytest.mark.parametrize(
+    ("times", "positions", "expected"),
+    [
+        ([], [], 0.0),
+        ([0.0], [99], 0.0),  # caught up: oldest (100) not enqueued yet
+        ([0.0, 60.0], [-1, 149], 60 - (0 + 101 / 150 * 60)),  # partition was empty at the first sample
+    ],
+)
+def test_oldest_event_age_edges(times, positions, expected) -> None:
+    assert oldest_event_age(times, positions, 99, 0, 1.0) == pytest.approx(expected)
+
+
+# --- predicted_age ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("age", "backlog", "arrivals", "service", "seconds", "expected"),
+    [
+        pytest.param(100, 500, 10, 20, 30, 70, id="draining"),
+        pytest.param(100, 500, 10, 20, 200, 0, id="drained-floor-zero"),
+        pytest.param(100, 500, 10, 5, 30, 115, id="filling"),
+        pytest.param(100, 500, 10, 10, 30, 100, id="balanced"),
+        pytest.param(0, 0, 10, 20, 30, 0, id="idle-keeps-up"),
+        pytest.param(0, 0, 10, 10, 30, 0, id="idle-exactly-keeps-up"),
+        pytest.param(0, 0, 10, 5, 30, 15, id="idle-falls-behind"),
+        pytest.param(100, 500, 0, 20, 30, 0, id="no-arrivals-drains-in-time"),
+        pytest.param(100, 500, 0, 10, 30, 130, id="no-arrivals-too-slow"),
+        pytest.param(100, 500, 0, 0, 30, 130, id="no-arrivals-no-service"),
+        pytest.param(100, 500, 10, 5, 0, 100, id="zero-seconds"),
+        pytest.param(100, 500, 10, 5, -5, 100, id="negative-seconds"),
+    ],
+)
+def test_predicted_age(age, backlog, arrivals, service, seconds, expected) -> None:
+    assert predicted_age(age, backlog, arrivals, service, seconds) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("instances", "expected"),
+    [(1, MU / 32), (8, MU / 4), (11, MU / 3), (16, MU / 2), (24, MU / 2), (32, MU), (64, MU)],
+)
+def test_service_rate_is_the_busiest_owner_share(instances: int, expected: float) -> None:
+    assert service_rate(PARTITIONS, instances, MU) == pytest.approx(expected)
+
+
+# --- the engine on hand-built histories -------------------------------------------------------------------
+
+
+def slo_target(**slo) -> TargetPolicy:
+    settings = SloSettings(events_per_instance_per_second=MU, **slo)
+    return TargetPolicy(name="orders", plan=PlanSettings(PLAN), sources=(SourceSettings(kind="eventhub", name="hub"),),
+                        bounds=Bounds(min_instances=1, max_instances=32), mode="slo", slo=settings)
+
+
+def history(arrival: float, serve: float, backlog_end: int, *, capacity: int = 8, minutes: int = 10) -> list[MetricSample]:
+    """One sample a minute for ``minutes`` minutes ending at T0; every partition receives ``arrival``
+    events/s, checkpoints advance ``serve`` events/s, and ends with ``backlog_end`` unprocessed."""
+    end_last = 100_000 + round(arrival * 60 * minutes)
+    samples = []
+    for k in range(minutes + 1):
+        last = 100_000 + round(arrival * 60 * k)
+        checkpoint = end_last - backlog_end - round(serve * 60 * (minutes - k))
+        partitions = tuple(PartitionReading.measure(str(p), 0, last, checkpoint) for p in range(PARTITIONS))
+        samples.append(MetricSample(target="orders", collected_at=T0 - timedelta(minutes=minutes - k), capacity=capacity,
+                                    sources=(SourceReading(name="hub", kind="eventhub", partitions=partitions),)))
+    return samples
+
+
+def idle(arrival: float, **kwargs) -> list[MetricSample]:
+    """Consumers keep up exactly: checkpoints follow last-enqueued."""
+    return history(arrival, arrival, 0, **kwargs)
+
+
+def state(capacity: int = 8, **changes) -> ScalerState:
+    # checkpoint delay known to be 0 so that the ages below are read as they are built
+    return replace(ScalerState(target="orders", capacity=capacity, checkpoint_delay_seconds=0.0), **changes)
+
+
+@pytest.mark.parametrize(
+    ("min_dwell", "expected", "holds"),
+    [
+        # 2 events/s per partition (+5% headroom: 2.1) at 8 instances; lower counts serve per partition
+        # 1: 0.52/s, 2: 1.04, 3: 1.52, 4: 2.08, 5: 2.38. The age grows by 1 - serve/2.1 per second and
+        # must stay under 210 s: count 3 holds ~574 s, count 4 ~26,000 s, count 5 forever.
+        pytest.param(500, 3, "for about 574s", id="short-dwell-deep-cut"),
+        pytest.param(2400, 4, "for about 26280s", id="default-dwell"),
+        pytest.param(30_000, 5, "indefinitely", id="long-dwell-keeps-up"),
+    ],
+)
+def test_scale_in_only_to_a_count_that_holds_for_min_dwell(min_dwell, expected, holds) -> None:
+    decision = evaluate(slo_target(min_dwell_seconds=min_dwell), state(), idle(2.0), T0)
+    assert (decision.direction, decision.target_capacity, decision.reason_code) == (DOWN, expected, "slo_surplus")
+    assert holds in decision.reasons[0]
+
+
+def test_no_scale_in_when_no_lower_count_holds() -> None:
+    # 4.0 events/s per partition at 8 instances (4.17/s each): 7 instances would fall behind fast
+    decision = evaluate(slo_target(), state(), idle(4.0), T0)
+    assert (decision.direction, decision.reason_code) == (HOLD, "slo_steady")
+    assert "no smaller count would hold for 2400s" in decision.reasons[0]
+
+
+def test_no_scale_in_before_the_rate_window_is_covered() -> None:
+    decision = evaluate(slo_target(), state(), idle(0.1, minutes=2), T0)
+    assert (decision.direction, decision.reason_code) == (HOLD, "too_few_samples")
+    assert "rates need 180s of history" in decision.reasons[0]
+
+
+@pytest.mark.parametrize(
+    ("backlog_end", "direction", "expected", "code"),
+    [
+        # 5 events/s per partition arrive, 8 instances serve 4.17/s per partition
+        pytest.param(700, HOLD, None, "slo_steady", id="age-140s-stays-within-limit"),
+        # age ~200 s and growing by 0.21 s/s for 180 s (next look + provisioning) passes 210 s;
+        # 11 instances (5.56/s per partition) cannot serve 5.25/s plus the drain, 16 (8.33/s) can
+        pytest.param(1000, UP, 16, "slo_at_risk", id="age-200s-scale-out-to-16"),
+    ],
+)
+def test_scale_out_when_the_predicted_age_passes_the_limit(backlog_end, direction, expected, code) -> None:
+    decision = evaluate(slo_target(), state(), history(5.0, MU / 4, backlog_end), T0)
+    assert (decision.direction, decision.target_capacity, decision.reason_code) == (direction, expected, code)
+    assert decision.metrics["age_limit_seconds"] == 210.0
+    if code == "slo_at_risk":
+        assert decision.metrics["predicted_age_seconds"] > 210
+        assert "limit 210s" in decision.reasons[0]
+
+
+@pytest.mark.parametrize(
+    ("tokens", "tokens_minutes_ago", "direction", "code"),
+    [
+        pytest.param(None, 0, DOWN, "slo_surplus", id="fresh-budget"),
+        pytest.param(1.5, 0, HOLD, "action_budget", id="exhausted"),
+        pytest.param(2.0, 0, DOWN, "slo_surplus", id="exactly-two"),
+        pytest.param(0.0, 14, HOLD, "action_budget", id="refilling-0.93"),
+        pytest.param(1.0, 15, DOWN, "slo_surplus", id="refilled-to-2"),
+        pytest.param(0.0, 120, DOWN, "slo_surplus", id="refilled-fully"),
+    ],
+)
+def test_action_budget_holds_scale_in(tokens, tokens_minutes_ago, direction, code) -> None:
+    at = T0 - timedelta(minutes=tokens_minutes_ago) if tokens is not None else None
+    decision = evaluate(slo_target(), state(action_tokens=tokens, action_tokens_at=at), idle(2.0), T0)
+    assert (decision.direction, decision.reason_code) == (direction, code)
+    if code == "action_budget":
+        assert decision.target_capacity is None
+        assert "a scale-in needs 2" in decision.reasons[-1]
+    else:
+        assert decision.state.action_tokens_at == T0  # one token spent now
+        assert decision.state.action_tokens == pytest.approx(min(4.0, (tokens if tokens is not None else 4.0)
+                                                                 + tokens_minutes_ago / 60 * 4) - 1)
+
+
+@pytest.mark.parametrize("tokens", [0.0, 0.5, 1.99])
+def test_action_budget_never_holds_a_scale_out(tokens) -> None:
+    decision = evaluate(slo_target(), state(action_tokens=tokens, action_tokens_at=T0), history(5.0, MU / 4, 1000), T0)
+    assert (decision.direction, decision.target_capacity, decision.reason_code) == (UP, 16, "slo_at_risk")
+    assert decision.state.action_tokens == pytest.approx(max(tokens - 1.0, 0.0))
+
+
+# --- learning the per-instance throughput ----------------------------------------------------------------
+
+
+def two_samples(arrived: int, processed: int, backlog_start: int, *, capacity: int = 2, partitions: int = 4,
+                drained: tuple[int, ...] = ()) -> list[MetricSample]:
+    """Two samples 60 s apart: per partition ``arrived`` new events and ``processed`` checkpointed."""
+    samples = []
+    for k in range(2):
+        readings = []
+        for p in range(partitions):
+            last = 10_000 + arrived * k
+            start_backlog = 0 if p in drained else backlog_start
+            done = arrived if p in drained else processed  # a drained partition's owner keeps up with it
+            checkpoint = 10_000 - start_backlog + done * k
+            readings.append(PartitionReading.measure(str(p), 0, last, checkpoint))
+        samples.append(MetricSample(target="orders", collected_at=T0 + timedelta(minutes=k), capacity=capacity,
+                                    sources=(SourceReading(name="hub", kind="eventhub", partitions=tuple(readings)),)))
+    return samples
+
+
+@pytest.mark.parametrize(
+    ("samples", "observed", "saturated"),
+    [
+        # 4 partitions x 500 processed in 60 s by 2 instances = 16.67/s each; backlog 5000 -> 5100 > 2 x 600
+        pytest.param(two_samples(600, 500, 5000), 2000 / 60 / 2, True, id="saturated"),
+        # consumers keep up; the backlog is one interval of arrivals (the checkpoint delay): idle
+        pytest.param(two_samples(600, 600, 600), 2400 / 60 / 2, False, id="idle-checkpoint-delay"),
+        # backlog twice the interval's arrivals is still not saturated (must be more than two)
+        pytest.param(two_samples(600, 600, 1200), 2400 / 60 / 2, False, id="two-intervals-of-backlog"),
+        # one partition ran dry: its owner idled part of the interval
+        pytest.param(two_samples(600, 500, 5000, drained=(3,)), (1500 + 600) / 60 / 2, False, id="one-partition-drained"),
+    ],
+)
+def test_interval_throughput(samples, observed, saturated) -> None:
+    rate, was_saturated = interval_throughput(samples, ready_capacity=2)
+    assert rate == pytest.approx(observed)
+    assert was_saturated is saturated
+
+
+@pytest.mark.parametrize(
+    ("samples", "prior", "learned", "floor", "observations"),
+    [
+        pytest.param(two_samples(600, 500, 5000), None, 2000 / 60 / 2, None, 1, id="saturated-learns"),
+        pytest.param(two_samples(600, 500, 5000), 10.0, 0.7 * 10.0 + 0.3 * 2000 / 60 / 2, None, 2, id="saturated-smooths"),
+        pytest.param(two_samples(600, 600, 600), None, None, 20.0, 0, id="idle-only-a-floor"),
+        pytest.param(two_samples(60, 60, 60), 10.0, 10.0, 2.0, 1, id="idle-does-not-lower-learned"),
+        pytest.param(two_samples(600, 500, 5000, drained=(3,)), None, None, 17.5, 0, id="partly-drained-only-a-floor"),
+    ],
+)
+def test_throughput_learned_from_saturated_intervals_only(samples, prior, learned, floor, observations) -> None:
+    start = ScalerState(target="orders", capacity=2, throughput_per_instance=prior,
+                        throughput_observations=1 if prior else 0)
+    decision = evaluate(slo_target(), start, samples, T0 + timedelta(minutes=1))
+    assert decision.state.throughput_per_instance == (pytest.approx(learned) if learned is not None else None)
+    assert decision.state.throughput_floor == (pytest.approx(floor) if floor is not None else None)
+    assert decision.state.throughput_observations == observations
+
+
+def test_no_learning_while_new_instances_are_still_provisioning() -> None:
+    start = ScalerState(target="orders", capacity=2, ready_capacity=1, pending_ready_at=T0 + timedelta(minutes=3),
+                        last_action_at=T0)
+    decision = evaluate(slo_target(), start, two_samples(600, 500, 5000), T0 + timedelta(minutes=1))
+    assert decision.state.throughput_per_instance is None
+    assert decision.state.throughput_floor is None
+
+
+# --- end to end in the simulated world -------------------------------------------------------------------
+
+FLAT, SURGE = 3000.0, 12000.0  # events a minute: 3 and 12 instances' worth
+SURGE_START, SURGE_END = 60, 120
+
+
+def surge_trace() -> np.ndarray:
+    return np.array([FLAT] * SURGE_START + [SURGE] * (SURGE_END - SURGE_START) + [FLAT] * 120)
+
+
+def run_engine(scenario: Scenario, arrivals: np.ndarray, **slo):
+    target = simulated_target(scenario)
+    if slo:
+        target = replace(target, slo=replace(target.slo, **slo))
+    decisions = []
+    result = simulate(arrivals, EngineAutoscaler(target, on_decision=lambda sample, decision: decisions.append(decision)),
+                      scenario)
+    return result, decisions
+
+
+def minute_of(decision) -> int:
+    return round((decision.evaluated_at - datetime(2026, 1, 1, tzinfo=UTC)).total_seconds() / 60)
+
+
+_RUNS: dict[float, tuple] = {}
+
+
+def surge_run(checkpoint_delay_seconds: float):
+    """The surge trace through the default SLO policy, once per checkpoint delay (cached: ~0.3 s each)."""
+    if checkpoint_delay_seconds not in _RUNS:
+        _RUNS[checkpoint_delay_seconds] = run_engine(Scenario(checkpoint_delay_seconds=checkpoint_delay_seconds),
+                                                     surge_trace())
+    return _RUNS[checkpoint_delay_seconds]
+
+
+def first_scale_out_after_surge(decisions):
+    return next(d for d in decisions if d.acts and d.direction == UP and minute_of(d) > SURGE_START)
+
+
+# 0: checkpoints exact; 10: the standard scenario; 60: consumers that checkpoint once a minute
+DELAYS = [0.0, 10.0, 60.0]
+
+
+@pytest.mark.parametrize("delay", DELAYS)
+def test_surge_scales_out_promptly_to_a_count_that_serves_it(delay: float) -> None:
+    result, decisions = surge_run(delay)
+    first = first_scale_out_after_surge(decisions)
+    # the surge is seen at the end of its first minute; the age must be predicted to pass the limit
+    assert first.reason_code == "slo_at_risk"
+    assert minute_of(first) <= SURGE_START + 3
+    assert effective_capacity(PARTITIONS, first.target_capacity, 1000) >= SURGE
+    # and so the SLO holds through the surge
+    assert result.slo_violation_minutes == 0
+    assert result.max_age_minutes < 5
+
+
+@pytest.mark.parametrize(
+    "delay",
+    DELAYS,
+)
+def test_surge_scale_out_is_the_smallest_serving_count(delay: float) -> None:
+    _, decisions = surge_run(delay)
+    # 11 instances serve 10,667/min < 12,000; 16 serve 16,000
+    assert first_scale_out_after_surge(decisions).target_capacity == 16
+
+
+@pytest.mark.parametrize(
+    "delay",
+    DELAYS,
+)
+def test_learned_throughput_matches_the_instances_true_rate(delay: float) -> None:
+    _, decisions = surge_run(delay)
+    learned = [d.state.throughput_per_instance for d in decisions if d.state.throughput_per_instance is not None]
+    assert learned, "a surge saturates the consumers: the engine must learn"
+    assert all(value == pytest.approx(MU, rel=0.02) for value in learned), sorted({round(v, 2) for v in learned})
+
+
+@pytest.mark.parametrize("delay", DELAYS)
+def test_after_the_surge_it_scales_back_in_within_budget(delay: float) -> None:
+    result, decisions = surge_run(delay)
+    peak = int(result.capacity[SURGE_START:SURGE_END].max())
+    assert result.capacity[-1] < peak
+    assert effective_capacity(PARTITIONS, int(result.capacity[-1]), 1000) < SURGE
+    ins = [d for d in decisions if d.acts and d.direction == DOWN]
+    assert ins and all(d.reason_code == "slo_surplus" for d in ins)
+    # the token bucket: never more than 4 actions (+ the bucket's initial 4) in any hour
+    action_minutes = [minute_of(d) for d in decisions if d.acts]
+    for start in action_minutes:
+        assert sum(start <= m < start + 60 for m in action_minutes) <= 8
+
+
+def test_flat_idle_load_learns_only_a_floor() -> None:
+    # 3 instances' worth on 8 instances from the start: never saturated, the backlog is the checkpoint delay
+    # (bounds pinned at 8 so that nothing but learning is observed)
+    scenario = Scenario(initial_capacity=8)
+    target = replace(simulated_target(scenario), bounds=Bounds(min_instances=8, max_instances=8))
+    decisions = []
+    simulate(np.full(30, FLAT), EngineAutoscaler(target, on_decision=lambda s, d: decisions.append(d)), scenario)
+    final = decisions[-1].state
+    assert final.throughput_per_instance is None
+    assert final.throughput_observations == 0
+    # the floor is what 8 instances showed serving 3,000/min: 6.25/s each, a safe lower bound
+    assert final.throughput_floor == pytest.approx(FLAT / 60 / 8, rel=0.01)
+    assert decisions[-1].metrics["throughput_source"] == "lower bound"
+
+
+def test_action_budget_in_the_loop_holds_scale_ins_but_never_scale_outs() -> None:
+    # 12 quiet minutes (2,000/min), 12 busy ones (9,000/min), eight times; a budget of 2 actions an hour
+    scenario = Scenario()
+    target = simulated_target(scenario)
+    target = replace(target, slo=replace(target.slo, max_actions_per_hour=2.0, min_dwell_seconds=300))
+    arrivals = np.tile(np.concatenate([np.full(12, 2000.0), np.full(12, 9000.0)]), 8)
+    decisions = []
+    result = simulate(arrivals, EngineAutoscaler(target, on_decision=lambda s, d: decisions.append(d)), scenario)
+    held = [d for d in decisions if d.reason_code == "action_budget"]
+    assert held, "the quiet phases want scale-ins that the budget does not cover"
+    assert all("instances keep the oldest event under" in d.reasons[0] for d in held)  # only scale-ins are held
+    tokens_before_scale_outs = [action_tokens(target, before.state, after.evaluated_at)
+                                for before, after in zip(decisions, decisions[1:], strict=False)
+                                if after.acts and after.direction == UP]
+    assert min(tokens_before_scale_outs) < 1.0  # a scale-out went ahead on an empty budget
+    action_minutes = [minute_of(d) for d in decisions if d.acts]
+    for start in action_minutes:
+        assert sum(start <= m < start + 60 for m in action_minutes) <= 2 + 2  # refill + the initial bucket
+    assert result.slo_violation_minutes == 0

@@ -1,0 +1,128 @@
+"""The benchmark (scaling/simulation/benchmark.py): the command contract of ../shared/BENCHMARK.md
+on a tiny synthetic trace, the knob sweeps, and how the best row is flagged."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scaling.simulation.benchmark import Job, jobs_for, mark_best, run_job, summary_table
+
+CONTRACT = ("trace", "algorithm", "knob", "cost_ratio", "slo_violation_minutes", "minutes", "scale_actions",
+            "p99_age_minutes", "max_age_minutes", "final_backlog", "best")
+PEERS = ("seed", "keda-hpa", "functions-target", "azure-monitor")
+
+
+def row(algorithm: str, cost_ratio: float, meets: bool, *, trace: str = "t/a.csv", actions: int = 5, knob: str = "") -> dict:
+    return {"trace": trace, "algorithm": algorithm, "knob": knob or f"k={cost_ratio}", "cost_ratio": cost_ratio,
+            "slo_violation_minutes": 0 if meets else 9, "minutes": 100, "scale_actions": actions, "p99_age_minutes": 1.0,
+            "max_age_minutes": 2.0, "final_backlog": 0.0, "best": False, "meets_slo": meets}
+
+
+@pytest.mark.parametrize(
+    ("rows", "best_knobs"),
+    [
+        pytest.param([row("keda-hpa", 1.5, True), row("keda-hpa", 1.2, True), row("keda-hpa", 1.9, True)], {"k=1.2"},
+                     id="cheapest-meeting"),
+        pytest.param([row("keda-hpa", 0.9, False), row("keda-hpa", 1.4, True), row("keda-hpa", 1.3, False)], {"k=1.4"},
+                     id="cheaper-but-violating-is-not-best"),
+        pytest.param([row("keda-hpa", 0.9, False), row("keda-hpa", 1.3, False)], set(), id="none-meets-none-best"),
+        pytest.param([row("seed", 1.2, True, actions=9, knob="many"), row("seed", 1.2, True, actions=3, knob="few")], {"few"},
+                     id="tie-fewer-actions"),
+        pytest.param([row("seed", 1.2, True, knob="s"), row("keda-hpa", 1.1, True, knob="k"),
+                      row("keda-hpa", 1.0, True, trace="t/b.csv", knob="kb"), row("seed", 2.0, False, trace="t/b.csv")],
+                     {"s", "k", "kb"}, id="one-per-trace-and-algorithm"),
+        pytest.param([], set(), id="empty"),
+    ],
+)
+def test_mark_best(rows: list[dict], best_knobs: set[str]) -> None:
+    mark_best(rows)
+    assert {r["knob"] for r in rows if r["best"]} == best_knobs
+    groups = {(r["trace"], r["algorithm"]) for r in rows}
+    for group in groups:
+        assert sum(r["best"] for r in rows if (r["trace"], r["algorithm"]) == group) <= 1
+
+
+def test_summary_table_reports_best_and_none_meeting() -> None:
+    rows = [row("clairvoyant", 1.1, True, knob="h=3"), row("keda-hpa", 1.65, True, knob="thr=700"),
+            row("seed", 0.8, False, knob="upper=250")]
+    mark_best(rows)
+    table = summary_table(rows)
+    assert "| keda-hpa | thr=700 | 1.650 | 1.500 |" in table
+    assert "| seed | none meets the SLO (closest: upper=250, 9 min)" in table
+
+
+@pytest.mark.parametrize("algorithm", PEERS)
+def test_each_peer_knob_is_swept_over_8_values_spanning_100x(algorithm: str) -> None:
+    values = sorted({job.value for job in jobs_for("traces/x.csv") if job.algorithm == algorithm})
+    assert len(values) >= 8
+    assert values[0] > 0
+    assert values[-1] / values[0] >= 100
+
+
+def test_jobs_cover_every_algorithm_once_per_setting() -> None:
+    jobs = jobs_for("traces/x.csv")
+    algorithms = {job.algorithm for job in jobs}
+    assert algorithms == {"project-default", "project-tuned", "clairvoyant", *PEERS}
+    assert sorted(job.value for job in jobs if job.algorithm == "clairvoyant") == [1, 3, 5]
+    assert [job.algorithm for job in jobs].count("project-default") == 1
+    assert [job.algorithm for job in jobs].count("project-tuned") == 1
+    assert len({(job.algorithm, job.knob) for job in jobs}) == len(jobs)  # no duplicate settings
+    assert all(job.trace == "traces/x.csv" for job in jobs)
+
+
+@pytest.fixture(scope="module")
+def tiny_trace(tmp_path_factory) -> Path:
+    """120 minutes: quiet, a ramp to the peak, quiet again (scaled to the standard scenario by run_job)."""
+    folder = tmp_path_factory.mktemp("traces")
+    counts = np.concatenate([np.full(40, 200.0), np.linspace(200, 1000, 40), np.full(40, 300.0)])
+    path = folder / "tiny.csv"
+    path.write_text("minute,count\n" + "".join(f"{i},{c:.0f}\n" for i, c in enumerate(counts)), encoding="utf-8")
+    return path
+
+
+def _one_job_per_algorithm(trace: Path) -> list[Job]:
+    chosen: dict[str, Job] = {}
+    for job in jobs_for(str(trace)):
+        chosen.setdefault(job.algorithm, job)
+    return list(chosen.values())
+
+
+@pytest.fixture(scope="module")
+def tiny_rows(tiny_trace: Path) -> list[dict]:
+    return [run_job(job) for job in _one_job_per_algorithm(tiny_trace)]
+
+
+def test_run_job_rows_carry_every_contract_field(tiny_rows: list[dict], tiny_trace: Path) -> None:
+    assert {r["algorithm"] for r in tiny_rows} == {"project-default", "project-tuned", "clairvoyant", *PEERS}
+    for result in tiny_rows:
+        assert set(CONTRACT) <= set(result), set(CONTRACT) - set(result)
+        assert result["trace"] == f"{tiny_trace.parent.name}/tiny.csv"
+        assert result["best"] is False  # only mark_best flags rows
+        assert isinstance(result["slo_violation_minutes"], int)
+        assert isinstance(result["scale_actions"], int)
+        assert result["cost_ratio"] > 0 and math.isfinite(result["cost_ratio"])
+        assert 0 <= result["p99_age_minutes"] <= result["max_age_minutes"]
+        assert result["final_backlog"] >= 0
+        assert result["knob"]
+
+
+@pytest.mark.parametrize(("algorithm", "minutes"), [("project-default", 120), ("clairvoyant", 120), ("keda-hpa", 120),
+                                                    ("project-tuned", 84)])  # tuned on the first 30%, scored on the rest
+def test_run_job_scores_the_right_minutes(tiny_rows: list[dict], algorithm: str, minutes: int) -> None:
+    assert next(r for r in tiny_rows if r["algorithm"] == algorithm)["minutes"] == minutes
+
+
+def test_clairvoyant_meets_the_slo_on_the_tiny_trace(tiny_rows: list[dict]) -> None:
+    clairvoyant = next(r for r in tiny_rows if r["algorithm"] == "clairvoyant")
+    assert clairvoyant["slo_violation_minutes"] == 0
+    assert clairvoyant["meets_slo"] is True
+    assert clairvoyant["final_backlog"] == 0
+
+
+def test_run_job_rejects_an_unknown_algorithm(tiny_trace: Path) -> None:
+    with pytest.raises(ValueError, match="unknown algorithm"):
+        run_job(Job(str(tiny_trace), "magic", "x"))
