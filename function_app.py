@@ -5,9 +5,13 @@ collect (timer) -> queue "metrics" -> evaluate (queue) -> queue "actions" -> sca
 
 import azure.functions as func
 
+from scaling.bootstrap import validate_at_startup
 from scaling.functions.collect import blueprint as collect_blueprint
 from scaling.functions.evaluate import blueprint as evaluate_blueprint
 from scaling.functions.scale import blueprint as scale_blueprint
+
+# In a Functions host, a wrong or missing app setting fails the start-up, naming the setting.
+validate_at_startup()
 
 app = func.FunctionApp()
 app.register_functions(collect_blueprint)

@@ -29,7 +29,6 @@ param queueNames array = [
 param tableNames array = [
   'metrichistory'
   'scalerstate'
-  'decisionlog'
   'deadletters'
   'appliedactions'
 ]

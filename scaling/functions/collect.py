@@ -12,7 +12,7 @@ from typing import Protocol
 
 import azure.functions as func
 
-from scaling.settings import METRICS_QUEUE, STORAGE_SETTING, Settings
+from scaling.settings import METRICS_QUEUE, STORAGE_SETTING
 
 logger = logging.getLogger(__name__)
 
@@ -30,11 +30,9 @@ _service: CollectService | None = None
 
 def build_service() -> CollectService:
     """The production service from the app settings (raises ``SettingsError`` naming the setting)."""
-    from scaling.plans.factory import build_plan_adapter
-    from scaling.sources.factory import build_collector
+    from scaling import bootstrap
 
-    settings = Settings.from_environment()
-    return build_collector(settings, capacity_reader=build_plan_adapter(settings))
+    return bootstrap.build_collect_service()
 
 
 def get_service() -> CollectService:

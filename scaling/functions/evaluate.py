@@ -14,7 +14,7 @@ from typing import Protocol
 
 import azure.functions as func
 
-from scaling.settings import ACTIONS_QUEUE, METRICS_QUEUE, STORAGE_SETTING, Settings
+from scaling.settings import ACTIONS_QUEUE, METRICS_QUEUE, STORAGE_SETTING
 
 logger = logging.getLogger(__name__)
 
@@ -35,9 +35,9 @@ _service: EvaluateServiceLike | None = None
 
 def build_service() -> EvaluateServiceLike:
     """The production service from the app settings (raises ``SettingsError`` naming the setting)."""
-    from scaling.storage.factory import build_evaluate_service
+    from scaling import bootstrap
 
-    return build_evaluate_service(Settings.from_environment())
+    return bootstrap.build_evaluate_service()
 
 
 def get_service() -> EvaluateServiceLike:

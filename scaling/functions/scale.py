@@ -12,7 +12,7 @@ from typing import Protocol
 
 import azure.functions as func
 
-from scaling.settings import ACTIONS_QUEUE, STORAGE_SETTING, Settings
+from scaling.settings import ACTIONS_QUEUE, STORAGE_SETTING
 
 logger = logging.getLogger(__name__)
 
@@ -32,9 +32,9 @@ _service: ScaleServiceLike | None = None
 
 def build_service() -> ScaleServiceLike:
     """The production service from the app settings (raises ``SettingsError`` naming the setting)."""
-    from scaling.plans.factory import build_scale_service
+    from scaling import bootstrap
 
-    return build_scale_service(Settings.from_environment())
+    return bootstrap.build_scale_service()
 
 
 def get_service() -> ScaleServiceLike:

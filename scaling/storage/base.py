@@ -96,11 +96,11 @@ def join_text(entity: dict, name: str) -> str | None:
     """The inverse of ``split_text`` (``None`` when the property is absent)."""
     if name not in entity:
         return None
-    count = int(_plain(entity.get(f"{name}_parts")) or 1)
+    count = int(plain_value(entity.get(f"{name}_parts")) or 1)
     return "".join([str(entity[name]), *(str(entity[f"{name}_{index}"]) for index in range(1, count))])
 
 
-def _plain(value: object) -> object:
+def plain_value(value: object) -> object:
     """Table values come back as ``EntityProperty`` for Int64; unwrap them."""
     return getattr(value, "value", value)
 

@@ -20,6 +20,7 @@ from scaling.storage.records import DecisionRecord
 
 #: Metric keys shown first, in this order, when present; others follow.
 PREFERRED = ("backlog", "arrival_rate", "oldest_age_seconds", "predicted_age_seconds", "throughput_per_instance")
+CONTAINERS = {"rules"}
 HIDDEN = {"capacity", "ready_capacity", "partitions", "age_limit_seconds", "reaction_seconds", "samples",
           "scale_up_above", "scale_down_below", "metric", "cooldown_until"}
 
@@ -45,19 +46,26 @@ def format_metrics(metrics: Mapping[str, Any]) -> str:
     parts: list[str] = []
     keys = [key for key in PREFERRED if key in metrics] + sorted(k for k in metrics if k not in PREFERRED)
     for key in keys:
-        value = metrics[key]
-        if key in HIDDEN or value is None:
-            continue
-        if isinstance(value, Mapping):
+        _flatten(key, metrics[key], parts)
+    return " ".join(parts)
+
+
+def _flatten(name: str, value: Any, parts: list[str]) -> None:
+    if name.rsplit(".", 1)[-1] in HIDDEN or value is None or isinstance(value, bool):
+        return
+    if isinstance(value, Mapping):
+        if "scale_up_value" in value or "scale_down_value" in value:  # one rule's aggregates
             up, down = value.get("scale_up_value"), value.get("scale_down_value")
             if up is not None:
-                parts.append(f"{key}.up={_number(up)}")
+                parts.append(f"{name}.up={_number(up)}")
             if down is not None and down != up:
-                parts.append(f"{key}.down={_number(down)}")
-            continue
-        if isinstance(value, int | float):
-            parts.append(f"{key}={_number(value)}")
-    return " ".join(parts)
+                parts.append(f"{name}.down={_number(down)}")
+            return
+        for key in sorted(value):  # e.g. {"rules": {name: {...}}}: the rule names stand alone
+            _flatten(key if name in CONTAINERS else f"{name}.{key}", value[key], parts)
+        return
+    if isinstance(value, int | float):
+        parts.append(f"{name}={_number(value)}")
 
 
 def rows_for(records: Iterable[DecisionRecord]) -> list[list[str]]:

@@ -139,8 +139,10 @@ class EvaluateService:
         stored = None
         if dequeue_count > 1:
             # A redelivery: if this sample decided an action, send that again (even if the
-            # sample has aged out of the window since), never decide anew.
-            stored = self._cached(target.name) or self.store.load_state(target.name)
+            # sample has aged out of the window since), never decide anew. Read fresh: another
+            # worker may have written the outbox after this worker cached the state.
+            stored = self.store.load_state(target.name)
+            self._remember(stored)
             if stored.outbox_for(sample.sample_id) is not None:
                 return self._already_evaluated(stored, sample, dequeue_count, 1)
         if sample.collected_at <= window_start:

@@ -8,7 +8,6 @@ is re-read only after a conflict.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import threading
@@ -29,11 +28,11 @@ from scaling.storage.base import (
     STATE_ROW,
     ConcurrencyConflict,
     TableNames,
-    _plain,
     history_bound,
     history_row_key,
     join_text,
     partition_key,
+    plain_value,
     split_text,
 )
 from scaling.storage.records import (
@@ -68,7 +67,7 @@ def _int64(value: int | None) -> Any:
 
 
 def _int(value: Any) -> int | None:
-    value = _plain(value)
+    value = plain_value(value)
     return None if value is None else int(value)
 
 
@@ -83,8 +82,8 @@ def _drop_none(entity: dict[str, Any]) -> dict[str, Any]:
 class TableStorage:
     """History, state, decision log, dead letters and applied actions in four tables.
 
-    ``clients`` maps a table name to its ``TableClient``; use ``from_connection_string`` or
-    ``from_endpoint`` (identity) to build one. ``names`` lets tests use fresh tables.
+    ``client_for`` makes the ``TableClient`` of a table name; ``from_connection_string``
+    (Azurite) and ``from_endpoint`` (identity) provide it. ``names`` lets tests use fresh tables.
     """
 
     def __init__(self, client_for: Callable[[str], TableClient], names: TableNames = TableNames(),
@@ -116,8 +115,15 @@ class TableStorage:
     def ensure_tables(self) -> None:
         """Create the tables that do not exist yet (idempotent; once per process)."""
         for client in (self.history, self.state, self.dead_letters, self.applied):
-            with contextlib.suppress(ResourceExistsError):
+            try:
                 client.create_table()
+            except ResourceExistsError:
+                pass
+            except HttpResponseError as error:
+                if error.status_code != 403:
+                    raise
+                # An identity allowed to use but not to create tables: the infrastructure creates them.
+                logger.warning("cannot create table %s (403); assuming the deployment created it", client.table_name)
 
     def close(self) -> None:
         for client in (self.history, self.state, self.dead_letters, self.applied):

@@ -65,7 +65,7 @@ FLEX_FORBIDDEN_SETTINGS = {
     "WEBSITE_CONTENTAZUREFILECONNECTIONSTRING",
 }
 QUEUES = {"metrics", "metrics-poison", "actions", "actions-poison"}
-TABLES = {"metrichistory", "scalerstate", "decisionlog", "deadletters", "appliedactions"}
+TABLES = {"metrichistory", "scalerstate", "deadletters", "appliedactions"}
 REQUIRED_OUTPUTS = {
     "AZURE_LOCATION",
     "AZURE_TENANT_ID",

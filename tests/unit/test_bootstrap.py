@@ -1,0 +1,58 @@
+"""Start-up validation: in a Functions host, a bad app setting fails the import of function_app,
+naming the setting; outside a host (tests, tools) importing needs no settings."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scaling.bootstrap import running_in_functions_host, validate_at_startup
+from scaling.settings import SettingsError
+
+REPO = Path(__file__).resolve().parents[2]
+POLICY = (REPO / "policy.sample.json").read_text(encoding="utf-8")
+AZURITE = "UseDevelopmentStorage=true"
+
+
+def import_function_app(environ: dict[str, str]) -> subprocess.CompletedProcess:
+    clean = {key: value for key, value in os.environ.items()
+             if key not in ("AUTOSCALER_POLICY", "AUTOSCALER_POLICY_FILE", "AzureWebJobsStorage", "FUNCTIONS_WORKER_RUNTIME",
+                            "AZURE_FUNCTIONS_ENVIRONMENT", "WEBSITE_INSTANCE_ID", "COLLECT_SCHEDULE")}
+    return subprocess.run([sys.executable, "-c", "import function_app"], cwd=REPO, env={**clean, **environ},
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    ("environ", "setting"),
+    [
+        ({"FUNCTIONS_WORKER_RUNTIME": "python", "AzureWebJobsStorage": AZURITE}, "AUTOSCALER_POLICY"),
+        ({"AZURE_FUNCTIONS_ENVIRONMENT": "Production", "AUTOSCALER_POLICY": POLICY}, "AzureWebJobsStorage"),
+        ({"WEBSITE_INSTANCE_ID": "abc", "AUTOSCALER_POLICY": POLICY, "AzureWebJobsStorage": AZURITE,
+          "COLLECT_SCHEDULE": "every minute"}, "COLLECT_SCHEDULE"),
+        ({"FUNCTIONS_WORKER_RUNTIME": "python", "AzureWebJobsStorage": AZURITE,
+          "AUTOSCALER_POLICY": json.dumps({"version": 1, "targets": [{"name": "x"}]})}, "AUTOSCALER_POLICY: targets[0].plan.resource_id"),
+    ],
+    ids=["no-policy", "no-storage", "bad-schedule", "invalid-policy"],
+)
+def test_host_start_up_fails_naming_the_setting(environ, setting) -> None:
+    completed = import_function_app(environ)
+    assert completed.returncode != 0
+    assert "SettingsError" in completed.stderr
+    assert setting in completed.stderr
+
+
+def test_host_start_up_succeeds_with_valid_settings() -> None:
+    completed = import_function_app({"FUNCTIONS_WORKER_RUNTIME": "python", "AzureWebJobsStorage": AZURITE, "AUTOSCALER_POLICY": POLICY})
+    assert completed.returncode == 0, completed.stderr
+
+
+def test_outside_a_host_nothing_is_validated() -> None:
+    assert not running_in_functions_host({})
+    assert validate_at_startup({}) is None
+    with pytest.raises(SettingsError, match="AUTOSCALER_POLICY"):
+        validate_at_startup({"FUNCTIONS_WORKER_RUNTIME": "python", "AzureWebJobsStorage": AZURITE})
