@@ -11,9 +11,8 @@ the de-duplicated, time-ordered samples, and the test checks that too. (A sample
 after a newer one cannot undo an action already taken; it joins the window of the evaluations
 that follow, which is what the model does.)
 
-The 200-example runs use the in-memory store (same conditions as Table storage: ETags,
-create-if-absent, atomic commit); a smaller run of the same property uses real Table storage on
-Azurite.
+The property runs 200 examples against the in-memory store (same conditions as Table storage:
+ETags, create-if-absent, atomic commit) and 200 against real Table storage on Azurite.
 """
 
 from __future__ import annotations
@@ -210,7 +209,7 @@ def shared_tables(azurite):
     tables.close()
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), knobs=TARGET_SETTINGS)
 def test_queue_chaos_never_changes_the_outcome_on_table_storage(shared_tables, data, knobs):
     target = rules_target(f"target{next(_names)}", max_instances=6, **knobs)  # a fresh partition per example
