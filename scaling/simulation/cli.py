@@ -23,6 +23,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--events-per-instance-per-minute", type=float, default=1000.0)
     parser.add_argument("--provisioning-delay", type=int, default=2, help="minutes before new instances serve")
     parser.add_argument("--slo-minutes", type=float, default=5.0)
+    parser.add_argument("--checkpoint-delay", type=float, default=0.0, help="seconds checkpoints trail what was processed")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
 
     scenario = Scenario(peak_instances=args.peak_instances, partitions=args.partitions,
                         events_per_instance_per_minute=args.events_per_instance_per_minute,
-                        provisioning_delay_minutes=args.provisioning_delay, slo_minutes=args.slo_minutes)
+                        provisioning_delay_minutes=args.provisioning_delay, slo_minutes=args.slo_minutes,
+                        checkpoint_delay_seconds=args.checkpoint_delay)
     if args.policy:
         try:
             policy = load_policy(args.policy)
