@@ -75,7 +75,7 @@ class Azurite:
 
     def start(self, timeout: float = 30.0) -> AzuriteEndpoints:
         command = [
-            _binary(), "--silent", "--skipApiVersionCheck", "--loose", "--inMemoryPersistence",
+            _binary(), "--silent", "--skipApiVersionCheck", "--loose", "--inMemoryPersistence", "--disableTelemetry",
             "--blobHost", "127.0.0.1", "--blobPort", str(self.endpoints.blob_port),
             "--queueHost", "127.0.0.1", "--queuePort", str(self.endpoints.queue_port),
             "--tableHost", "127.0.0.1", "--tablePort", str(self.endpoints.table_port),

@@ -72,6 +72,7 @@ def build_collector(
     capacity_reader: CapacityReader | None = None,
     environ: Mapping[str, str] | None = None,
     clock: Clock = utc_now,
+    partition_source_for: Callable[[SourceSettings], Any] | None = None,
 ) -> Collector:
     """The production collector for ``settings.policy``.
 
@@ -79,6 +80,8 @@ def build_collector(
     ``DefaultAzureCredential`` (``azure.identity.aio``, with ``AZURE_CLIENT_ID`` as the managed
     identity when set) is created and closed by ``Collector.aclose``. ``capacity_reader`` is the
     plan adapter from scaling/plans; without it every sample reports a ``capacity_error``.
+    ``partition_source_for`` replaces the Event Hubs client per source (the local demo's
+    simulated hub); everything else is built from the settings as in Azure.
     """
     environ = os.environ if environ is None else environ
     owned: list[Callable[[], Any]] = []
@@ -108,7 +111,7 @@ def build_collector(
                         namespace = hubs.namespace(source)
                         container = containers.container_for(source, path)
                         bindings[source] = EventHubBinding(
-                            partitions=hubs.source_for(source),
+                            partitions=partition_source_for(source) if partition_source_for else hubs.source_for(source),
                             checkpoints=checkpoint_reader_for(source.checkpoint_strategy, container),
                             namespace=namespace,
                         )

@@ -1,0 +1,154 @@
+"""``make demo`` end to end, short: the three functions of function_app.py scale a simulated plan
+through a surge, on a real Azurite (started and stopped by the demo itself), through the real
+azure-mgmt-web client against the local ARM endpoint, and agree with ``simulate``.
+
+The trace is synthetic (flat low, a surge, low again) so that the run is short: 75 simulated
+minutes, about 20-40 s.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import socket
+from pathlib import Path
+
+import pytest
+
+from scaling.__main__ import build_parser
+from scaling.local.azurite import Azurite
+from scaling.local.demo import TOLERANCE, DemoOptions, compare, demo_target, run_demo, simulate_summary
+
+LOW, HIGH = 150, 1000
+BEFORE, SURGE, AFTER = 20, 25, 30
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def write_trace(path: Path) -> Path:
+    counts = [LOW] * BEFORE + [HIGH] * SURGE + [LOW] * AFTER
+    path.write_text("minute_index,arrivals\n" + "".join(f"{i},{c}\n" for i, c in enumerate(counts)), encoding="utf-8")
+    return path
+
+
+class RecordingAzurite(Azurite):
+    """The demo's own Azurite, remembered so the test can check it was stopped."""
+
+    started: list[RecordingAzurite] = []
+
+    def start(self, timeout: float = 30.0):
+        endpoints = super().start(timeout)
+        self.pid = self.process.pid
+        self.ports = (endpoints.blob_port, endpoints.queue_port, endpoints.table_port)
+        RecordingAzurite.started.append(self)
+        return endpoints
+
+
+def port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return handle.read().split(")")[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("demo")
+    trace = write_trace(folder / "surge.csv")
+    options = DemoOptions(trace=trace, minutes=None, start=0, out=folder / "out", live=True)
+    stream = io.StringIO()
+    RecordingAzurite.started.clear()
+    result = run_demo(options, stream=stream, azurite_factory=RecordingAzurite)
+    return options, result, stream.getvalue()
+
+
+def test_the_functions_recorded_decisions_in_the_decision_table(demo):
+    options, result, _ = demo
+    assert result.invocations["collect"] == BEFORE + SURGE + AFTER  # the timer fired once per simulated minute
+    assert result.invocations["evaluate"] == result.invocations["collect"]  # every sample went through the queue
+    assert result.decisions, "no decision-log rows were read back from the table"
+    actions = [record for record in result.decisions if record.acts]
+    assert actions and result.invocations["scale"] == len(actions)
+    assert all(record.outcome == "applied" for record in actions)
+    assert result.plan_writes == len(actions)  # every action reached ARM as one PUT
+    assert not result.failures
+
+
+def test_capacity_rose_during_the_surge_and_fell_after_it(demo):
+    _, result, _ = demo
+    capacity = list(result.capacity)
+    before = max(capacity[:BEFORE])
+    during = max(capacity[BEFORE:BEFORE + SURGE])
+    assert during > before
+    assert capacity[-1] < during
+    ups = [record for record in result.decisions if record.acts and record.direction == "up"]
+    downs = [record for record in result.decisions if record.acts and record.direction == "down"]
+    assert ups and downs
+
+
+def test_no_message_ended_in_a_poison_queue(demo):
+    _, result, _ = demo
+    assert result.poison == {"metrics-poison": 0, "actions-poison": 0}
+
+
+def test_the_plot_is_a_png_and_the_decision_csv_is_what_the_table_holds(demo):
+    _, result, _ = demo
+    assert result.files["plot"].read_bytes()[:8] == PNG_MAGIC
+    with result.files["decisions"].open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == len(result.decisions) > 0
+    assert {row["decision_id"] for row in rows} == {record.decision_id for record in result.decisions}
+    assert sum(row["acts"] == "True" for row in rows) == result.summary["scale_actions"]
+    assert result.files["summary"].is_file()
+
+
+def test_the_terminal_showed_progress_and_the_live_table(demo):
+    _, _, output = demo
+    assert "arrivals/s" in output and "reason" in output
+    assert "100%" in output
+    assert " up " in output and " down " in output
+
+
+def test_azurite_was_stopped_afterwards(demo):
+    _, result, _ = demo
+    [server] = RecordingAzurite.started
+    assert not server.running
+    assert not process_alive(server.pid)
+    assert not any(port_open(port) for port in server.ports)
+    assert result.azurite_ports == server.ports
+
+
+def test_the_summary_agrees_with_simulate_on_the_same_window(demo):
+    options, result, _ = demo
+    simulated = simulate_summary(options.trace, start=options.start, minutes=options.minutes, target=demo_target())
+    assert result.simulated == simulated
+    assert compare(result.summary, simulated, TOLERANCE) == []
+    assert result.agrees
+    # With one simulated clock and the queues drained every minute, the decisions are the same.
+    assert result.summary["scale_actions"] == simulated["scale_actions"]
+    assert result.summary["cost"] == simulated["cost"]
+
+
+def test_compare_reports_what_is_outside_the_tolerance():
+    simulated = {"minutes": 100, "cost_ratio": 1.20, "slo_violation_minutes": 0, "scale_actions": 10}
+    assert compare(dict(simulated), simulated) == []
+    off = {"minutes": 100, "cost_ratio": 1.30, "slo_violation_minutes": 5, "scale_actions": 14}
+    problems = compare(off, simulated)
+    assert len(problems) == 3 and "cost ratio" in problems[0]
+
+
+def test_demo_help_lists_its_options(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser(["demo", "--help"]).parse_args(["demo", "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    for option in ("--trace", "--minutes", "--start", "--speed", "--policy", "--out"):
+        assert option in text
