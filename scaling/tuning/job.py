@@ -123,22 +123,17 @@ def build_package_zip(destination: str | Path) -> Path:
     return destination
 
 
-_SHIPPED: set[int] = set()
-
-
 def ship_package(spark: Any) -> None:
     """Make ``scaling`` importable on the executors, once per SparkContext."""
     import scaling
 
     context = spark.sparkContext
-    if id(context) in _SHIPPED:
+    if getattr(context, "_scaling_shipped", False):
         return
-    if ".zip" in str(getattr(scaling, "__file__", "")):  # already shipped with --py-files
-        _SHIPPED.add(id(context))
-        return
-    directory = Path(tempfile.mkdtemp(prefix="scaling-tune-"))
-    context.addPyFile(str(build_package_zip(directory / "scaling.zip")))
-    _SHIPPED.add(id(context))
+    if ".zip" not in str(getattr(scaling, "__file__", "")):  # not already shipped with --py-files
+        directory = Path(tempfile.mkdtemp(prefix="scaling-tune-"))
+        context.addPyFile(str(build_package_zip(directory / "scaling.zip")))
+    context._scaling_shipped = True
 
 
 # --- files on local disk or any Hadoop file system (abfss://, hdfs://) ------------------------
@@ -365,13 +360,9 @@ def recover_histories(spark: Any, history: Any, *, steady_samples: int, targets:
     messages: list[str] = []
     if targets:
         history = history.where(F.col("target").isin(list(targets)))
-    history = history.cache()
+    # One cheap pass over the raw rows; duplicates are counted against the de-duplicated rows below.
     totals = {row["target"]: row for row in history.groupBy("target").agg(
-        F.count(F.lit(1)).alias("rows"),
-        F.countDistinct("sample_id", "source", "partition_id").alias("distinct_rows"),
         F.count(F.when(F.col("partition_id").isNotNull(), 1)).alias("partition_rows"),
-        F.countDistinct("sample_id").alias("samples"),
-        F.count(F.when(~F.col("ok"), 1)).alias("failed_rows"),
     ).collect()}
     for name in targets:
         if name not in totals:
@@ -379,35 +370,39 @@ def recover_histories(spark: Any, history: Any, *, steady_samples: int, targets:
     deltas = partition_deltas(history).cache()
     stats = sample_stats(deltas, steady_samples).cache()
     throughput = {row["target"]: row for row in throughput_by_target(stats).collect()}
-    per_sample = {}
-    for row in stats.select("target", "collected_at", "capacity", "partitions", "elapsed_seconds", "resets",
+    per_sample: dict[str, list[Any]] = {}
+    for row in stats.select("target", "collected_at", F.date_format("collected_at", "yyyy-MM-dd'T'HH:mm:ss'Z'").alias("at"),
+                            "capacity", "partitions", "elapsed_seconds", "resets",
                             "interval_seconds", "arrived", "backlog").orderBy("target", "collected_at").collect():
         per_sample.setdefault(row["target"], []).append(row)
     minutes: dict[str, list[tuple[int, float]]] = {}
     for row in minute_arrivals(stats).orderBy("target", "minute").collect():
         minutes.setdefault(row["target"], []).append((row["minute"], row["arrivals"]))
+    # Per partition: its share of arrivals, its position in the hub, and whether the target's
+    # latest sample has it (the partitions to simulate).
     shares: dict[str, dict[str, tuple[int, float]]] = {}
-    for row in deltas.groupBy("target", "source", "partition_id").agg(
-            F.max("partition_index").alias("index"), F.sum("arrived").alias("arrived")).collect():
-        shares.setdefault(row["target"], {})[f"{row['source']}/{row['partition_id']}"] = (row["index"] or 0, row["arrived"] or 0)
     latest_partitions: dict[str, list[str]] = {}
-    last_rows = (deltas.withColumn("latest", F.max("collected_at").over(Window.partitionBy("target")))
-                 .where(F.col("collected_at") == F.col("latest")).select("target", "source", "partition_id").collect())
-    for row in last_rows:
-        latest_partitions.setdefault(row["target"], []).append(f"{row['source']}/{row['partition_id']}")
+    last_seen = deltas.groupBy("target", "source", "partition_id").agg(
+        F.max("partition_index").alias("index"), F.sum("arrived").alias("arrived"), F.max("collected_at").alias("last_seen"))
+    last_seen = last_seen.withColumn("latest", F.col("last_seen") == F.max("last_seen").over(Window.partitionBy("target")))
+    for row in last_seen.collect():
+        key = f"{row['source']}/{row['partition_id']}"
+        shares.setdefault(row["target"], {})[key] = (row["index"] or 0, row["arrived"] or 0)
+        if row["latest"]:
+            latest_partitions.setdefault(row["target"], []).append(key)
 
     results = []
     for name in sorted(totals):
         total = totals[name]
         notes: list[str] = []
-        duplicates = total["rows"] - total["distinct_rows"]
+        rows = per_sample.get(name, [])
+        duplicates = total["partition_rows"] - sum(row["partitions"] for row in rows)
         if duplicates:
             notes.append(f"{duplicates} duplicated history rows ignored (same sample exported more than once)")
         if total["partition_rows"] == 0:
             messages.append(f"{name}: skipped: no Event Hubs partition readings in the history "
                             "(tuning needs sequence numbers; Service Bus-only targets are not tuned)")
             continue
-        rows = per_sample.get(name, [])
         series = minutes.get(name, [])
         if len(rows) < 3 or not series:
             messages.append(f"{name}: skipped: only {len(rows)} usable samples; at least 3 consecutive samples are needed")
@@ -451,9 +446,9 @@ def recover_histories(spark: Any, history: Any, *, steady_samples: int, targets:
         results.append(TargetHistory(
             target=name,
             arrivals=arrivals,
-            start=rows[0]["collected_at"].isoformat(),
-            end=rows[-1]["collected_at"].isoformat(),
-            samples=int(total["samples"]),
+            start=rows[0]["at"],
+            end=rows[-1]["at"],
+            samples=len(rows),
             interval_minutes=interval_minutes,
             partitions=partitions,
             partition_counts=distinct_counts,
@@ -469,7 +464,6 @@ def recover_histories(spark: Any, history: Any, *, steady_samples: int, targets:
             throughput_floor_per_minute=float(info["throughput_floor_per_minute"]) if info and info["throughput_floor_per_minute"] else None,
             messages=notes,
         ))
-    history.unpersist()
     deltas.unpersist()
     stats.unpersist()
     return results, messages
@@ -532,8 +526,6 @@ def plan_target(history: TargetHistory, current: Any | None, options: TuneOption
     base = current
     if source == "history":
         base = with_slo(current, events_per_instance_per_second=round(mu / 60.0, 3))
-    if base.bounds.cap_at_partitions and base.bounds.max_instances < 1:
-        return "skipped: bounds allow no instance"
     return scenario, base, [*notes, f"per-instance throughput {mu:.1f} events/min ({source})"]
 
 

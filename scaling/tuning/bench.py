@@ -1,0 +1,151 @@
+"""``python -m scaling bench-tune``: how the tuning job scales with cores.
+
+Generates (once, cached in ``--history``) a Parquet history of ``--days`` days for ``--targets``
+targets with the simulator (real traces, different sizes and partition counts; capacity driven
+by the KEDA-style peer, which is fast), then for ``local[1]`` and ``local[2]``:
+
+- runs the DataFrame transforms over the whole history (seconds reported);
+- simulates the candidate grid (plus the current policy) for every target through the Spark
+  tasks of the job, on the last ``--sim-minutes`` minutes of each target's series (the engine in
+  the loop runs about a thousand minutes a second per core, so the full 30 days of 8 targets
+  would take an hour per run); reports candidate-policy-minutes per second and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+TRACE_FILES = ("worldcup98/per_minute.csv", "nasa_jul95/per_minute.csv")
+MASTERS = ("local[1]", "local[2]")
+
+
+def target_specs(count: int) -> list[dict]:
+    """Varied targets: traces, offsets, peak sizes and partition counts."""
+    partitions = (32, 16, 8, 32, 24, 12, 32, 16)
+    peaks = (24.0, 10.0, 6.0, 20.0, 16.0, 8.0, 12.0, 14.0)
+    rates = (1000.0, 600.0, 400.0, 1500.0, 800.0, 500.0, 1200.0, 900.0)
+    return [{"name": f"target-{index:02d}", "trace": TRACE_FILES[index % len(TRACE_FILES)], "offset": 1440 * (index // 2),
+             "partitions": partitions[index % 8], "peak": peaks[index % 8], "mu": rates[index % 8]} for index in range(count)]
+
+
+def generate_history(directory: Path, traces: Path, days: int, targets: int) -> dict:
+    """Write the benchmark's history; returns what each target was made with."""
+    import numpy as np
+
+    from scaling.simulation.peers import KedaHpa
+    from scaling.simulation.world import Scenario, load_trace, scale_trace, simulate
+    from scaling.tuning.synthetic import observation_table, write_table
+
+    minutes = days * 1440
+    made = {}
+    for spec in target_specs(targets):
+        counts = load_trace(traces / spec["trace"])
+        counts = np.tile(counts, int(np.ceil((minutes + spec["offset"]) / len(counts))))[spec["offset"]: spec["offset"] + minutes]
+        scenario = Scenario(peak_instances=spec["peak"], partitions=spec["partitions"], events_per_instance_per_minute=spec["mu"])
+        arrivals = scale_trace(counts, scenario)
+        observations = []
+        simulate(arrivals, KedaHpa(spec["mu"] / 2, spec["partitions"]), scenario,
+                 on_minute=lambda minute, observation, wanted, keep=observations: keep.append(observation))
+        write_table(observation_table(spec["name"], observations), str(directory))
+        made[spec["name"]] = {**spec, "minutes": minutes}
+    (directory / "_bench.json").write_text(json.dumps(made, indent=1))
+    return made
+
+
+def measure(master: str, history: str, grid: str, sim_minutes: int, specs: dict) -> dict:
+    from scaling.simulation.candidates import Candidate, all_candidates
+    from scaling.simulation.peers import simulated_target
+    from scaling.simulation.world import Scenario
+    from scaling.tuning import job
+    from scaling.tuning.tasks import CURRENT, HistoryScenario, TargetWork
+
+    spark = job.build_session(master, f"bench-tune-{master}", {"spark.ui.enabled": "false", "spark.driver.memory": "3g"})
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        started = time.perf_counter()
+        print(f"{master}: transforms over the history...", file=sys.stderr, flush=True)
+        histories, _ = job.recover_histories(spark, job.read_history_df(spark, history), steady_samples=4)
+        transform_seconds = time.perf_counter() - started
+        works = {}
+        recovered = {}
+        for item in histories:
+            spec = specs[item.target]
+            mu = item.throughput_per_minute or spec["mu"]
+            recovered[item.target] = {"true": spec["mu"], "recovered": item.throughput_per_minute,
+                                      "saturated_minutes": item.saturated_minutes}
+            scenario = HistoryScenario(partitions=item.partitions, events_per_instance_per_minute=mu,
+                                       initial_capacity=item.initial_capacity, weights=tuple(item.weights))
+            base = simulated_target(Scenario(partitions=item.partitions), name=item.target)
+            series = item.arrivals[-sim_minutes:]
+            candidates = (Candidate(CURRENT, base), *all_candidates(base, grid))
+            works[item.target] = TargetWork(item.target, series, scenario, int(len(series) * 0.6), candidates)
+        print(f"{master}: transforms took {transform_seconds:.0f}s; simulating...", file=sys.stderr, flush=True)
+        job.simulate_all(spark, {name: _first(work) for name, work in list(works.items())[:1]})  # warm the workers up
+        rows, seconds = job.simulate_all(spark, works)
+        minutes = sum(row["simulated_minutes"] for row in rows)
+        task_seconds = sum(row["seconds"] for row in rows)
+        return {"master": master, "cores": spark.sparkContext.defaultParallelism, "targets": len(works),
+                "history_minutes": int(sum(len(h.arrivals) for h in histories)),
+                "transform_seconds": round(transform_seconds, 2), "candidates": len(rows),
+                "candidate_policy_minutes": minutes, "simulation_seconds": round(seconds, 2),
+                "candidate_policy_minutes_per_second": round(minutes / seconds, 1),
+                # Busy seconds of the simulating tasks over wall time: how many ran at once.
+                "task_seconds": round(task_seconds, 2), "concurrency": round(task_seconds / seconds, 2),
+                "per_task_minutes_per_second": round(minutes / task_seconds, 1), "throughput": recovered}
+    finally:
+        spark.stop()
+
+
+def _first(work):
+    from dataclasses import replace
+
+    return replace(work, arrivals=work.arrivals[:120], split=60, candidates=work.candidates[:1])
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--history", default="out/bench-tune/history", help="history dataset (generated if absent)")
+    parser.add_argument("--traces", default="../shared/traces", help="folder of the real traces")
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--targets", type=int, default=8)
+    parser.add_argument("--grid", default="small", choices=("small", "medium", "large"))
+    parser.add_argument("--sim-minutes", type=int, default=1440, help="minutes of each target's series simulated per candidate")
+    parser.add_argument("--json", help="write the measurements here")
+
+
+def run(args: argparse.Namespace) -> int:
+    history = Path(args.history)
+    started = time.perf_counter()
+    marker = history / "_bench.json"
+    if marker.exists():
+        specs = json.loads(marker.read_text())
+        print(f"reusing the history in {history}", file=sys.stderr)
+    else:
+        traces = Path(args.traces)
+        if not (traces / TRACE_FILES[0]).exists():
+            print(f"error: traces not found under {traces} (--traces)", file=sys.stderr)
+            return 2
+        history.mkdir(parents=True, exist_ok=True)
+        specs = generate_history(history, traces, args.days, args.targets)
+        print(f"generated {args.days} days of history for {args.targets} targets in {time.perf_counter() - started:.0f}s",
+              file=sys.stderr)
+    results = [measure(master, str(history), args.grid, args.sim_minutes, specs) for master in MASTERS]
+    one, two = results
+    ratio = two["candidate_policy_minutes_per_second"] / one["candidate_policy_minutes_per_second"]
+    summary = {"days": args.days, "targets": args.targets, "grid": args.grid, "sim_minutes": args.sim_minutes,
+               "runs": results, "ratio_local2_over_local1": round(ratio, 3),
+               "goals": {"ratio": 1.8, "candidate_policy_minutes_per_second": 1_000_000}}
+    for result in results:
+        print(f"{result['master']}: transforms {result['transform_seconds']}s over {result['history_minutes']:,} target-minutes; "
+              f"{result['candidate_policy_minutes']:,} candidate-policy-minutes in {result['simulation_seconds']}s = "
+              f"{result['candidate_policy_minutes_per_second']:,.0f}/s (tasks busy {result['task_seconds']}s: "
+              f"concurrency {result['concurrency']}, {result['per_task_minutes_per_second']:,.0f}/s per busy task)")
+    print(f"ratio local[2]/local[1]: {ratio:.2f} (goal 1.8); best rate "
+          f"{max(r['candidate_policy_minutes_per_second'] for r in results):,.0f}/s (goal 1,000,000/s)")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(summary, indent=1))
+    return 0
