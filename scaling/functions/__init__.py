@@ -1,0 +1,28 @@
+"""Thin blueprints, one per function; each holds its service in a ``ServiceSlot``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+Service = TypeVar("Service")
+
+
+class ServiceSlot(Generic[Service]):
+    """The service a blueprint's function calls: built on first use by the composition root
+    (``scaling.bootstrap``) and kept for the life of the worker, so SDK clients are reused;
+    ``set`` installs another one (tests, the local demo host)."""
+
+    def __init__(self, build: Callable[[], Service]) -> None:
+        self._build = build
+        self._service: Service | None = None
+
+    def get(self) -> Service:
+        if self._service is None:
+            self._service = self._build()
+        return self._service
+
+    def set(self, service: Service | None) -> Service | None:
+        """Install ``service`` (``None``: rebuild on next use); returns the one installed before."""
+        previous, self._service = self._service, service
+        return previous

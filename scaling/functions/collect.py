@@ -12,6 +12,7 @@ from typing import Protocol
 
 import azure.functions as func
 
+from scaling.functions import ServiceSlot
 from scaling.settings import METRICS_QUEUE, STORAGE_SETTING
 
 logger = logging.getLogger(__name__)
@@ -25,9 +26,6 @@ class CollectService(Protocol):
     async def aclose(self) -> None: ...
 
 
-_service: CollectService | None = None
-
-
 def build_service() -> CollectService:
     """The production service from the app settings (raises ``SettingsError`` naming the setting)."""
     from scaling import bootstrap
@@ -35,21 +33,9 @@ def build_service() -> CollectService:
     return bootstrap.build_collect_service()
 
 
-def get_service() -> CollectService:
-    global _service
-    if _service is None:
-        _service = build_service()
-    return _service
-
-
-def set_service(service: CollectService | None) -> CollectService | None:
-    """Install the service (tests, the local demo host); ``None`` makes the next call rebuild it.
-
-    Returns the service that was installed before, so a caller can restore or close it.
-    """
-    global _service
-    previous, _service = _service, service
-    return previous
+_slot: ServiceSlot[CollectService] = ServiceSlot(build_service)
+get_service = _slot.get
+set_service = _slot.set
 
 
 @blueprint.function_name("collect")

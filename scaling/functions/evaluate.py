@@ -14,6 +14,7 @@ from typing import Protocol
 
 import azure.functions as func
 
+from scaling.functions import ServiceSlot
 from scaling.settings import ACTIONS_QUEUE, METRICS_QUEUE, STORAGE_SETTING
 
 logger = logging.getLogger(__name__)
@@ -30,9 +31,6 @@ class EvaluateServiceLike(Protocol):
     def handle(self, body: str | bytes, *, dequeue_count: int = 1, message_id: str | None = None) -> EvaluateOutcomeLike: ...
 
 
-_service: EvaluateServiceLike | None = None
-
-
 def build_service() -> EvaluateServiceLike:
     """The production service from the app settings (raises ``SettingsError`` naming the setting)."""
     from scaling import bootstrap
@@ -40,21 +38,9 @@ def build_service() -> EvaluateServiceLike:
     return bootstrap.build_evaluate_service()
 
 
-def get_service() -> EvaluateServiceLike:
-    global _service
-    if _service is None:
-        _service = build_service()
-    return _service
-
-
-def set_service(service: EvaluateServiceLike | None) -> EvaluateServiceLike | None:
-    """Install the service (tests, the local demo host); ``None`` makes the next call rebuild it.
-
-    Returns the service that was installed before, so a caller can restore it.
-    """
-    global _service
-    previous, _service = _service, service
-    return previous
+_slot: ServiceSlot[EvaluateServiceLike] = ServiceSlot(build_service)
+get_service = _slot.get
+set_service = _slot.set
 
 
 @blueprint.function_name("evaluate")

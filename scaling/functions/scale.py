@@ -12,6 +12,7 @@ from typing import Protocol
 
 import azure.functions as func
 
+from scaling.functions import ServiceSlot
 from scaling.settings import ACTIONS_QUEUE, STORAGE_SETTING
 
 logger = logging.getLogger(__name__)
@@ -27,9 +28,6 @@ class ScaleServiceLike(Protocol):
     def handle(self, body: str | bytes, *, dequeue_count: int = 1, message_id: str | None = None) -> ScaleOutcomeLike: ...
 
 
-_service: ScaleServiceLike | None = None
-
-
 def build_service() -> ScaleServiceLike:
     """The production service from the app settings (raises ``SettingsError`` naming the setting)."""
     from scaling import bootstrap
@@ -37,21 +35,9 @@ def build_service() -> ScaleServiceLike:
     return bootstrap.build_scale_service()
 
 
-def get_service() -> ScaleServiceLike:
-    global _service
-    if _service is None:
-        _service = build_service()
-    return _service
-
-
-def set_service(service: ScaleServiceLike | None) -> ScaleServiceLike | None:
-    """Install the service (tests, the local demo host); ``None`` makes the next call rebuild it.
-
-    Returns the service that was installed before, so a caller can restore it.
-    """
-    global _service
-    previous, _service = _service, service
-    return previous
+_slot: ServiceSlot[ScaleServiceLike] = ServiceSlot(build_service)
+get_service = _slot.get
+set_service = _slot.set
 
 
 @blueprint.function_name("scale")

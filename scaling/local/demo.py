@@ -223,18 +223,7 @@ def app_settings_for(target: Any, storage_connection: str, arm_endpoint: str) ->
 
 def summarize(result: Any, scenario: Any) -> dict[str, Any]:
     """The run summary with the keys and rounding of ``python -m scaling simulate``."""
-    return {
-        "minutes": result.minutes,
-        "cost": result.cost,
-        "fluid_lower_bound": result.fluid_lower_bound,
-        "cost_ratio": round(result.cost_ratio, 4),
-        "slo_violation_minutes": result.slo_violation_minutes,
-        "meets_slo": result.meets_slo(scenario),
-        "scale_actions": result.scale_actions,
-        "p99_age_minutes": round(result.p99_age_minutes, 3),
-        "max_age_minutes": round(result.max_age_minutes, 3),
-        "final_backlog": round(result.final_backlog, 1),
-    }
+    return result.summary(scenario)
 
 
 def simulate_summary(trace: str | Path, *, start: int = 0, minutes: int | None = None, target: Any = None,

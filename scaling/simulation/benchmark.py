@@ -51,20 +51,9 @@ def jobs_for(trace: str, checkpoint_delay_seconds: float = 0.0) -> list[Job]:
 
 
 def _row(trace: str, result, scenario) -> dict:
-    return {
-        "trace": trace,
-        "algorithm": result.algorithm,
-        "knob": result.knob,
-        "cost_ratio": round(result.cost_ratio, 4),
-        "slo_violation_minutes": result.slo_violation_minutes,
-        "minutes": result.minutes,
-        "scale_actions": result.scale_actions,
-        "p99_age_minutes": round(result.p99_age_minutes, 3),
-        "max_age_minutes": round(result.max_age_minutes, 3),
-        "final_backlog": round(result.final_backlog, 1),
-        "best": False,
-        "meets_slo": result.meets_slo(scenario),
-    }
+    numbers = result.summary(scenario)
+    del numbers["cost"], numbers["fluid_lower_bound"]
+    return {"trace": trace, "algorithm": result.algorithm, "knob": result.knob, **numbers, "best": False}
 
 
 def run_job(job: Job) -> dict:

@@ -60,16 +60,7 @@ def run(args: argparse.Namespace) -> int:
         "trace": args.trace,
         "target": target.name,
         "mode": target.mode,
-        "minutes": result.minutes,
-        "cost": result.cost,
-        "fluid_lower_bound": result.fluid_lower_bound,
-        "cost_ratio": round(result.cost_ratio, 4),
-        "slo_violation_minutes": result.slo_violation_minutes,
-        "meets_slo": result.meets_slo(scenario),
-        "scale_actions": result.scale_actions,
-        "p99_age_minutes": round(result.p99_age_minutes, 3),
-        "max_age_minutes": round(result.max_age_minutes, 3),
-        "final_backlog": round(result.final_backlog, 1),
+        **result.summary(scenario),
     }
     if args.series:
         summary["series"] = {

@@ -132,6 +132,21 @@ class RunResult:
     def meets_slo(self, scenario: Scenario) -> bool:
         return self.slo_violation_minutes <= scenario.max_violation_fraction * self.minutes
 
+    def summary(self, scenario: Scenario) -> dict:
+        """The run's numbers as ``simulate``, the demo and the benchmark report them."""
+        return {
+            "minutes": self.minutes,
+            "cost": self.cost,
+            "fluid_lower_bound": self.fluid_lower_bound,
+            "cost_ratio": round(self.cost_ratio, 4),
+            "slo_violation_minutes": self.slo_violation_minutes,
+            "meets_slo": self.meets_slo(scenario),
+            "scale_actions": self.scale_actions,
+            "p99_age_minutes": round(self.p99_age_minutes, 3),
+            "max_age_minutes": round(self.max_age_minutes, 3),
+            "final_backlog": round(self.final_backlog, 1),
+        }
+
 
 def serve(demand: np.ndarray, instances: int, rate: float) -> np.ndarray:
     """Events each partition gets this minute: every instance shares ``rate`` among the
