@@ -96,15 +96,20 @@ class TargetHistory:
 def build_session(master: str | None, app_name: str = "scaling-tune", extra: dict[str, str] | None = None) -> Any:
     from pyspark.sql import SparkSession
 
+    embedded = not os.environ.get("PYSPARK_GATEWAY_PORT")
+    if embedded:
+        # On one machine: driver and executors talk over loopback only, never another interface.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    elif not os.environ.get("PYSPARK_GATEWAY_PORT"):  # not under spark-submit: run embedded
+    elif embedded:  # not under spark-submit: run embedded
         builder = builder.master("local[*]")
     settings = {"spark.sql.session.timeZone": "UTC"}
-    if not os.environ.get("PYSPARK_GATEWAY_PORT"):
+    if embedded:
         # Embedded on one machine: few shuffle partitions (the per-minute data is small).
-        settings.update({"spark.sql.shuffle.partitions": "4", "spark.ui.showConsoleProgress": "false"})
+        settings.update({"spark.sql.shuffle.partitions": "4", "spark.ui.showConsoleProgress": "false",
+                         "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
     settings.update(extra or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
