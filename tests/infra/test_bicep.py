@@ -377,6 +377,15 @@ def test_deploy_docs_list_every_parameter_and_setting(parameters_file: dict) -> 
     assert "azd up" in docs and "func start" in docs and "local.settings.sample.json" in docs
 
 
+def test_readme_deploy_section_lists_every_parameter(parameters_file: dict) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Deploy to Azure"):]
+    section = section[:section.index("\n## ", 1)]
+    for name in parameters_file:
+        assert f"`{name}`" in section, f"README.md's deploy section does not name parameter {name}"
+    assert "azd up" in section and "func start" in section and "local.settings.sample.json" in section
+
+
 # --- the checkers catch what they are meant to catch ----------------------------------------------
 
 GOOD_ASSIGNMENT = """
