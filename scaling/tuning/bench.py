@@ -5,10 +5,15 @@ targets with the simulator (real traces, different sizes and partition counts; c
 by the KEDA-style peer, which is fast), then for ``local[1]`` and ``local[2]``:
 
 - runs the DataFrame transforms over the whole history (seconds reported);
-- simulates the candidate grid (plus the current policy) for every target through the Spark
-  tasks of the job, on the last ``--sim-minutes`` minutes of each target's series (the engine in
-  the loop runs about a thousand minutes a second per core, so the full 30 days of 8 targets
-  would take an hour per run); reports candidate-policy-minutes per second and the ratio.
+- simulates, through the Spark tasks of the job (``job.simulate_all``), two sets of candidates
+  for every target, one after the other:
+  - threshold-rule candidates (``--rule-grid``, by default 810 per target), which the job runs
+    in the batched simulator (one task per target), on the last ``--rule-minutes`` minutes;
+  - the engine-driven ones: the current policy (SLO mode) and the SLO grid (``--grid``), on the
+    last ``--sim-minutes`` minutes (the engine in the loop runs a few thousand minutes a second
+    per core);
+- reports candidate-policy-minutes per second for each set and combined (total minutes over
+  total seconds), and the local[2]/local[1] ratios, with the load average.
 """
 
 from __future__ import annotations
@@ -56,21 +61,51 @@ def generate_history(directory: Path, traces: Path, days: int, targets: int) -> 
     return made
 
 
-def measure(master: str, history: str, grid: str, sim_minutes: int, specs: dict) -> dict:
-    from scaling.simulation.candidates import Candidate, all_candidates
+def bench_rule_candidates(base, count: str = "bench") -> list:
+    """The rule candidates the benchmark batches: the job's ``large`` rule grid, or a finer grid
+    of thresholds x windows x scale-in cooldowns x scale-out steps (810 per target)."""
+    import itertools
+    from dataclasses import replace
+
+    import numpy as np
+
+    from scaling.domain.policy import Rule, Step
+    from scaling.simulation.candidates import Candidate, rule_candidates
+
+    if count != "bench":
+        return rule_candidates(base, count)
+    candidates = []
+    for up, window, cooldown, step in itertools.product(np.geomspace(60.0, 8000.0, 30).round(1), (120, 300, 600),
+                                                        (300, 600, 1200), ("50%", "100%", "+1")):
+        rule = Rule(name="per-instance", metric="backlog_per_instance", aggregate="average", window_seconds=window,
+                    min_samples=max(window // 120, 1), scale_up_above=float(up), scale_down_below=float(up) / 4,
+                    scale_up_aggregate="latest", scale_down_aggregate="maximum")
+        scale_up = Step(step=1, cooldown_seconds=0) if step == "+1" else Step(step_percent=float(step[:-1]), cooldown_seconds=0)
+        target = replace(base, mode="rules", rules=(rule,), preset=None, scale_up=scale_up,
+                         scale_down=Step(step=1, cooldown_seconds=cooldown))
+        candidates.append(Candidate(f"rules backlog_per_instance>{up:g} window={window}s down-cooldown={cooldown}s up={step}",
+                                    target))
+    return candidates
+
+
+def measure(master: str, history: str, grid: str, rule_grid: str, sim_minutes: int, rule_minutes: int, specs: dict) -> dict:
+    import os
+
+    from scaling.simulation.candidates import Candidate, slo_candidates
     from scaling.simulation.peers import simulated_target
     from scaling.simulation.world import Scenario
     from scaling.tuning import job
-    from scaling.tuning.tasks import CURRENT, HistoryScenario, TargetWork
+    from scaling.tuning.tasks import CURRENT, HistoryScenario, TargetWork, batched
 
     spark = job.build_session(master, f"bench-tune-{master}", {"spark.ui.enabled": "false", "spark.driver.memory": "3g"})
     spark.sparkContext.setLogLevel("ERROR")
     try:
+        load_before = os.getloadavg()
         started = time.perf_counter()
         print(f"{master}: transforms over the history...", file=sys.stderr, flush=True)
         histories, _ = job.recover_histories(spark, job.read_history_df(spark, history), steady_samples=4)
         transform_seconds = time.perf_counter() - started
-        works = {}
+        engine_works, rule_works = {}, {}
         recovered = {}
         for item in histories:
             spec = specs[item.target]
@@ -80,22 +115,43 @@ def measure(master: str, history: str, grid: str, sim_minutes: int, specs: dict)
             scenario = HistoryScenario(partitions=item.partitions, events_per_instance_per_minute=mu,
                                        initial_capacity=item.initial_capacity, weights=tuple(item.weights))
             base = simulated_target(Scenario(partitions=item.partitions), name=item.target)
+            # The engine-driven candidates: the current policy (SLO mode) and the SLO grid.
             series = item.arrivals[-sim_minutes:]
-            candidates = (Candidate(CURRENT, base), *all_candidates(base, grid))
-            works[item.target] = TargetWork(item.target, series, scenario, int(len(series) * 0.6), candidates)
+            candidates = (Candidate(CURRENT, base), *slo_candidates(base, grid))
+            engine_works[item.target] = TargetWork(item.target, series, scenario, int(len(series) * 0.6), candidates)
+            # The batched rule candidates.
+            series = item.arrivals[-rule_minutes:]
+            candidates = tuple(bench_rule_candidates(base, rule_grid))
+            rule_works[item.target] = TargetWork(item.target, series, scenario, int(len(series) * 0.6), candidates)
+            work = rule_works[item.target]
+            assert all(batched(work, index) for index in range(len(candidates)))
         print(f"{master}: transforms took {transform_seconds:.0f}s; simulating...", file=sys.stderr, flush=True)
-        job.simulate_all(spark, {name: _first(work) for name, work in list(works.items())[:1]})  # warm the workers up
-        rows, seconds = job.simulate_all(spark, works)
-        minutes = sum(row["simulated_minutes"] for row in rows)
-        task_seconds = sum(row["seconds"] for row in rows)
-        return {"master": master, "cores": spark.sparkContext.defaultParallelism, "targets": len(works),
+        job.simulate_all(spark, {name: _first(work) for name, work in list(engine_works.items())[:1]})  # warm the workers up
+        job.simulate_all(spark, {name: _first(work) for name, work in list(rule_works.items())[:1]})
+        runs = {}
+        for kind, works in (("rules_batched", rule_works), ("slo_engine", engine_works)):
+            load = os.getloadavg()[0]
+            rows, seconds = job.simulate_all(spark, works)
+            minutes = sum(row["simulated_minutes"] for row in rows)
+            task_seconds = sum(row["seconds"] for row in rows)
+            runs[kind] = {"targets": len(works), "candidates": len(rows), "tasks": len(job.plan_tasks(
+                              works, spark.sparkContext.defaultParallelism, 3)),
+                          "minutes_per_candidate": len(next(iter(works.values())).arrivals),
+                          "candidate_policy_minutes": minutes, "simulation_seconds": round(seconds, 2),
+                          "candidate_policy_minutes_per_second": round(minutes / seconds, 1),
+                          # Busy seconds of the simulating tasks over wall time: how many ran at once.
+                          "task_seconds": round(task_seconds, 2), "concurrency": round(task_seconds / seconds, 2),
+                          "per_task_minutes_per_second": round(minutes / task_seconds, 1), "load_average_before": load}
+            print(f"{master}: {kind}: {minutes:,} candidate-policy-minutes in {seconds:.1f}s", file=sys.stderr, flush=True)
+        minutes = sum(run["candidate_policy_minutes"] for run in runs.values())
+        seconds = sum(run["simulation_seconds"] for run in runs.values())
+        runs["combined"] = {"candidate_policy_minutes": minutes, "simulation_seconds": round(seconds, 2),
+                            "candidate_policy_minutes_per_second": round(minutes / seconds, 1)}
+        return {"master": master, "cores": spark.sparkContext.defaultParallelism, "targets": len(rule_works),
                 "history_minutes": int(sum(len(h.arrivals) for h in histories)),
-                "transform_seconds": round(transform_seconds, 2), "candidates": len(rows),
-                "candidate_policy_minutes": minutes, "simulation_seconds": round(seconds, 2),
-                "candidate_policy_minutes_per_second": round(minutes / seconds, 1),
-                # Busy seconds of the simulating tasks over wall time: how many ran at once.
-                "task_seconds": round(task_seconds, 2), "concurrency": round(task_seconds / seconds, 2),
-                "per_task_minutes_per_second": round(minutes / task_seconds, 1), "throughput": recovered}
+                "transform_seconds": round(transform_seconds, 2), "runs": runs, "throughput": recovered,
+                "load_average_before": [round(x, 2) for x in load_before],
+                "load_average_after": [round(x, 2) for x in os.getloadavg()]}
     finally:
         spark.stop()
 
@@ -103,7 +159,7 @@ def measure(master: str, history: str, grid: str, sim_minutes: int, specs: dict)
 def _first(work):
     from dataclasses import replace
 
-    return replace(work, arrivals=work.arrivals[:120], split=60, candidates=work.candidates[:1])
+    return replace(work, arrivals=work.arrivals[:120], split=60, candidates=work.candidates[:2])
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -111,8 +167,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--traces", default="../shared/traces", help="folder of the real traces")
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--targets", type=int, default=8)
-    parser.add_argument("--grid", default="small", choices=("small", "medium", "large"))
-    parser.add_argument("--sim-minutes", type=int, default=1440, help="minutes of each target's series simulated per candidate")
+    parser.add_argument("--grid", default="small", choices=("small", "medium", "large"), help="SLO grid (engine-driven)")
+    parser.add_argument("--rule-grid", default="bench", choices=("bench", "small", "medium", "large"),
+                        help="rule candidates (batched): the job's grids or the finer bench grid (810 per target)")
+    parser.add_argument("--sim-minutes", type=int, default=720,
+                        help="minutes of each target's series simulated per engine-driven (SLO) candidate")
+    parser.add_argument("--rule-minutes", type=int, default=2880,
+                        help="minutes of each target's series simulated per batched rule candidate")
     parser.add_argument("--json", help="write the measurements here")
 
 
@@ -132,19 +193,28 @@ def run(args: argparse.Namespace) -> int:
         specs = generate_history(history, traces, args.days, args.targets)
         print(f"generated {args.days} days of history for {args.targets} targets in {time.perf_counter() - started:.0f}s",
               file=sys.stderr)
-    results = [measure(master, str(history), args.grid, args.sim_minutes, specs) for master in MASTERS]
+    results = [measure(master, str(history), args.grid, args.rule_grid, args.sim_minutes, args.rule_minutes, specs)
+               for master in MASTERS]
     one, two = results
-    ratio = two["candidate_policy_minutes_per_second"] / one["candidate_policy_minutes_per_second"]
-    summary = {"days": args.days, "targets": args.targets, "grid": args.grid, "sim_minutes": args.sim_minutes,
-               "runs": results, "ratio_local2_over_local1": round(ratio, 3),
+    kinds = ("rules_batched", "slo_engine", "combined")
+    ratios = {kind: round(two["runs"][kind]["candidate_policy_minutes_per_second"]
+                          / one["runs"][kind]["candidate_policy_minutes_per_second"], 3) for kind in kinds}
+    summary = {"days": args.days, "targets": args.targets, "grid": args.grid, "rule_grid": args.rule_grid,
+               "sim_minutes": args.sim_minutes, "rule_minutes": args.rule_minutes, "runs": results,
+               "ratio_local2_over_local1": ratios,
                "goals": {"ratio": 1.8, "candidate_policy_minutes_per_second": 1_000_000}}
     for result in results:
-        print(f"{result['master']}: transforms {result['transform_seconds']}s over {result['history_minutes']:,} target-minutes; "
-              f"{result['candidate_policy_minutes']:,} candidate-policy-minutes in {result['simulation_seconds']}s = "
-              f"{result['candidate_policy_minutes_per_second']:,.0f}/s (tasks busy {result['task_seconds']}s: "
-              f"concurrency {result['concurrency']}, {result['per_task_minutes_per_second']:,.0f}/s per busy task)")
-    print(f"ratio local[2]/local[1]: {ratio:.2f} (goal 1.8); best rate "
-          f"{max(r['candidate_policy_minutes_per_second'] for r in results):,.0f}/s (goal 1,000,000/s)")
+        print(f"{result['master']}: transforms {result['transform_seconds']}s over {result['history_minutes']:,} target-minutes "
+              f"(load average before {result['load_average_before']}, after {result['load_average_after']})")
+        for kind in kinds:
+            run_ = result["runs"][kind]
+            extra = (f" (tasks busy {run_['task_seconds']}s: concurrency {run_['concurrency']}, "
+                     f"{run_['per_task_minutes_per_second']:,.0f}/s per busy task)") if "task_seconds" in run_ else ""
+            print(f"  {kind}: {run_['candidate_policy_minutes']:,} candidate-policy-minutes in {run_['simulation_seconds']}s = "
+                  f"{run_['candidate_policy_minutes_per_second']:,.0f}/s{extra}")
+    for kind in kinds:
+        best = max(r["runs"][kind]["candidate_policy_minutes_per_second"] for r in results)
+        print(f"{kind}: ratio local[2]/local[1] {ratios[kind]:.2f} (goal 1.8); best rate {best:,.0f}/s (goal 1,000,000/s)")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(summary, indent=1))

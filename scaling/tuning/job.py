@@ -18,7 +18,9 @@ Steps (docs/tuning.md):
 2. Candidate policies (``scaling.simulation.candidates.all_candidates``) plus the current policy,
    each simulated by the executors on the whole reconstructed series (warm state) and scored on
    the validation window (the part after ``--train-fraction``). Tasks are (target, candidate
-   chunk) pairs in an RDD, so the work spreads over cores and over many targets.
+   chunk) pairs in an RDD, so the work spreads over cores and over many targets: a target's
+   threshold-rule candidates run as one batched simulation (``scaling.simulation.batched``,
+   exactly the engine's results), the other candidates through the engine in the loop.
 3. The cheapest candidate meeting the SLO on training and validation (``pick_cheapest``) is
    written as a policy file; the evidence goes to a sibling ``.evidence.json``.
 4. A report: a Pareto plot per target (PNG) and a Markdown summary.
@@ -547,20 +549,55 @@ def task_chunks(sizes: dict[str, int], parallelism: int, tasks_per_core: int) ->
     return tasks
 
 
+#: Rough cost of one candidate-minute, in seconds: the engine in the loop, and the batched rule
+#: simulator per partition (for ordering tasks longest first only).
+ENGINE_MINUTE_SECONDS = 3e-4
+BATCHED_PARTITION_MINUTE_SECONDS = 4e-8
+BATCH_MINUTE_SECONDS = 4e-4
+#: At most this many candidate-minutes in one batch (its per-minute series take ~50 bytes each).
+MAX_BATCH_CANDIDATE_MINUTES = 4_000_000
+
+
+def plan_tasks(works: dict[str, Any], parallelism: int, tasks_per_core: int) -> list[tuple[str, list[int]]]:
+    """Spark tasks, longest first: per target, its batchable rule candidates in one task (one
+    batched simulation; split in a few when there are fewer targets than cores, so that every
+    core has work, and so that no batch holds more than ``MAX_BATCH_CANDIDATE_MINUTES``), and its
+    other candidates (the engine in the loop) in chunks of about ``tasks_per_core`` tasks per core."""
+    from scaling.tuning.tasks import batched
+
+    together = {name: [i for i in range(len(work.candidates)) if batched(work, i)] for name, work in works.items()}
+    alone = {name: [i for i in range(len(work.candidates)) if not batched(work, i)] for name, work in works.items()}
+    tasks: list[tuple[str, list[int]]] = []
+    costs: list[float] = []
+    with_batches = [name for name, indices in together.items() if indices]
+    pieces = max(1, math.ceil(parallelism / max(len(with_batches), 1)))
+    for name in with_batches:
+        indices = together[name]
+        size = max(math.ceil(len(indices) / pieces), 32)
+        size = max(min(size, MAX_BATCH_CANDIDATE_MINUTES // max(len(works[name].arrivals), 1)), 1)
+        for start in range(0, len(indices), size):
+            part = indices[start:start + size]
+            tasks.append((name, part))
+            costs.append(len(works[name].arrivals) * (BATCH_MINUTE_SECONDS + BATCHED_PARTITION_MINUTE_SECONDS * len(part)
+                                                      * works[name].scenario.partitions))
+    for name, chunk in task_chunks({name: len(indices) for name, indices in alone.items()}, parallelism, tasks_per_core):
+        tasks.append((name, [alone[name][i] for i in chunk]))
+        costs.append(len(works[name].arrivals) * ENGINE_MINUTE_SECONDS * len(chunk))
+    order = sorted(range(len(tasks)), key=lambda number: -costs[number])
+    return [tasks[number] for number in order]
+
+
 def simulate_all(spark: Any, works: dict[str, Any], tasks_per_core: int = 3) -> tuple[list[dict], float]:
     """Distribute (target, candidate chunk) tasks over the executors; returns rows and seconds."""
     from scaling.tuning.tasks import run_chunk
 
     context = spark.sparkContext
     ship_package(spark)
-    tasks = task_chunks({name: len(work.candidates) for name, work in works.items()},
-                        context.defaultParallelism, tasks_per_core)
+    tasks = plan_tasks(works, context.defaultParallelism, tasks_per_core)
     if not tasks:
         return [], 0.0
     shared = context.broadcast(works)
     started = time.perf_counter()
-    # Long chunks first so that the last wave is short.
-    tasks.sort(key=lambda task: -len(task[1]) * len(works[task[0]].arrivals))
     rows = (context.parallelize(tasks, numSlices=len(tasks))
             .flatMap(lambda task: run_chunk(task, shared.value))
             .collect())

@@ -1,0 +1,183 @@
+"""The batched rule simulator against the engine in the loop: every number must agree.
+
+Any mismatch is a bug in scaling/simulation/batched.py (the engine-driven ``simulate`` is the
+reference)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from scaling.domain.policy import Bounds, Rule, Step, Tier
+from scaling.simulation.batched import simulate_batch, supports
+from scaling.simulation.candidates import rule_candidates, slo_candidates
+from scaling.simulation.peers import EngineAutoscaler, seed_target, simulated_target
+from scaling.simulation.world import Scenario, simulate
+
+
+def flat(minutes: int = 1440) -> np.ndarray:
+    return np.full(minutes, 9000.0)
+
+
+def step_surge(minutes: int = 1440) -> np.ndarray:
+    arrivals = np.full(minutes, 3000.0)
+    arrivals[minutes // 3: minutes // 3 + 240] = 22000.0  # four hours near the peak
+    arrivals[2 * minutes // 3: 2 * minutes // 3 + 30] = 30000.0  # a short burst above what 32 partitions serve
+    return arrivals
+
+
+def noisy_diurnal(minutes: int = 1440, seed: int = 7) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    t = np.arange(minutes)
+    base = 12000.0 * (0.55 + 0.45 * np.sin(2 * np.pi * (t - 360) / 1440))
+    arrivals = base * rng.lognormal(0.0, 0.25, minutes)
+    arrivals[rng.random(minutes) < 0.01] *= 3.0  # spikes
+    arrivals[200:215] = 0.0  # a quiet spell: minutes without arrivals
+    return arrivals
+
+
+def hand_made(scenario: Scenario) -> list:
+    base = simulated_target(scenario, name="hand", mode="rules")
+    tiers = Rule(name="tiers", metric="backlog_per_instance", aggregate="average", window_seconds=300, min_samples=3,
+                 scale_up_above=1000.0, scale_down_below=200.0,
+                 tiers=(Tier(1, 4, 500.0, 100.0), Tier(5, 16, 2000.0, 400.0)))
+    percent = Rule(name="percent", metric="backlog", aggregate="maximum", window_seconds=180, min_samples=2,
+                   scale_up_above=20000.0, scale_down_below=3000.0)
+    latest = Rule(name="latest", metric="backlog", aggregate="latest", window_seconds=120, min_samples=1,
+                  scale_up_above=30000.0, scale_down_below=5000.0)
+    slow = Rule(name="slow", metric="backlog_per_instance", aggregate="average", window_seconds=600, min_samples=5,
+                scale_up_above=1500.0, scale_down_below=300.0, scale_down_aggregate="maximum")
+    up_only = Rule(name="up-only", metric="backlog_per_instance", aggregate="maximum", window_seconds=120,
+                   min_samples=1, scale_up_above=800.0, source="hub")
+    down_only = Rule(name="down-only", metric="backlog", aggregate="latest", window_seconds=60, min_samples=1,
+                     scale_down_below=500.0)
+    short = Rule(name="short", metric="backlog_per_instance", window_seconds=90, min_samples=1,
+                 scale_up_above=600.0, scale_down_below=150.0)
+    return [
+        replace(base, name="tiers", rules=(tiers,), scale_up=Step(step=2, cooldown_seconds=60),
+                scale_down=Step(step=1, cooldown_seconds=300), bounds=replace(base.bounds, balanced_counts=False)),
+        replace(base, name="percent", rules=(percent,), scale_up=Step(step_percent=100.0, cooldown_seconds=0),
+                scale_down=Step(step_percent=25.0, cooldown_seconds=600)),
+        replace(base, name="two-rules", rules=(latest, slow), scale_up=Step(step=3, cooldown_seconds=120),
+                scale_down=Step(step=2, cooldown_seconds=600),
+                bounds=Bounds(min_instances=2, max_instances=20)),
+        replace(base, name="split-directions", rules=(up_only, down_only), scale_up=Step(step=1, cooldown_seconds=0),
+                scale_down=Step(step=1, cooldown_seconds=120),
+                bounds=Bounds(min_instances=1, max_instances=12, balanced_counts=False)),
+        replace(base, name="short-window", rules=(short,), scale_up=Step(step_percent=50.0, cooldown_seconds=0),
+                scale_down=Step(step=4, cooldown_seconds=0), bounds=Bounds(min_instances=3, max_instances=64)),
+        seed_target(scenario, 12000.0, 1500.0),
+    ]
+
+
+def candidates(scenario: Scenario) -> list:
+    base = simulated_target(scenario)
+    return [candidate.target for candidate in rule_candidates(base, "medium")] + hand_made(scenario)
+
+
+CASES = {
+    "flat": lambda delay: (Scenario(checkpoint_delay_seconds=delay), flat(720), 0),
+    "surge": lambda delay: (Scenario(checkpoint_delay_seconds=delay), step_surge(), 600),
+    "diurnal": lambda delay: (Scenario(checkpoint_delay_seconds=delay), noisy_diurnal(), 300),
+    # The tuning job's shapes: hot partitions, a 2-minute collection, checkpoints 1.25 minutes
+    # behind, no provisioning delay or a long one, a first capacity outside the bounds.
+    "skewed": lambda delay: (Scenario(checkpoint_delay_seconds=delay + 75.0, partitions=12, skew=0.15,
+                                      collection_interval_minutes=2, provisioning_delay_minutes=3, initial_capacity=5,
+                                      events_per_instance_per_minute=1500.0),
+                             noisy_diurnal(1080, seed=3) * 0.6, 600),
+    "instant": lambda delay: (Scenario(checkpoint_delay_seconds=delay, partitions=8, provisioning_delay_minutes=0,
+                                       initial_capacity=40), step_surge(600) * 0.3, 0),
+}
+
+
+def assert_same(engine, batched, label: str) -> None:
+    assert batched.cost == engine.cost, label
+    assert batched.slo_violation_minutes == engine.slo_violation_minutes, label
+    assert batched.scale_actions == engine.scale_actions, label
+    assert batched.minutes == engine.minutes, label
+    np.testing.assert_array_equal(batched.capacity, engine.capacity, err_msg=label)
+    np.testing.assert_array_equal(batched.serving, engine.serving, err_msg=label)
+    np.testing.assert_array_equal(batched.age, engine.age, err_msg=label)
+    np.testing.assert_allclose(batched.backlog, engine.backlog, rtol=1e-12, atol=1e-6, err_msg=label)
+    assert batched.max_age_minutes == engine.max_age_minutes, label
+    assert batched.p99_age_minutes == engine.p99_age_minutes, label
+    assert batched.final_backlog == engine.final_backlog, label
+    assert batched.fluid_lower_bound == pytest.approx(engine.fluid_lower_bound), label
+
+
+@pytest.mark.parametrize("delay", [0.0, 10.0])
+@pytest.mark.parametrize("trace", sorted(CASES))
+def test_batched_matches_engine(trace: str, delay: float) -> None:
+    scenario, arrivals, score_from = CASES[trace](delay)
+    targets = candidates(scenario)
+    assert all(supports(target) for target in targets)
+    if trace in ("skewed", "instant"):  # smaller hubs: every candidate; the standard hub: a rotating third
+        chosen = targets
+    else:  # (the engine runs ~4,000 minutes a second; the medium grid is checked whole below)
+        offset = (sorted(CASES).index(trace) + int(delay)) % 3
+        chosen = targets[offset::3]
+    batched = simulate_batch(arrivals, chosen, scenario, score_from=score_from,
+                             knobs=[target.name for target in chosen])
+    acted = 0
+    for target, result in zip(chosen, batched, strict=True):
+        engine = simulate(arrivals, EngineAutoscaler(target), scenario, score_from=score_from)
+        assert_same(engine, result, f"{trace} delay={delay} {target.name} {target.rules[0]}")
+        assert result.knob == target.name
+        acted += result.scale_actions > 0
+    assert acted  # the traces exercise the rules
+
+
+def test_every_rule_candidate_of_the_medium_grid_matches_on_a_diurnal_day() -> None:
+    scenario = Scenario(checkpoint_delay_seconds=10.0)
+    arrivals = noisy_diurnal(1440, seed=11)
+    targets = [candidate.target for candidate in rule_candidates(simulated_target(scenario), "medium")]
+    for target, result in zip(targets, simulate_batch(arrivals, targets, scenario, score_from=500), strict=True):
+        assert_same(simulate(arrivals, EngineAutoscaler(target), scenario, score_from=500), result, str(target.rules[0]))
+
+
+def test_a_batch_gives_each_candidate_what_it_gets_alone() -> None:
+    scenario = Scenario()
+    arrivals = step_surge(600)
+    targets = hand_made(scenario)
+    together = simulate_batch(arrivals, targets, scenario)
+    for target, result in zip(targets, together, strict=True):
+        alone = simulate_batch(arrivals, [target], scenario)[0]
+        np.testing.assert_array_equal(alone.capacity, result.capacity)
+        np.testing.assert_array_equal(alone.age, result.age)
+
+
+def test_supports_only_what_it_reproduces() -> None:
+    scenario = Scenario()
+    base = simulated_target(scenario)
+    assert not any(supports(candidate.target) for candidate in slo_candidates(base, "small"))
+    lag = Rule(name="lag", metric="lag_seconds", scale_up_above=120.0, scale_down_below=20.0)
+    assert not supports(replace(base, mode="rules", rules=(lag,)))
+    elsewhere = Rule(name="other", metric="backlog", scale_up_above=10.0, source="other-hub")
+    assert not supports(replace(base, mode="rules", rules=(elsewhere,)))
+    with pytest.raises(ValueError, match="cannot reproduce"):
+        simulate_batch(flat(10), [replace(base, mode="rules", rules=(lag,))], scenario)
+    assert simulate_batch(flat(10), [], scenario) == []
+
+
+def test_tuning_tasks_give_the_same_rows_batched_as_through_the_engine() -> None:
+    from scaling.simulation.candidates import Candidate, all_candidates
+    from scaling.tuning.job import plan_tasks
+    from scaling.tuning.tasks import CURRENT, TargetWork, batched, run_chunk, simulate_candidate
+
+    scenario = Scenario(partitions=8, peak_instances=6.0, checkpoint_delay_seconds=10.0)
+    base = simulated_target(scenario, name="t")
+    arrivals = noisy_diurnal(480, seed=5) * 0.5
+    candidates = (Candidate(CURRENT, seed_target(scenario, 4000.0, 500.0)), *all_candidates(base, "small")[:2],
+                  *rule_candidates(base, "small"))
+    work = TargetWork("t", arrivals, scenario, 300, candidates)
+    works = {"t": work}
+    tasks = plan_tasks(works, 2, 3)
+    together = [task for task in tasks if batched(work, task[1][0])]
+    assert len(together) == 1 and together[0][1] == [0, 3, 4]  # one batch: the seed rule and the rule grid
+    assert sorted(i for _, indices in tasks for i in indices) == list(range(len(candidates)))
+    rows = [row for task in tasks for row in run_chunk(task, works)]
+    for row in rows:
+        alone = simulate_candidate(work, row["index"])
+        assert {**row, "seconds": 0} == {**alone, "seconds": 0}
