@@ -19,6 +19,7 @@ from scaling.storage.evaluate_service import EvaluateService
 from scaling.storage.records import StoredState, parse_action
 from scaling.storage.synthetic import hub_sample, policy_of, queue_sample, rules_target
 from scaling.storage.tables import TableStorage
+from tests.helpers import Clock, app_function
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 HIGH = 5000
@@ -37,26 +38,9 @@ class Out:
         return self.value
 
 
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture(scope="module")
 def evaluate_function():
-    from function_app import app
-
-    # get_functions() validates names against what it saw before and raises on a second call
-    # (azure-functions 1.26); leave the app as found so other test modules can call it too.
-    seen, app.functions_bindings = app.functions_bindings, None
-    try:
-        [function] = [f for f in app.get_functions() if f.get_function_name() == "evaluate"]
-    finally:
-        app.functions_bindings = seen
-    return function.get_user_function()
+    return app_function("evaluate").get_user_function()
 
 
 @pytest.fixture

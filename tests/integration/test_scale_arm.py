@@ -30,6 +30,7 @@ from scaling.storage.evaluate_service import EvaluateService
 from scaling.storage.records import StoredState
 from scaling.storage.synthetic import plan_id, policy_of, queue_sample, rules_target
 from scaling.storage.tables import TableStorage
+from tests.helpers import Clock, app_function
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 HIGH = 5000
@@ -149,26 +150,9 @@ def test_current_capacity_serves_the_collector(adapter, arm):
 # --- the scale function, in-process ---------------------------------------------------------------
 
 
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture(scope="module")
 def scale_function():
-    from function_app import app
-
-    # get_functions() validates names against what it saw before and raises on a second call
-    # (azure-functions 1.26); leave the app as found so other test modules can call it too.
-    seen, app.functions_bindings = app.functions_bindings, None
-    try:
-        [function] = [f for f in app.get_functions() if f.get_function_name() == "scale"]
-    finally:
-        app.functions_bindings = seen
-    return function.get_user_function()
+    return app_function("scale").get_user_function()
 
 
 class Setup:

@@ -18,17 +18,10 @@ from scaling.storage.evaluate_service import EvaluateService
 from scaling.storage.memory import MemoryStorage
 from scaling.storage.records import StoredState, parse_action
 from scaling.storage.synthetic import policy_of, queue_sample, rules_target
+from tests.helpers import Clock
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 HIGH, LOW = 5000, 10
-
-
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def make(target=None, capacity: int = 2, **service_kwargs):

@@ -17,17 +17,10 @@ from scaling.storage.evaluate_service import EvaluateService
 from scaling.storage.memory import MemoryStorage
 from scaling.storage.records import APPLYING, AppliedRecord, StoredState
 from scaling.storage.synthetic import policy_of, queue_sample, rules_target
+from tests.helpers import Clock
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 HIGH = 5000
-
-
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 class World:
