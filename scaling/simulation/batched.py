@@ -27,7 +27,7 @@ import numpy as np
 
 from scaling.domain.engine import allowed_counts, snap_down, snap_up
 from scaling.domain.policy import TargetPolicy
-from scaling.simulation.world import DRAINED, RunResult, Scenario
+from scaling.simulation.world import DRAINED, RunResult, Scenario, arrival_minutes, scored_result
 
 #: The simulated sample's only source (``observation_sample``'s default).
 SIMULATED_SOURCE = "hub"
@@ -279,11 +279,7 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
             else:
                 position = np.where(waiting, processed / safe_weights, np.inf).min(axis=0)
             some = np.isfinite(position)
-            oldest = position[some]
-            index = np.clip(np.searchsorted(cumulative, oldest, side="right"), 1, len(cumulative) - 1)
-            low, high = cumulative[index - 1], cumulative[index]
-            arrived = index - 1 + np.where(high > low, (oldest - low) / np.maximum(high - low, 1e-12), 0.0)
-            age_series[minute, some] = now - arrived
+            age_series[minute, some] = now - arrival_minutes(cumulative, position[some])
         capacity_series[minute] = requested
         serving_series[minute] = serving
         backlog_series[minute] = backlog.sum(axis=0)
@@ -355,28 +351,11 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
     # The last backlog summed per candidate like ``World`` sums it (the series above is summed in
     # another order: equal to within rounding).
     final_backlog = np.ascontiguousarray(backlog.T).sum(axis=1)
-    scored = slice(score_from, minutes)
-    fluid = float(arrivals[scored].sum()) / rate
     capacity_series, serving_series = capacity_series.T.copy(), serving_series.T.copy()
     backlog_series, age_series = backlog_series.T.copy(), age_series.T.copy()
-    results = []
-    for column in range(count):
-        scored_ages = age_series[column, scored]
-        results.append(RunResult(
-            algorithm=algorithm,
-            knob=knobs[column],
-            minutes=minutes - score_from,
-            cost=float(capacity_series[column, scored].sum()),
-            fluid_lower_bound=fluid,
-            slo_violation_minutes=int((scored_ages > scenario.slo_minutes).sum()),
-            p99_age_minutes=float(np.percentile(scored_ages, 99)) if len(scored_ages) else 0.0,
-            max_age_minutes=float(scored_ages.max()) if len(scored_ages) else 0.0,
-            scale_actions=int(actions[column]),
-            final_backlog=float(final_backlog[column]),
-            capacity=capacity_series[column],
-            serving=serving_series[column],
-            backlog=backlog_series[column],
-            age=age_series[column],
-            arrivals=arrivals,
-        ))
-    return results
+    return [
+        scored_result(scenario, algorithm=algorithm, knob=knobs[column], score_from=score_from, arrivals=arrivals,
+                      capacity=capacity_series[column], serving=serving_series[column], backlog=backlog_series[column],
+                      age=age_series[column], scale_actions=int(actions[column]), final_backlog=float(final_backlog[column]))
+        for column in range(count)
+    ]

@@ -148,6 +148,39 @@ class RunResult:
         }
 
 
+def arrival_minutes(cumulative: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """When the event at each (fractional) position of the cumulative arrivals curve arrived, in
+    minutes: arrivals are spread evenly within a minute."""
+    index = np.clip(np.searchsorted(cumulative, positions, side="right"), 1, len(cumulative) - 1)
+    low, high = cumulative[index - 1], cumulative[index]
+    return index - 1 + np.where(high > low, (positions - low) / np.maximum(high - low, 1e-12), 0.0)
+
+
+def scored_result(scenario: Scenario, *, algorithm: str, knob: str, score_from: int, arrivals: np.ndarray,
+                  capacity: np.ndarray, serving: np.ndarray, backlog: np.ndarray, age: np.ndarray,
+                  scale_actions: int, final_backlog: float) -> RunResult:
+    """A run's numbers from its minute series, scoring only the minutes from ``score_from``."""
+    scored = slice(score_from, len(capacity))
+    ages = age[scored]
+    return RunResult(
+        algorithm=algorithm,
+        knob=knob,
+        minutes=len(capacity) - score_from,
+        cost=float(capacity[scored].sum()),
+        fluid_lower_bound=float(arrivals[scored].sum()) / scenario.events_per_instance_per_minute,
+        slo_violation_minutes=int((ages > scenario.slo_minutes).sum()),
+        p99_age_minutes=float(np.percentile(ages, 99)) if len(ages) else 0.0,
+        max_age_minutes=float(ages.max()) if len(ages) else 0.0,
+        scale_actions=scale_actions,
+        final_backlog=final_backlog,
+        capacity=capacity,
+        serving=serving,
+        backlog=backlog,
+        age=age,
+        arrivals=arrivals,
+    )
+
+
 def serve(demand: np.ndarray, instances: int, rate: float) -> np.ndarray:
     """Events each partition gets this minute: every instance shares ``rate`` among the
     partitions it owns (``p mod n``), a quiet partition's unused share going to busy ones."""
@@ -220,10 +253,7 @@ class World:
         waiting = self.backlog > DRAINED
         age = 0.0
         if waiting.any():
-            position = self.processed[waiting] / self.weights[waiting]
-            index = np.clip(np.searchsorted(self.cumulative, position, side="right"), 1, len(self.cumulative) - 1)
-            low, high = self.cumulative[index - 1], self.cumulative[index]
-            arrived = index - 1 + np.where(high > low, (position - low) / np.maximum(high - low, 1e-12), 0.0)
+            arrived = arrival_minutes(self.cumulative, self.processed[waiting] / self.weights[waiting])
             age = float(np.max(now - arrived))
         self.capacity_series[minute] = self.requested
         self.serving_series[minute] = serving
@@ -266,27 +296,15 @@ class World:
     def result(self, *, algorithm: str = "", knob: str = "", score_from: int = 0) -> RunResult:
         """Score the minutes run so far (from ``score_from``); checks that no event was lost."""
         minutes = self.minute
-        scored = slice(score_from, minutes)
         conservation = float(self.cumulative[minutes] - self.processed.sum() - self.backlog.sum())
         if abs(conservation) > 1e-6 * max(self.cumulative[minutes], 1.0):
             raise AssertionError(f"events not conserved: {conservation}")
-        ages = self.age_series[scored]
-        return RunResult(
-            algorithm=algorithm,
-            knob=knob,
-            minutes=minutes - score_from,
-            cost=float(self.capacity_series[scored].sum()),
-            fluid_lower_bound=float(self.arrivals[scored].sum()) / self.scenario.events_per_instance_per_minute,
-            slo_violation_minutes=int((ages > self.scenario.slo_minutes).sum()),
-            p99_age_minutes=float(np.percentile(ages, 99)) if len(ages) else 0.0,
-            max_age_minutes=float(ages.max()) if len(ages) else 0.0,
+        return scored_result(
+            self.scenario, algorithm=algorithm, knob=knob, score_from=score_from, arrivals=self.arrivals[:minutes],
+            capacity=self.capacity_series[:minutes], serving=self.serving_series[:minutes],
+            backlog=self.backlog_series[:minutes], age=self.age_series[:minutes],
             scale_actions=sum(1 for minute in self.action_minutes if minute >= score_from),
             final_backlog=float(self.backlog.sum()),
-            capacity=self.capacity_series[:minutes],
-            serving=self.serving_series[:minutes],
-            backlog=self.backlog_series[:minutes],
-            age=self.age_series[:minutes],
-            arrivals=self.arrivals[:minutes],
         )
 
 
