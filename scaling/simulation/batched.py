@@ -27,7 +27,8 @@ import numpy as np
 
 from scaling.domain.engine import allowed_counts, snap_down, snap_up
 from scaling.domain.policy import TargetPolicy
-from scaling.simulation.world import DRAINED, RunResult, Scenario, arrival_minutes, scored_result
+from scaling.simulation.batched_world import BatchWorld
+from scaling.simulation.world import RunResult, Scenario
 
 #: The simulated sample's only source (``observation_sample``'s default).
 SIMULATED_SOURCE = "hub"
@@ -93,89 +94,6 @@ class _Tables:
         self.history = max(int(self.length.max()), 1)
 
 
-class _Owners:
-    """Who owns which partition for each candidate's serving count (``p mod n``), kept up to date
-    as serving counts change (rarely). Arrays are (partitions, candidates): ``local`` the owning
-    instance, ``owner`` its slot in the flattened batch (``i * C + c``), ``share`` each
-    partition's first-round share, ``rate / partitions its owner has``."""
-
-    def __init__(self, count: int, partitions: int, rate: float) -> None:
-        index = np.arange(partitions)
-        sizes = np.arange(1, partitions + 1)
-        self.partitions = partitions
-        self.by_count = index[:, None] % sizes[None, :]  # column n - 1: owners with n instances
-        owned = np.stack([np.bincount(column, minlength=partitions)[column] for column in self.by_count.T], axis=1)
-        self.share_by_count = rate / owned  # the same division ``serve`` makes in its first round
-        self.columns = np.arange(count)
-        self.serving = np.zeros(count, dtype=np.int64)
-        self.local = np.zeros((partitions, count), dtype=np.int64)
-        self.owner = np.zeros((partitions, count), dtype=np.int64)
-        self.share = np.zeros((partitions, count))
-
-    def update(self, serving: np.ndarray) -> None:
-        changed = np.flatnonzero(serving != self.serving)
-        if changed.size:
-            column = np.minimum(serving[changed], self.partitions) - 1  # n >= P: one partition each
-            self.local[:, changed] = self.by_count[:, column]
-            self.owner[:, changed] = self.by_count[:, column] * len(self.columns) + changed[None, :]
-            self.share[:, changed] = self.share_by_count[:, column]
-            self.serving = serving.copy()
-
-
-def _serve(demand: np.ndarray, owners: _Owners, rate: float, done: np.ndarray, scratch: np.ndarray,
-           capped: np.ndarray, check_full: bool) -> np.ndarray:
-    """``world.serve`` for every candidate (column) at once, with the same floating-point operations.
-
-    The first round runs on the whole batch: for a candidate with an instance per partition it
-    gives ``minimum(demand, rate)``, which is all ``serve`` does for it, and such a candidate
-    never goes on. Only candidates with a partition capped by its share take further rounds,
-    together, owner slots flattened (their j-th column's instance i is slot ``i * k + j``);
-    those that settle leave, so each sees exactly the rounds ``serve`` would run for it alone.
-    A candidate with every partition capped has no room left (each owner gave ``rate / k`` to
-    each of its ``k`` partitions; the rounding is far below the 1e-9 ``serve`` stops at) and is
-    done after the first round unless ``check_full`` asks to check that too.
-    ``done``, ``scratch`` and ``capped`` are (partitions, candidates) buffers; the result is ``done``.
-    """
-    partitions, count = demand.shape
-    owner = owners.owner
-    if demand.min() > 0:
-        np.minimum(demand, owners.share, out=done)
-    else:
-        active = demand > 0
-        sharing = np.bincount(owner[active], minlength=owner.size)
-        share = np.where(sharing > 0, rate / np.maximum(sharing, 1), 0.0)
-        done[...] = np.where(active, np.minimum(demand, share[owner]), 0.0)
-    np.greater(np.subtract(demand, done, out=scratch), 1e-9, out=capped)  # (implies demand > 0, so active)
-    some = capped.any(axis=0)
-    if not check_full:
-        some &= ~capped.all(axis=0)
-    columns = np.flatnonzero(some)
-    if not columns.size:
-        return done
-    served = done
-    wanted, done, local = demand[:, columns], done[:, columns], owners.local[:, columns]
-    owner = local * len(columns) + np.arange(len(columns))[None, :]
-    room = np.maximum(float(rate) - np.bincount(owner.ravel(), weights=done.ravel(), minlength=owner.size), 0.0)
-    active = capped[:, columns] & (room[owner] > 1e-9)
-    while True:
-        going = active.any(axis=0)
-        if not going.all():
-            finished = ~going
-            served[:, columns[finished]] = done[:, finished]
-            if not going.any():
-                return served
-            room = room.reshape(partitions, len(columns))[:, going].ravel()
-            columns, wanted, done, active, local = columns[going], wanted[:, going], done[:, going], active[:, going], local[:, going]
-            owner = local * len(columns) + np.arange(len(columns))[None, :]
-        size = owner.size
-        sharing = np.bincount(owner[active], minlength=size)
-        share = np.where(sharing > 0, room / np.maximum(sharing, 1), 0.0)
-        give = np.where(active, np.minimum(wanted - done, share[owner]), 0.0)
-        done = done + give
-        room = np.maximum(room - np.bincount(owner.ravel(), weights=give.ravel(), minlength=size), 0.0)
-        active &= (wanted - done > 1e-9) & (room[owner] > 1e-9)
-
-
 def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenario: Scenario, *,
                    score_from: int = 0, algorithm: str = "candidate", knobs: Sequence[str] | None = None) -> list[RunResult]:
     """One ``RunResult`` per target, as ``simulate(arrivals, EngineAutoscaler(target), scenario)``."""
@@ -187,45 +105,14 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
         raise ValueError(f"simulate_batch cannot reproduce the engine for {unsupported[0]!r} (see supports())")
     knobs = list(knobs) if knobs is not None else [""] * len(targets)
     tables = _Tables(targets, scenario)
-    arrivals = np.asarray(arrivals, dtype=float)
-    minutes = len(arrivals)
-    count, partitions = len(targets), scenario.partitions
-    weights = scenario.partition_weights()
-    safe_weights = np.where(weights > 0, weights, 1.0)[:, None]
-    uniform = bool(np.all(weights == weights[0]))
-    cumulative = np.concatenate(([0.0], np.cumsum(arrivals)))
-    rate = scenario.events_per_instance_per_minute
-    interval = scenario.collection_interval_minutes
-    delay = scenario.provisioning_delay_minutes
-    whole, partial = divmod(scenario.checkpoint_delay_seconds / 60.0, 1.0)
-    whole = int(whole)
+    count = len(targets)
+    world = BatchWorld(arrivals, scenario, count)
+    minutes, interval = len(world.arrivals), scenario.collection_interval_minutes
     columns = np.arange(count)
-    owners = _Owners(count, partitions, rate)
-
-    # The world, per candidate.
-    backlog = np.zeros((partitions, count))
-    demand = np.zeros((partitions, count))
-    done, scratch, capped = np.zeros((partitions, count)), np.zeros((partitions, count)), np.zeros((partitions, count), dtype=bool)
-    waiting = np.zeros((partitions, count), dtype=bool)
-    # processed after each of the last minutes, oldest first; the oldest buffer takes the next minute
-    recent = [np.zeros((partitions, count)) for _ in range(whole + 2)]
-    processed = recent[-1]
-    # Rounding in a full owner's room stays below serve's 1e-9 cut unless rates are huge.
-    check_full = partitions * rate * 1e-15 >= 1e-9
-    requested = np.full(count, scenario.initial_capacity, dtype=np.int64)
-    ready = requested.copy()
-    pending = np.zeros((count, delay + 1), dtype=np.int64)  # count ready at minute m in slot m % (delay + 1)
-    capacity_series = np.zeros((minutes, count), dtype=np.int64)
-    serving_series = np.zeros((minutes, count), dtype=np.int64)
-    backlog_series = np.zeros((minutes, count))
-    age_series = np.zeros((minutes, count))
-    arrival_shares = (arrivals[:, None] * weights[None, :])[:, :, None]  # (minute, partition, 1)
-    # What collect reads: last enqueued sequence number + 1 per partition, per minute.
-    enqueued = np.floor(weights[None, :] * cumulative[:, None] + 1e-6)[:, :, None]
+    requested = world.requested  # updated in place by world.request
 
     # The engine, per candidate: the metric values of the samples in the longest window (oldest
     # first), the last action, and what the current capacity implies (thresholds, snapped steps).
-    actions = np.zeros(count, dtype=np.int64)
     history = tables.history
     window_backlog = np.zeros((history, count))
     window_per_instance = np.zeros((history, count))
@@ -256,50 +143,16 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
     inside = enough = divisor = None
 
     for minute in range(minutes):
-        slot = minute % (delay + 1)
-        arriving = pending[:, slot]
-        if arriving.any():
-            ready = np.where(arriving > 0, np.maximum(ready, arriving), ready)
-            pending[:, slot] = 0
-        serving = np.minimum(ready, requested)
-        owners.update(serving)
-        np.add(backlog, arrival_shares[minute], out=demand)
-        served = _serve(demand, owners, rate, done, scratch, capped, check_full)
-        np.subtract(demand, served, out=backlog)
-        processed = np.add(processed, served, out=recent[0])
-        recent = [*recent[1:], processed]
+        world.advance(minute)
         now = minute + 1
-        np.greater(backlog, DRAINED, out=waiting)
-        if waiting.any():
-            # The oldest unprocessed event: ``advance`` takes the largest age over waiting
-            # partitions; the age falls as the position rises, so the smallest position gives it.
-            # Division by one positive weight keeps the order, so uniform weights divide the minimum.
-            if uniform:
-                position = np.where(waiting, processed, np.inf).min(axis=0) / weights[0]
-            else:
-                position = np.where(waiting, processed / safe_weights, np.inf).min(axis=0)
-            some = np.isfinite(position)
-            age_series[minute, some] = now - arrival_minutes(cumulative, position[some])
-        capacity_series[minute] = requested
-        serving_series[minute] = serving
-        backlog_series[minute] = backlog.sum(axis=0)
         if now % interval:
             continue
 
         # --- observe: the sample's backlog, from integer sequence numbers as collect reads them ------
-        latest = recent[-1 - whole]
-        observed = scratch
-        if partial:  # latest - partial * (latest - earlier)
-            np.subtract(latest, recent[-2 - whole], out=observed)
-            np.multiply(partial, observed, out=observed)
-            np.subtract(latest, observed, out=observed)
-            np.add(observed, 1e-6, out=observed)
-        else:
-            np.add(latest, 1e-6, out=observed)
         # last_enqueued - checkpoint = (floor(w * cum + 1e-6) - 1) - (floor(checkpointed + 1e-6) - 1);
         # an empty partition or no checkpoint yet (-1) come out as partition_backlog counts them.
-        np.floor(observed, out=observed)
-        np.subtract(enqueued[now], observed, out=observed)
+        observed = world.checkpoint_positions(world.scratch)
+        np.subtract(world.enqueued[now], observed, out=observed)
         total = np.maximum(observed, 0.0, out=observed).sum(axis=0)
         window_backlog[:-1] = window_backlog[1:]
         window_backlog[-1] = total
@@ -333,29 +186,9 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
         if not go.any():
             continue
         rows = np.flatnonzero(go)
-        wanted = np.where(up[rows], up_wanted[rows], down_wanted[rows])
-        rising = wanted > requested[rows]
-        if rising.any():
-            pending[rows[rising], (now + delay) % (delay + 1)] = wanted[rising]
-        if not rising.all():
-            falling, lower = rows[~rising], wanted[~rising]
-            ready[falling] = np.minimum(ready[falling], lower)
-            pending[falling] = np.minimum(pending[falling], lower[:, None])
-        requested[rows] = wanted
+        world.request(rows, np.where(up[rows], up_wanted[rows], down_wanted[rows]), now, counted=now - 1 >= score_from)
         up_free[rows] = moment + tables.cooldown_up[rows]
         down_free[rows] = moment + tables.cooldown_down[rows]
-        if now - 1 >= score_from:
-            actions[rows] += 1
         capacity_changed(rows)
 
-    # The last backlog summed per candidate like ``World`` sums it (the series above is summed in
-    # another order: equal to within rounding).
-    final_backlog = np.ascontiguousarray(backlog.T).sum(axis=1)
-    capacity_series, serving_series = capacity_series.T.copy(), serving_series.T.copy()
-    backlog_series, age_series = backlog_series.T.copy(), age_series.T.copy()
-    return [
-        scored_result(scenario, algorithm=algorithm, knob=knobs[column], score_from=score_from, arrivals=arrivals,
-                      capacity=capacity_series[column], serving=serving_series[column], backlog=backlog_series[column],
-                      age=age_series[column], scale_actions=int(actions[column]), final_backlog=float(final_backlog[column]))
-        for column in range(count)
-    ]
+    return world.results(algorithm=algorithm, knobs=knobs, score_from=score_from)
