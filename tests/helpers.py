@@ -1,9 +1,13 @@
-"""Small helpers shared by the tests: a clock to drive, and a function of ``function_app.app``."""
+"""Small helpers shared by the tests: a clock to drive, a function of ``function_app.app``, arrival
+series for the simulators, and the check that a batched run equals the engine-driven one."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
+
+import numpy as np
+import pytest
 
 
 class Clock:
@@ -31,3 +35,41 @@ def app_function(name: str) -> Any:
     finally:
         app.functions_bindings = seen
     return function
+
+
+def flat(minutes: int = 1440) -> np.ndarray:
+    return np.full(minutes, 9000.0)
+
+
+def step_surge(minutes: int = 1440) -> np.ndarray:
+    arrivals = np.full(minutes, 3000.0)
+    arrivals[minutes // 3: minutes // 3 + 240] = 22000.0  # four hours near the peak
+    arrivals[2 * minutes // 3: 2 * minutes // 3 + 30] = 30000.0  # a short burst above what 32 partitions serve
+    return arrivals
+
+
+def noisy_diurnal(minutes: int = 1440, seed: int = 7) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    t = np.arange(minutes)
+    base = 12000.0 * (0.55 + 0.45 * np.sin(2 * np.pi * (t - 360) / 1440))
+    arrivals = base * rng.lognormal(0.0, 0.25, minutes)
+    arrivals[rng.random(minutes) < 0.01] *= 3.0  # spikes
+    arrivals[200:215] = 0.0  # a quiet spell: minutes without arrivals
+    return arrivals
+
+
+def assert_same_run(engine, batched, label: str) -> None:
+    """Every number of a batched simulator's run equals the engine-driven run's (the backlog
+    series is summed in another order: equal to within rounding)."""
+    assert batched.cost == engine.cost, label
+    assert batched.slo_violation_minutes == engine.slo_violation_minutes, label
+    assert batched.scale_actions == engine.scale_actions, label
+    assert batched.minutes == engine.minutes, label
+    np.testing.assert_array_equal(batched.capacity, engine.capacity, err_msg=label)
+    np.testing.assert_array_equal(batched.serving, engine.serving, err_msg=label)
+    np.testing.assert_array_equal(batched.age, engine.age, err_msg=label)
+    np.testing.assert_allclose(batched.backlog, engine.backlog, rtol=1e-12, atol=1e-6, err_msg=label)
+    assert batched.max_age_minutes == engine.max_age_minutes, label
+    assert batched.p99_age_minutes == engine.p99_age_minutes, label
+    assert batched.final_backlog == engine.final_backlog, label
+    assert batched.fluid_lower_bound == pytest.approx(engine.fluid_lower_bound), label

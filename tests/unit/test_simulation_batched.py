@@ -15,27 +15,7 @@ from scaling.simulation.batched import simulate_batch, supports
 from scaling.simulation.candidates import rule_candidates, slo_candidates
 from scaling.simulation.peers import EngineAutoscaler, seed_target, simulated_target
 from scaling.simulation.world import Scenario, simulate
-
-
-def flat(minutes: int = 1440) -> np.ndarray:
-    return np.full(minutes, 9000.0)
-
-
-def step_surge(minutes: int = 1440) -> np.ndarray:
-    arrivals = np.full(minutes, 3000.0)
-    arrivals[minutes // 3: minutes // 3 + 240] = 22000.0  # four hours near the peak
-    arrivals[2 * minutes // 3: 2 * minutes // 3 + 30] = 30000.0  # a short burst above what 32 partitions serve
-    return arrivals
-
-
-def noisy_diurnal(minutes: int = 1440, seed: int = 7) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    t = np.arange(minutes)
-    base = 12000.0 * (0.55 + 0.45 * np.sin(2 * np.pi * (t - 360) / 1440))
-    arrivals = base * rng.lognormal(0.0, 0.25, minutes)
-    arrivals[rng.random(minutes) < 0.01] *= 3.0  # spikes
-    arrivals[200:215] = 0.0  # a quiet spell: minutes without arrivals
-    return arrivals
+from tests.helpers import assert_same_run, flat, noisy_diurnal, step_surge
 
 
 def hand_made(scenario: Scenario) -> list:
@@ -92,21 +72,6 @@ CASES = {
 }
 
 
-def assert_same(engine, batched, label: str) -> None:
-    assert batched.cost == engine.cost, label
-    assert batched.slo_violation_minutes == engine.slo_violation_minutes, label
-    assert batched.scale_actions == engine.scale_actions, label
-    assert batched.minutes == engine.minutes, label
-    np.testing.assert_array_equal(batched.capacity, engine.capacity, err_msg=label)
-    np.testing.assert_array_equal(batched.serving, engine.serving, err_msg=label)
-    np.testing.assert_array_equal(batched.age, engine.age, err_msg=label)
-    np.testing.assert_allclose(batched.backlog, engine.backlog, rtol=1e-12, atol=1e-6, err_msg=label)
-    assert batched.max_age_minutes == engine.max_age_minutes, label
-    assert batched.p99_age_minutes == engine.p99_age_minutes, label
-    assert batched.final_backlog == engine.final_backlog, label
-    assert batched.fluid_lower_bound == pytest.approx(engine.fluid_lower_bound), label
-
-
 @pytest.mark.parametrize("delay", [0.0, 10.0])
 @pytest.mark.parametrize("trace", sorted(CASES))
 def test_batched_matches_engine(trace: str, delay: float) -> None:
@@ -123,7 +88,7 @@ def test_batched_matches_engine(trace: str, delay: float) -> None:
     acted = 0
     for target, result in zip(chosen, batched, strict=True):
         engine = simulate(arrivals, EngineAutoscaler(target), scenario, score_from=score_from)
-        assert_same(engine, result, f"{trace} delay={delay} {target.name} {target.rules[0]}")
+        assert_same_run(engine, result, f"{trace} delay={delay} {target.name} {target.rules[0]}")
         assert result.knob == target.name
         acted += result.scale_actions > 0
     assert acted  # the traces exercise the rules
@@ -134,7 +99,7 @@ def test_every_rule_candidate_of_the_medium_grid_matches_on_a_diurnal_day() -> N
     arrivals = noisy_diurnal(1440, seed=11)
     targets = [candidate.target for candidate in rule_candidates(simulated_target(scenario), "medium")]
     for target, result in zip(targets, simulate_batch(arrivals, targets, scenario, score_from=500), strict=True):
-        assert_same(simulate(arrivals, EngineAutoscaler(target), scenario, score_from=500), result, str(target.rules[0]))
+        assert_same_run(simulate(arrivals, EngineAutoscaler(target), scenario, score_from=500), result, str(target.rules[0]))
 
 
 def test_a_batch_gives_each_candidate_what_it_gets_alone() -> None:

@@ -1,0 +1,348 @@
+"""Many SLO-mode candidates simulated at once, the candidate being an array dimension.
+
+``simulate_slo_batch(arrivals, targets, scenario)`` gives, for every target that ``supports``
+accepts, the same ``RunResult`` as ``simulate(arrivals, EngineAutoscaler(target), scenario)``:
+one Python loop over collection times, numpy over partitions x candidates inside, on the
+``BatchWorld``. It mirrors the engine's SLO path operation for operation where floating point
+matters:
+
+- ``evaluate``: pending and ready capacity, learning the per-instance throughput from
+  saturated intervals (``interval_throughput``/``learn_throughput``, only once the capacity has
+  been steady for the checkpoint delay), the configured prior and the lower bound, snapping to
+  ``allowed_counts``, cooldowns since the last action, the action budget (token bucket) that
+  holds back scale-ins, the provisioning delay the engine assumes;
+- ``slo_proposal``: per-partition arrival rates over the rate window and the last interval,
+  oldest-event ages from the sequence-number history (``oldest_event_ages``), the learned
+  checkpoint delay, ``predicted_age`` over the reaction time (ready capacity first, then the
+  requested one), the scale-out count that drains the backlog, and the smallest scale-in count
+  expected to hold for ``min_dwell_seconds``.
+
+Sample times are whole seconds since the Unix epoch, as ``minute_time`` makes them, so that the
+age arithmetic rounds as the engine's does. The engine's decisions that cannot change what
+happens (a scale-in held by the cooldown or the action budget) are not worked out.
+tests/unit/test_simulation_batched_slo.py compares the results with the engine in the loop.
+
+Not covered (``supports`` returns False; callers use the engine): other modes, a minimum below
+one instance, and times that are not whole seconds (provisioning delay, cooldowns, windows).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import timedelta
+
+import numpy as np
+
+from scaling.domain.engine import THROUGHPUT_LEARNING_RATE, allowed_counts, snap_up
+from scaling.domain.lag import partitions_per_instance
+from scaling.domain.policy import TargetPolicy
+from scaling.domain.slo import CHECKPOINT_DELAY_CEILING, CHECKPOINT_DELAY_DRIFT, NO_RATE
+from scaling.simulation.batched_world import BatchWorld
+from scaling.simulation.peers import EPOCH
+from scaling.simulation.world import RunResult, Scenario
+
+_EPOCH_SECONDS = EPOCH.timestamp()
+
+
+def supports(target: TargetPolicy) -> bool:
+    """Whether ``simulate_slo_batch`` reproduces the engine for this target exactly."""
+    if target.mode != "slo" or target.bounds.min_instances < 1:
+        return False
+    slo = target.slo
+    seconds = (slo.provisioning_delay_seconds, slo.rate_window_seconds, target.window_seconds,
+               target.scale_up.cooldown_seconds, target.scale_down.cooldown_seconds)
+    return all(float(value).is_integer() for value in seconds)
+
+
+def batch_key(target: TargetPolicy) -> tuple:
+    """Targets simulated together must see the same samples: the same window and rate window."""
+    return (float(target.window_seconds or 600), float(target.slo.rate_window_seconds))
+
+
+class _Candidates:
+    """Per-candidate settings as arrays, and count lookups (allowed counts, snapping, steps)."""
+
+    def __init__(self, targets: Sequence[TargetPolicy], scenario: Scenario) -> None:
+        partitions = scenario.partitions
+        all_counts = [allowed_counts(target, partitions) for target in targets]
+        top = max([scenario.initial_capacity, 1, *(c[-1] for c in all_counts)]) + 1
+        self.top = top  # capacities and wanted counts are looked up in 0..top
+        sizes = range(top + 1)
+        self.snap_up = np.array([[snap_up(c, x) for x in sizes] for c in all_counts], dtype=np.int64)
+        self.up_size = np.array([[t.scale_up.size(x) for x in sizes] for t in targets], dtype=np.int64)
+        self.lowest = np.array([c[0] for c in all_counts], dtype=np.int64)
+        self.highest = np.array([c[-1] for c in all_counts], dtype=np.int64)
+        width = max(len(c) for c in all_counts)
+        # Allowed counts ascending, padded with a count above every capacity (never chosen).
+        self.levels = np.array([c + [top + 1] * (width - len(c)) for c in all_counts], dtype=np.int64)
+        self.valid_level = np.array([[True] * len(c) + [False] * (width - len(c)) for c in all_counts])
+        #: Partitions the busiest instance owns, per instance count (as the float the division uses).
+        self.per_instance = np.array([float(partitions_per_instance(partitions, n)) for n in range(top + 2)])
+        slo = [target.slo for target in targets]
+        self.max_age = np.array([s.max_event_age_seconds for s in slo])
+        self.safety = np.array([s.safety_seconds for s in slo])
+        self.dwell = np.array([s.min_dwell_seconds for s in slo])
+        self.headroom_factor = np.array([1.0 + s.headroom for s in slo])
+        self.budget = np.array([float(s.max_actions_per_hour) for s in slo])
+        self.provisioning = np.array([float(s.provisioning_delay_seconds) for s in slo])
+        self.prior = np.array([np.nan if s.events_per_instance_per_second is None else s.events_per_instance_per_second
+                               for s in slo])
+        self.cooldown_up = np.array([float(t.scale_up.cooldown_seconds) for t in targets])
+        self.cooldown_down = np.array([float(t.scale_down.cooldown_seconds) for t in targets])
+        self.limit = self.max_age - self.safety
+        self.drain = np.maximum(self.dwell / 2, self.max_age)
+        self.delay_ceiling = self.max_age * CHECKPOINT_DELAY_CEILING
+
+
+def _predicted_age(age: np.ndarray, backlog: np.ndarray, forecast: np.ndarray, service: np.ndarray,
+                   seconds: np.ndarray) -> np.ndarray:
+    """``slo.predicted_age`` with a service rate and a duration per candidate (column)."""
+    growth = 1.0 - service / np.maximum(forecast, NO_RATE)
+    flowing = np.where((age <= 0) & (growth <= 0), 0.0, np.maximum(age + growth * seconds, 0.0))
+    idle = np.where(service * seconds >= backlog, 0.0, age + seconds)
+    return np.where(seconds > 0, np.where(forecast <= NO_RATE, idle, flowing), age)
+
+
+def _learns(trail: np.ndarray, steady: np.ndarray, previous_time: float) -> np.ndarray:
+    """``previous sample time - timedelta(seconds=trail) >= steady`` as the engine compares
+    datetimes: timedelta rounds the trail to microseconds, so values within a microsecond of the
+    boundary are decided with timedelta itself."""
+    room = previous_time - steady
+    decided = trail <= room
+    close = np.flatnonzero(np.abs(trail - room) < 1e-3)
+    for column in close:
+        decided[column] = timedelta(seconds=float(trail[column])) <= timedelta(seconds=float(room[column]))
+    return decided
+
+
+def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenario: Scenario, *,
+                       score_from: int = 0, algorithm: str = "candidate", knobs: Sequence[str] | None = None) -> list[RunResult]:
+    """One ``RunResult`` per target, as ``simulate(arrivals, EngineAutoscaler(target), scenario)``."""
+    targets = list(targets)
+    if not targets:
+        return []
+    unsupported = [t.name for t in targets if not supports(t)]
+    if unsupported:
+        raise ValueError(f"simulate_slo_batch cannot reproduce the engine for {unsupported[0]!r} (see supports())")
+    if len({batch_key(t) for t in targets}) > 1:
+        raise ValueError("simulate_slo_batch needs one window and rate window for the whole batch (see batch_key())")
+    knobs = list(knobs) if knobs is not None else [""] * len(targets)
+    settings = _Candidates(targets, scenario)
+    count, partitions = len(targets), scenario.partitions
+    world = BatchWorld(arrivals, scenario, count)
+    minutes, interval = len(world.arrivals), scenario.collection_interval_minutes
+    interval_seconds = 60.0 * interval
+    window_seconds, rate_window = batch_key(targets[0])
+    # Samples the engine sees: those inside the window, at most what EngineAutoscaler keeps.
+    window_samples = min(math.ceil(window_seconds / interval_seconds), max(int(window_seconds // 60) + 2, 3))
+    rate_lag = math.ceil(rate_window / interval_seconds)  # samples back to the rate window's base
+    positions = world.enqueued[:, :, 0] - 1.0  # last enqueued sequence numbers (minute, partition)
+    columns = np.arange(count)
+    requested = world.requested  # updated in place by world.request
+    levels, per_instance = settings.levels, settings.per_instance
+
+    # The engine's state per candidate (NaN for None).
+    ready_state = np.zeros(count, dtype=np.int64)  # 0: none yet
+    pending_at = np.full(count, np.nan)
+    last_action = np.full(count, np.nan)
+    throughput = np.full(count, np.nan)
+    floor = np.full(count, np.nan)
+    delay = np.full(count, np.nan)
+    tokens = np.full(count, np.nan)
+    tokens_at = np.full(count, np.nan)
+    # The previous sample's checkpoint positions and backlog, and the arrivals' sequence numbers.
+    oldest = np.zeros((partitions, count))
+    previous_oldest = np.zeros((partitions, count))
+    backlog = np.zeros((partitions, count))
+    previous_backlog = np.zeros((partitions, count))
+    seen = 0
+
+    for minute in range(minutes):
+        world.advance(minute)
+        now = minute + 1
+        if now % interval:
+            continue
+        seen += 1
+        samples = min(seen, window_samples)
+        moment = _EPOCH_SECONDS + 60.0 * now
+        oldest, previous_oldest = previous_oldest, oldest
+        backlog, previous_backlog = previous_backlog, backlog
+        world.checkpoint_positions(oldest)
+        enqueued = world.enqueued[now]
+        np.maximum(np.subtract(enqueued, oldest, out=backlog), 0.0, out=backlog)
+
+        # --- evaluate: capacity and readiness ---------------------------------------------------
+        capacity = requested.copy()
+        pending = moment < pending_at
+        ready = np.where(pending, np.minimum(np.where(ready_state > 0, ready_state, capacity), capacity), capacity)
+        ready_state = ready
+
+        # --- learn the per-instance throughput from the last interval ---------------------------
+        if samples >= 2:
+            steady = np.fmax(pending_at, last_action)
+            trail = np.where(np.isnan(delay), 60.0, delay)
+            learning = ~pending & (np.isnan(steady) | _learns(trail, steady, moment - interval_seconds))
+            if learning.any():
+                checkpointed = oldest > 0
+                processed = np.where(checkpointed, oldest - previous_oldest, 0.0).sum(axis=0)
+                counted = checkpointed.sum(axis=0)
+                arrived = enqueued - world.enqueued[now - interval]
+                saturated = (checkpointed.all(axis=0) & (np.minimum(previous_backlog, backlog) > 2 * arrived).all(axis=0)
+                             & (processed > 0))
+                observed = processed / interval_seconds / np.maximum(ready, 1)
+                learned = learning & (counted > 0)
+                rows = learned & saturated
+                throughput = np.where(rows, np.where(np.isnan(throughput), observed, (1 - THROUGHPUT_LEARNING_RATE) * throughput
+                                                     + THROUGHPUT_LEARNING_RATE * observed), throughput)
+                rows = learned & ~saturated & (observed > np.where(np.isnan(floor), 0.0, floor))
+                floor = np.where(rows, observed, floor)
+        rate = np.where(np.isnan(throughput), np.where(np.isnan(settings.prior), floor, settings.prior), throughput)
+        known = rate > 0  # (NaN compares False: not known)
+
+        # --- the proposal -----------------------------------------------------------------------
+        proposal = np.zeros(count, dtype=np.int64)  # wanted count; 0 holds
+        upward = np.zeros(count, dtype=bool)
+        unknown = ~known
+        if unknown.any():
+            total = backlog.sum(axis=0)
+            previous_total = previous_backlog.sum(axis=0) if samples >= 2 else np.zeros(count)
+            rising = unknown & (ready >= capacity) & (total > 0) & (total > previous_total)
+            at = np.minimum(capacity, settings.top)
+            proposal = np.where(rising, capacity + settings.up_size[columns, at], proposal)
+            upward |= rising
+
+        down_rows = np.zeros(0, dtype=np.int64)
+        if known.any():
+            rate = np.where(known, rate, 1.0)
+            window = positions[now - interval * (samples - 1): now + 1: interval]  # (samples, partition), oldest first
+            times = _EPOCH_SECONDS + 60.0 * np.arange(now - interval * (samples - 1), now + 1, interval)
+            base = samples - 1 - rate_lag if samples - 1 >= rate_lag else 0
+            recent = max(samples - 2, 0)
+            latest = window[-1]
+            arrival = (np.maximum(latest - window[base], 0.0) / (times[-1] - times[base])
+                       if times[-1] > times[base] else np.zeros(partitions))
+            recent_rate = (np.maximum(latest - window[recent], 0.0) / (times[-1] - times[recent])
+                           if times[-1] > times[recent] else np.zeros(partitions))
+            ages = _oldest_event_ages(times, window, oldest, np.maximum(arrival, recent_rate))
+
+            worst = ages.max(axis=0)
+            learned_delay = np.where(np.isnan(delay), worst, np.minimum(worst, delay + CHECKPOINT_DELAY_DRIFT))
+            learned_delay = np.minimum(learned_delay, settings.delay_ceiling)
+            delay = np.where(known, learned_delay, delay)
+            react = learned_delay + interval_seconds + settings.provisioning
+            forecast = np.maximum(arrival, recent_rate)[:, None] * settings.headroom_factor
+            age = np.maximum(ages - learned_delay, 0.0)
+            pending_seconds = np.where(~np.isnan(pending_at) & (ready < capacity), np.maximum(pending_at - moment, 0.0), 0.0)
+            first = np.minimum(pending_seconds, react)
+            then = _predicted_age(age, backlog, forecast, rate / per_instance[ready], first)
+            then = _predicted_age(then, backlog, forecast, rate / per_instance[capacity], react - first)
+            worst_predicted = np.maximum(0.0, then.max(axis=0))
+            risk = known & (worst_predicted > settings.limit)
+            if risk.any():
+                rows = np.flatnonzero(risk)
+                since = learned_delay[rows]
+                wanted_rate = forecast[:, rows]
+                need = (wanted_rate + np.maximum(backlog[:, rows] + wanted_rate * (settings.provisioning[rows] + since)
+                                                 - wanted_rate * settings.safety[rows], 0.0) / settings.drain[rows]).max(axis=0)
+                candidates = levels[rows]
+                fits = (settings.valid_level[rows] & (candidates > capacity[rows, None])
+                        & (rate[rows, None] / per_instance[np.minimum(candidates, settings.top + 1)] >= need[:, None]))
+                chosen = np.where(fits.any(axis=1), candidates[np.arange(len(rows)), fits.argmax(axis=1)], settings.highest[rows])
+                proposal[rows] = chosen
+                upward[rows] = True
+
+            # Scale-in: worked out only where the cooldown and the action budget would let it act.
+            enough_history = (samples - 1) * interval_seconds >= rate_window
+            if enough_history:
+                budget = _tokens(settings.budget, tokens, tokens_at, moment)
+                free = np.isnan(last_action) | (moment >= last_action + settings.cooldown_down)
+                eligible = known & ~risk & free & (budget >= 2) & (settings.lowest < capacity)
+                if eligible.any():
+                    down_rows, chosen = _scale_in(np.flatnonzero(eligible), levels, capacity, rate, per_instance,
+                                                  forecast, age, settings, interval_seconds)
+                    proposal[down_rows] = chosen
+
+        # --- evaluate: snapping, bounds, cooldown, the action budget; the request ----------------
+        up_rows = np.flatnonzero(upward)
+        if up_rows.size:
+            wanted = settings.snap_up[up_rows, np.minimum(np.maximum(proposal[up_rows], capacity[up_rows] + 1), settings.top)]
+            free = np.isnan(last_action[up_rows]) | (moment >= last_action[up_rows] + settings.cooldown_up[up_rows])
+            keep = (wanted > capacity[up_rows]) & free
+            up_rows, up_wanted = up_rows[keep], wanted[keep]
+        else:
+            up_wanted = up_rows
+        rows = np.concatenate((up_rows, down_rows))
+        if not rows.size:
+            continue
+        wanted = np.concatenate((up_wanted, proposal[down_rows]))
+        budget = _tokens(settings.budget[rows], tokens[rows], tokens_at[rows], moment)
+        tokens[rows] = np.maximum(budget - 1.0, 0.0)
+        tokens_at[rows] = moment
+        if up_rows.size:
+            pending_at[up_rows] = moment + settings.provisioning[up_rows]
+        if down_rows.size:
+            ready_state[down_rows] = np.minimum(ready[down_rows], proposal[down_rows])
+        last_action[rows] = moment
+        world.request(rows, wanted, now, counted=now - 1 >= score_from)
+
+    return world.results(algorithm=algorithm, knobs=knobs, score_from=score_from)
+
+
+def _tokens(budget: np.ndarray, tokens: np.ndarray, tokens_at: np.ndarray, moment: float) -> np.ndarray:
+    """``engine.action_tokens``: the budget refilled since the last action, at most the budget."""
+    refilled = np.minimum(budget, tokens + np.maximum(moment - tokens_at, 0.0) / 3600.0 * budget)
+    return np.where(np.isnan(tokens) | np.isnan(tokens_at), budget, refilled)
+
+
+def _oldest_event_ages(times: np.ndarray, window: np.ndarray, oldest: np.ndarray, arrival_rate: np.ndarray) -> np.ndarray:
+    """``slo.oldest_event_ages`` for every candidate (column of ``oldest``) against one shared
+    position history ``window`` (samples x partitions, never decreasing)."""
+    samples = len(times)
+    below = np.zeros(oldest.shape, dtype=np.int64)
+    for row in window:
+        below += row[:, None] < oldest
+    waiting = below < samples
+    first = np.where(waiting, below, 0)
+    previous_index = np.maximum(first - 1, 0)
+    by_partition = np.ascontiguousarray(window.T)
+    position = np.take_along_axis(by_partition, first, axis=1)
+    previous = np.take_along_axis(by_partition, previous_index, axis=1)
+    span = np.maximum(position - previous, 1.0)
+    interpolated = times[previous_index] + (oldest - previous) / span * (times[first] - times[previous_index])
+    extrapolated = times[0] - (position - oldest) / np.maximum(arrival_rate, NO_RATE)[:, None]
+    arrived = np.where(first == 0, extrapolated, interpolated)
+    return np.where(waiting, np.maximum(times[-1] - arrived, 0.0), 0.0)
+
+
+def _scale_in(rows: np.ndarray, levels: np.ndarray, capacity: np.ndarray, rate: np.ndarray, per_instance: np.ndarray,
+              forecast: np.ndarray, age: np.ndarray, settings: _Candidates, interval_seconds: float) -> tuple[np.ndarray, np.ndarray]:
+    """The smallest allowed count below the capacity expected to hold for ``min_dwell_seconds``
+    (``slo_proposal``'s scale-in search, counts ascending), for candidates ``rows``; returns the
+    rows that found one and their counts."""
+    found_rows, found_counts = [], []
+    forecast, age = forecast[:, rows], age[:, rows]
+    reaction = interval_seconds + settings.provisioning[rows]
+    limit, dwell, rate, capacity = settings.limit[rows], settings.dwell[rows], rate[rows], capacity[rows]
+    safe_forecast = np.maximum(forecast, NO_RATE)
+    flowing = forecast > NO_RATE
+    undecided = np.ones(len(rows), dtype=bool)
+    for level in range(levels.shape[1]):
+        count = levels[rows, level]
+        trying = undecided & (count < capacity)
+        if not trying.any():
+            break
+        columns = np.flatnonzero(trying)
+        serve = rate[columns] / per_instance[count[columns]]
+        growth = np.where(flowing[:, columns], 1.0 - serve / safe_forecast[:, columns], -1.0)
+        filling = growth > 0
+        margin = limit[columns] - growth * reaction[columns] - age[:, columns]
+        hold = np.where(filling, np.where(margin > 0, margin / np.where(filling, growth, 1.0), 0.0), np.inf).min(axis=0)
+        holds = hold >= dwell[columns]
+        if holds.any():
+            found_rows.append(rows[columns[holds]])
+            found_counts.append(count[columns[holds]])
+            undecided[columns[holds]] = False
+    if not found_rows:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(found_rows), np.concatenate(found_counts)
