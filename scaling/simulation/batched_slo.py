@@ -65,20 +65,24 @@ class _Candidates:
 
     def __init__(self, targets: Sequence[TargetPolicy], scenario: Scenario) -> None:
         partitions = scenario.partitions
-        all_counts = [allowed_counts(target, partitions) for target in targets]
+        all_counts = [tuple(allowed_counts(target, partitions)) for target in targets]
         top = max([scenario.initial_capacity, 1, *(c[-1] for c in all_counts)]) + 1
         self.top = top  # capacities and wanted counts are looked up in 0..top
         sizes = range(top + 1)
-        self.snap_up = np.array([[snap_up(c, x) for x in sizes] for c in all_counts], dtype=np.int64)
-        self.up_size = np.array([[t.scale_up.size(x) for x in sizes] for t in targets], dtype=np.int64)
+        width = max(len(c) for c in all_counts)
+        # Candidates mostly share their bounds and steps: build each distinct table row once.
+        self.snap_up = _rows_by(all_counts, lambda c: [snap_up(c, x) for x in sizes])
+        self.up_size = _rows_by([t.scale_up for t in targets], lambda step: [step.size(x) for x in sizes])
         self.lowest = np.array([c[0] for c in all_counts], dtype=np.int64)
         self.highest = np.array([c[-1] for c in all_counts], dtype=np.int64)
-        width = max(len(c) for c in all_counts)
         # Allowed counts ascending, padded with a count above every capacity (never chosen).
-        self.levels = np.array([c + [top + 1] * (width - len(c)) for c in all_counts], dtype=np.int64)
-        self.valid_level = np.array([[True] * len(c) + [False] * (width - len(c)) for c in all_counts])
+        self.levels = _rows_by(all_counts, lambda c: [*c, *[top + 1] * (width - len(c))])
+        self.valid_level = self.levels <= top
         #: Partitions the busiest instance owns, per instance count (as the float the division uses).
         self.per_instance = np.array([float(partitions_per_instance(partitions, n)) for n in range(top + 2)])
+        self.level_per_instance = self.per_instance[self.levels]
+        #: How many allowed counts lie below each capacity.
+        self.below = _rows_by(all_counts, lambda c: [sum(1 for n in c if n < x) for x in sizes])
         slo = [target.slo for target in targets]
         self.max_age = np.array([s.max_event_age_seconds for s in slo])
         self.safety = np.array([s.safety_seconds for s in slo])
@@ -93,6 +97,54 @@ class _Candidates:
         self.limit = self.max_age - self.safety
         self.drain = np.maximum(self.dwell / 2, self.max_age)
         self.delay_ceiling = self.max_age * CHECKPOINT_DELAY_CEILING
+
+
+def _rows_by(keys: Sequence, build) -> np.ndarray:
+    """An integer table with one row per key, each distinct key's row built once."""
+    built: dict = {}
+    return np.array([built[key] if key in built else built.setdefault(key, build(key)) for key in keys], dtype=np.int64)
+
+
+class _Rows:
+    """The rows the engine's per-partition arithmetic runs on.
+
+    Partitions with the same share of arrivals have the same sequence numbers, arrival rates and
+    forecast, and the service rate the engine assumes is the same for every partition. Then each
+    per-partition quantity the engine reduces is monotone in the partition's checkpoint: its
+    oldest-event age (and the predicted ages built on it) and its backlog are largest at the
+    smallest checkpoint, the hold time of a scale-in shortest there, the saturation test
+    strictest at the largest. So each group of equal shares is represented by two rows, its
+    smallest and its largest checkpoint, and the maxima and minima come out as over every
+    partition, bit for bit (floating-point operations are monotone too). Sums (events processed,
+    total backlog) are taken over all partitions. With as many groups as half the partitions or
+    more, every partition is its own row.
+    """
+
+    def __init__(self, weights: np.ndarray) -> None:
+        shares, group = np.unique(weights, return_inverse=True)
+        partitions = len(weights)
+        self.groups: list[np.ndarray] | None = None
+        if 2 * len(shares) < partitions:
+            self.groups = [np.flatnonzero(group == index) for index in range(len(shares))]
+            self.representative = np.repeat([members[0] for members in self.groups], 2)
+        else:
+            self.representative = np.arange(partitions)
+        self.count = len(self.representative)
+
+    def reduce(self, checkpoints: np.ndarray) -> np.ndarray:
+        """(rows, candidates) from (partitions, candidates): per group, smallest then largest."""
+        if self.groups is None:
+            return checkpoints.copy()
+        reduced = np.empty((self.count, checkpoints.shape[1]))
+        if len(self.groups) == 1:
+            checkpoints.min(axis=0, out=reduced[0])
+            checkpoints.max(axis=0, out=reduced[1])
+            return reduced
+        for index, members in enumerate(self.groups):
+            chosen = checkpoints[members]
+            chosen.min(axis=0, out=reduced[2 * index])
+            chosen.max(axis=0, out=reduced[2 * index + 1])
+        return reduced
 
 
 def _predicted_age(age: np.ndarray, backlog: np.ndarray, forecast: np.ndarray, service: np.ndarray,
@@ -137,7 +189,9 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     # Samples the engine sees: those inside the window, at most what EngineAutoscaler keeps.
     window_samples = min(math.ceil(window_seconds / interval_seconds), max(int(window_seconds // 60) + 2, 3))
     rate_lag = math.ceil(rate_window / interval_seconds)  # samples back to the rate window's base
-    positions = world.enqueued[:, :, 0] - 1.0  # last enqueued sequence numbers (minute, partition)
+    layout = _Rows(world.weights)
+    positions = world.enqueued[:, layout.representative, 0] - 1.0  # last enqueued sequence numbers (minute, row)
+    enqueued_total = world.enqueued[:, :, 0].sum(axis=1)  # events enqueued in all partitions, per minute
     columns = np.arange(count)
     requested = world.requested  # updated in place by world.request
     levels, per_instance = settings.levels, settings.per_instance
@@ -151,11 +205,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     delay = np.full(count, np.nan)
     tokens = np.full(count, np.nan)
     tokens_at = np.full(count, np.nan)
-    # The previous sample's checkpoint positions and backlog, and the arrivals' sequence numbers.
-    oldest = np.zeros((partitions, count))
-    previous_oldest = np.zeros((partitions, count))
-    backlog = np.zeros((partitions, count))
-    previous_backlog = np.zeros((partitions, count))
+    # What the sample shows (checkpoint positions and backlog per row, their sums), and the previous one's.
+    checkpoints = np.zeros((partitions, count))
+    oldest = backlog = np.zeros((layout.count, count))
+    oldest_sum = backlog_sum = np.zeros(count)
     seen = 0
 
     for minute in range(minutes):
@@ -166,11 +219,18 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         seen += 1
         samples = min(seen, window_samples)
         moment = _EPOCH_SECONDS + 60.0 * now
-        oldest, previous_oldest = previous_oldest, oldest
-        backlog, previous_backlog = previous_backlog, backlog
-        world.checkpoint_positions(oldest)
-        enqueued = world.enqueued[now]
-        np.maximum(np.subtract(enqueued, oldest, out=backlog), 0.0, out=backlog)
+        previous_backlog, previous_oldest_sum, previous_backlog_sum = backlog, oldest_sum, backlog_sum
+        world.checkpoint_positions(checkpoints)
+        enqueued = positions[now][:, None] + 1.0
+        oldest = layout.reduce(checkpoints)
+        backlog = np.maximum(enqueued - oldest, 0.0)
+        oldest_sum = checkpoints.sum(axis=0)
+        # Each partition's backlog is enqueued - checkpointed >= 0 unless rounding put a checkpoint
+        # past the last event; partition_backlog counts that as 0, so sum those few candidates exactly.
+        backlog_sum = enqueued_total[now] - oldest_sum
+        ahead = np.flatnonzero((oldest > enqueued).any(axis=0))
+        if ahead.size:
+            backlog_sum[ahead] = np.maximum(world.enqueued[now] - checkpoints[:, ahead], 0.0).sum(axis=0)
 
         # --- evaluate: capacity and readiness ---------------------------------------------------
         capacity = requested.copy()
@@ -185,13 +245,12 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             learning = ~pending & (np.isnan(steady) | _learns(trail, steady, moment - interval_seconds))
             if learning.any():
                 checkpointed = oldest > 0
-                processed = np.where(checkpointed, oldest - previous_oldest, 0.0).sum(axis=0)
-                counted = checkpointed.sum(axis=0)
-                arrived = enqueued - world.enqueued[now - interval]
+                processed = oldest_sum - previous_oldest_sum  # (partitions without a checkpoint add 0 - 0)
+                arrived = enqueued - (positions[now - interval][:, None] + 1.0)
                 saturated = (checkpointed.all(axis=0) & (np.minimum(previous_backlog, backlog) > 2 * arrived).all(axis=0)
                              & (processed > 0))
                 observed = processed / interval_seconds / np.maximum(ready, 1)
-                learned = learning & (counted > 0)
+                learned = learning & checkpointed.any(axis=0)
                 rows = learned & saturated
                 throughput = np.where(rows, np.where(np.isnan(throughput), observed, (1 - THROUGHPUT_LEARNING_RATE) * throughput
                                                      + THROUGHPUT_LEARNING_RATE * observed), throughput)
@@ -205,9 +264,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         upward = np.zeros(count, dtype=bool)
         unknown = ~known
         if unknown.any():
-            total = backlog.sum(axis=0)
-            previous_total = previous_backlog.sum(axis=0) if samples >= 2 else np.zeros(count)
-            rising = unknown & (ready >= capacity) & (total > 0) & (total > previous_total)
+            previous_total = previous_backlog_sum if samples >= 2 else np.zeros(count)
+            rising = unknown & (ready >= capacity) & (backlog_sum > 0) & (backlog_sum > previous_total)
             at = np.minimum(capacity, settings.top)
             proposal = np.where(rising, capacity + settings.up_size[columns, at], proposal)
             upward |= rising
@@ -221,9 +279,9 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             recent = max(samples - 2, 0)
             latest = window[-1]
             arrival = (np.maximum(latest - window[base], 0.0) / (times[-1] - times[base])
-                       if times[-1] > times[base] else np.zeros(partitions))
+                       if times[-1] > times[base] else np.zeros(layout.count))
             recent_rate = (np.maximum(latest - window[recent], 0.0) / (times[-1] - times[recent])
-                           if times[-1] > times[recent] else np.zeros(partitions))
+                           if times[-1] > times[recent] else np.zeros(layout.count))
             ages = _oldest_event_ages(times, window, oldest, np.maximum(arrival, recent_rate))
 
             worst = ages.max(axis=0)
@@ -259,8 +317,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 free = np.isnan(last_action) | (moment >= last_action + settings.cooldown_down)
                 eligible = known & ~risk & free & (budget >= 2) & (settings.lowest < capacity)
                 if eligible.any():
-                    down_rows, chosen = _scale_in(np.flatnonzero(eligible), levels, capacity, rate, per_instance,
-                                                  forecast, age, settings, interval_seconds)
+                    down_rows, chosen = _scale_in(eligible, capacity, rate, forecast, age, settings, interval_seconds)
                     proposal[down_rows] = chosen
 
         # --- evaluate: snapping, bounds, cooldown, the action budget; the request ----------------
@@ -299,15 +356,14 @@ def _oldest_event_ages(times: np.ndarray, window: np.ndarray, oldest: np.ndarray
     """``slo.oldest_event_ages`` for every candidate (column of ``oldest``) against one shared
     position history ``window`` (samples x partitions, never decreasing)."""
     samples = len(times)
-    below = np.zeros(oldest.shape, dtype=np.int64)
-    for row in window:
-        below += row[:, None] < oldest
+    below = (window[:, :, None] < oldest[None]).sum(axis=0)
     waiting = below < samples
     first = np.where(waiting, below, 0)
     previous_index = np.maximum(first - 1, 0)
     by_partition = np.ascontiguousarray(window.T)
-    position = np.take_along_axis(by_partition, first, axis=1)
-    previous = np.take_along_axis(by_partition, previous_index, axis=1)
+    partitions = np.arange(len(by_partition))[:, None]
+    position = by_partition[partitions, first]
+    previous = by_partition[partitions, previous_index]
     span = np.maximum(position - previous, 1.0)
     interpolated = times[previous_index] + (oldest - previous) / span * (times[first] - times[previous_index])
     extrapolated = times[0] - (position - oldest) / np.maximum(arrival_rate, NO_RATE)[:, None]
@@ -315,34 +371,47 @@ def _oldest_event_ages(times: np.ndarray, window: np.ndarray, oldest: np.ndarray
     return np.where(waiting, np.maximum(times[-1] - arrived, 0.0), 0.0)
 
 
-def _scale_in(rows: np.ndarray, levels: np.ndarray, capacity: np.ndarray, rate: np.ndarray, per_instance: np.ndarray,
-              forecast: np.ndarray, age: np.ndarray, settings: _Candidates, interval_seconds: float) -> tuple[np.ndarray, np.ndarray]:
+def _scale_in(eligible: np.ndarray, capacity: np.ndarray, rate: np.ndarray, forecast: np.ndarray, age: np.ndarray,
+              settings: _Candidates, interval_seconds: float) -> tuple[np.ndarray, np.ndarray]:
     """The smallest allowed count below the capacity expected to hold for ``min_dwell_seconds``
-    (``slo_proposal``'s scale-in search, counts ascending), for candidates ``rows``; returns the
-    rows that found one and their counts."""
-    found_rows, found_counts = [], []
-    forecast, age = forecast[:, rows], age[:, rows]
-    reaction = interval_seconds + settings.provisioning[rows]
-    limit, dwell, rate, capacity = settings.limit[rows], settings.dwell[rows], rate[rows], capacity[rows]
+    (``slo_proposal``'s scale-in search) for the ``eligible`` candidates; returns the candidates
+    that found one and their counts.
+
+    The engine tries counts ascending and takes the first that holds. How long a count holds
+    never shrinks as the count grows (more service: slower growth, fewer filling partitions),
+    so the first that holds is found by checking where the fluid model says it should be and
+    the count below; only when those disagree with the estimate are all counts tried in turn.
+    """
+    columns = np.arange(len(capacity))
+    reaction = interval_seconds + settings.provisioning
     safe_forecast = np.maximum(forecast, NO_RATE)
     flowing = forecast > NO_RATE
-    undecided = np.ones(len(rows), dtype=bool)
-    for level in range(levels.shape[1]):
-        count = levels[rows, level]
-        trying = undecided & (count < capacity)
-        if not trying.any():
-            break
-        columns = np.flatnonzero(trying)
-        serve = rate[columns] / per_instance[count[columns]]
-        growth = np.where(flowing[:, columns], 1.0 - serve / safe_forecast[:, columns], -1.0)
+    below = settings.below[columns, np.minimum(capacity, settings.top)]  # allowed counts under the capacity
+
+    def holds(level: np.ndarray, chosen: np.ndarray | slice = slice(None)) -> np.ndarray:
+        serve = rate[chosen] / settings.level_per_instance[columns[chosen], level]
+        growth = np.where(flowing[:, chosen], 1.0 - serve / safe_forecast[:, chosen], -1.0)
         filling = growth > 0
-        margin = limit[columns] - growth * reaction[columns] - age[:, columns]
+        margin = settings.limit[chosen] - growth * reaction[chosen] - age[:, chosen]
         hold = np.where(filling, np.where(margin > 0, margin / np.where(filling, growth, 1.0), 0.0), np.inf).min(axis=0)
-        holds = hold >= dwell[columns]
-        if holds.any():
-            found_rows.append(rows[columns[holds]])
-            found_counts.append(count[columns[holds]])
-            undecided[columns[holds]] = False
-    if not found_rows:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    return np.concatenate(found_rows), np.concatenate(found_counts)
+        return hold >= settings.dwell[chosen]
+
+    # Where it should be: growth at most (limit - age) / (reaction + dwell) on every partition.
+    allowed_growth = (settings.limit - age) / (reaction + settings.dwell)
+    required = np.where(flowing, forecast * (1.0 - allowed_growth), -np.inf).max(axis=0)
+    guess = (rate[:, None] / settings.level_per_instance < required[:, None]).sum(axis=1)
+    guess = np.clip(guess, 0, np.maximum(below - 1, 0))
+    at_guess = holds(guess)
+    under_guess = (guess > 0) & holds(np.maximum(guess - 1, 0))
+    found = eligible & at_guess & ~under_guess
+    unsure = eligible & ~found & ~(~at_guess & (guess == below - 1))
+    chosen = np.where(found, guess, -1)
+    for level in range(settings.levels.shape[1]):  # (rarely needed) every count in turn, ascending
+        trying = np.flatnonzero(unsure & (level < below))
+        if not trying.size:
+            break
+        holding = trying[holds(np.full(len(trying), level), trying)]
+        chosen[holding] = level
+        unsure[holding] = False
+    found = np.flatnonzero(chosen >= 0)
+    return found, settings.levels[found, chosen[found]]
