@@ -6,12 +6,11 @@ by the KEDA-style peer, which is fast), then for ``local[1]`` and ``local[2]``:
 
 - runs the DataFrame transforms over the whole history (seconds reported);
 - simulates, through the Spark tasks of the job (``job.simulate_all``), two sets of candidates
-  for every target, one after the other:
-  - threshold-rule candidates (``--rule-grid``, by default 810 per target), which the job runs
-    in the batched simulator (one task per target), on the last ``--rule-minutes`` minutes;
-  - the engine-driven ones: the current policy (SLO mode) and the SLO grid (``--grid``), on the
-    last ``--sim-minutes`` minutes (the engine in the loop runs a few thousand minutes a second
-    per core);
+  for every target, one after the other, each in the job's batched simulators:
+  - threshold-rule candidates (``--rule-grid``, by default 810 per target) on the last
+    ``--rule-minutes`` minutes;
+  - SLO-mode candidates, the project's default mode (``--grid``, by default the 810 of
+    ``bench_slo_candidates``, and the current policy) on the last ``--sim-minutes`` minutes;
 - reports candidate-policy-minutes per second for each set and combined (total minutes over
   total seconds), and the local[2]/local[1] ratios, with the load average.
 """
@@ -88,10 +87,30 @@ def bench_rule_candidates(base, count: str = "bench") -> list:
     return candidates
 
 
+def bench_slo_candidates(base, count: str = "bench") -> list:
+    """The SLO-mode candidates the benchmark batches: the job's grids, or a finer grid of safety
+    margins x headrooms x dwell times x action budgets (810 per target)."""
+    import itertools
+    from dataclasses import replace
+
+    from scaling.simulation.candidates import Candidate, slo_candidates
+
+    if count != "bench":
+        return slo_candidates(base, count)
+    candidates = []
+    for safety, headroom, dwell, budget in itertools.product((30.0, 45.0, 60.0, 75.0, 90.0, 105.0, 120.0, 135.0, 150.0),
+                                                             (0.0, 0.025, 0.05, 0.1, 0.2), (600.0, 900.0, 1200.0, 1800.0,
+                                                                                              2400.0, 3600.0), (2.0, 4.0, 8.0)):
+        slo = replace(base.slo, safety_seconds=safety, headroom=headroom, min_dwell_seconds=dwell, max_actions_per_hour=budget)
+        candidates.append(Candidate(f"slo safety={safety:g} headroom={headroom:g} dwell={dwell:g} budget={budget:g}",
+                                    replace(base, mode="slo", rules=(), slo=slo)))
+    return candidates
+
+
 def measure(master: str, history: str, grid: str, rule_grid: str, sim_minutes: int, rule_minutes: int, specs: dict) -> dict:
     import os
 
-    from scaling.simulation.candidates import Candidate, slo_candidates
+    from scaling.simulation.candidates import Candidate
     from scaling.simulation.peers import simulated_target
     from scaling.simulation.world import Scenario
     from scaling.tuning import job
@@ -105,7 +124,7 @@ def measure(master: str, history: str, grid: str, rule_grid: str, sim_minutes: i
         print(f"{master}: transforms over the history...", file=sys.stderr, flush=True)
         histories, _ = job.recover_histories(spark, job.read_history_df(spark, history), steady_samples=4)
         transform_seconds = time.perf_counter() - started
-        engine_works, rule_works = {}, {}
+        slo_works, rule_works = {}, {}
         recovered = {}
         for item in histories:
             spec = specs[item.target]
@@ -115,21 +134,21 @@ def measure(master: str, history: str, grid: str, rule_grid: str, sim_minutes: i
             scenario = HistoryScenario(partitions=item.partitions, events_per_instance_per_minute=mu,
                                        initial_capacity=item.initial_capacity, weights=tuple(item.weights))
             base = simulated_target(Scenario(partitions=item.partitions), name=item.target)
-            # The engine-driven candidates: the current policy (SLO mode) and the SLO grid.
+            # The SLO-mode candidates: the current policy and the SLO grid.
             series = item.arrivals[-sim_minutes:]
-            candidates = (Candidate(CURRENT, base), *slo_candidates(base, grid))
-            engine_works[item.target] = TargetWork(item.target, series, scenario, int(len(series) * 0.6), candidates)
+            candidates = (Candidate(CURRENT, base), *bench_slo_candidates(base, grid))
+            slo_works[item.target] = TargetWork(item.target, series, scenario, int(len(series) * 0.6), candidates)
             # The batched rule candidates.
             series = item.arrivals[-rule_minutes:]
             candidates = tuple(bench_rule_candidates(base, rule_grid))
             rule_works[item.target] = TargetWork(item.target, series, scenario, int(len(series) * 0.6), candidates)
-            work = rule_works[item.target]
-            assert all(batched(work, index) for index in range(len(candidates)))
+            for work in (rule_works[item.target], slo_works[item.target]):
+                assert all(batched(work, index) for index in range(len(work.candidates)))
         print(f"{master}: transforms took {transform_seconds:.0f}s; simulating...", file=sys.stderr, flush=True)
-        job.simulate_all(spark, {name: _first(work) for name, work in list(engine_works.items())[:1]})  # warm the workers up
+        job.simulate_all(spark, {name: _first(work) for name, work in list(slo_works.items())[:1]})  # warm the workers up
         job.simulate_all(spark, {name: _first(work) for name, work in list(rule_works.items())[:1]})
         runs = {}
-        for kind, works in (("rules_batched", rule_works), ("slo_engine", engine_works)):
+        for kind, works in (("rules_batched", rule_works), ("slo_batched", slo_works)):
             load = os.getloadavg()[0]
             rows, seconds = job.simulate_all(spark, works)
             minutes = sum(row["simulated_minutes"] for row in rows)
@@ -167,11 +186,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--traces", default="../shared/traces", help="folder of the real traces")
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--targets", type=int, default=8)
-    parser.add_argument("--grid", default="small", choices=("small", "medium", "large"), help="SLO grid (engine-driven)")
+    parser.add_argument("--grid", default="bench", choices=("bench", "small", "medium", "large"),
+                        help="SLO-mode candidates: the job's grids or the finer bench grid (810 per target)")
     parser.add_argument("--rule-grid", default="bench", choices=("bench", "small", "medium", "large"),
                         help="rule candidates (batched): the job's grids or the finer bench grid (810 per target)")
-    parser.add_argument("--sim-minutes", type=int, default=720,
-                        help="minutes of each target's series simulated per engine-driven (SLO) candidate")
+    parser.add_argument("--sim-minutes", type=int, default=2880,
+                        help="minutes of each target's series simulated per SLO-mode candidate")
     parser.add_argument("--rule-minutes", type=int, default=2880,
                         help="minutes of each target's series simulated per batched rule candidate")
     parser.add_argument("--json", help="write the measurements here")
@@ -196,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
     results = [measure(master, str(history), args.grid, args.rule_grid, args.sim_minutes, args.rule_minutes, specs)
                for master in MASTERS]
     one, two = results
-    kinds = ("rules_batched", "slo_engine", "combined")
+    kinds = ("rules_batched", "slo_batched", "combined")
     ratios = {kind: round(two["runs"][kind]["candidate_policy_minutes_per_second"]
                           / one["runs"][kind]["candidate_policy_minutes_per_second"], 3) for kind in kinds}
     summary = {"days": args.days, "targets": args.targets, "grid": args.grid, "rule_grid": args.rule_grid,

@@ -19,8 +19,9 @@ Steps (docs/tuning.md):
    each simulated by the executors on the whole reconstructed series (warm state) and scored on
    the validation window (the part after ``--train-fraction``). Tasks are (target, candidate
    chunk) pairs in an RDD, so the work spreads over cores and over many targets: a target's
-   threshold-rule candidates run as one batched simulation (``scaling.simulation.batched``,
-   exactly the engine's results), the other candidates through the engine in the loop.
+   threshold-rule candidates run as one batched simulation (``scaling.simulation.batched``),
+   its SLO-mode candidates as another (``scaling.simulation.batched_slo``), both exactly the
+   engine's results; the few others through the engine in the loop.
 3. The cheapest candidate meeting the SLO on training and validation (``pick_cheapest``) is
    written as a policy file; the evidence goes to a sibling ``.evidence.json``.
 4. A report: a Pareto plot per target (PNG) and a Markdown summary.
@@ -549,8 +550,8 @@ def task_chunks(sizes: dict[str, int], parallelism: int, tasks_per_core: int) ->
     return tasks
 
 
-#: Rough cost of one candidate-minute, in seconds: the engine in the loop, and the batched rule
-#: simulator per partition (for ordering tasks longest first only).
+#: Rough cost of one candidate-minute, in seconds: the engine in the loop, and the batched
+#: simulators per minute and per partition (for ordering tasks longest first only).
 ENGINE_MINUTE_SECONDS = 3e-4
 BATCHED_PARTITION_MINUTE_SECONDS = 4e-8
 BATCH_MINUTE_SECONDS = 4e-4
@@ -559,20 +560,26 @@ MAX_BATCH_CANDIDATE_MINUTES = 4_000_000
 
 
 def plan_tasks(works: dict[str, Any], parallelism: int, tasks_per_core: int) -> list[tuple[str, list[int]]]:
-    """Spark tasks, longest first: per target, its batchable rule candidates in one task (one
-    batched simulation; split in a few when there are fewer targets than cores, so that every
-    core has work, and so that no batch holds more than ``MAX_BATCH_CANDIDATE_MINUTES``), and its
-    other candidates (the engine in the loop) in chunks of about ``tasks_per_core`` tasks per core."""
-    from scaling.tuning.tasks import batched
+    """Spark tasks, longest first: per target and batch group (threshold rules; SLO mode per
+    window), its candidates in one task (one batched simulation; split in a few when there are
+    fewer batches than cores, so that every core has work, and so that no batch holds more than
+    ``MAX_BATCH_CANDIDATE_MINUTES``), and its other candidates (the engine in the loop) in chunks
+    of about ``tasks_per_core`` tasks per core."""
+    from scaling.tuning.tasks import batch_group
 
-    together = {name: [i for i in range(len(work.candidates)) if batched(work, i)] for name, work in works.items()}
-    alone = {name: [i for i in range(len(work.candidates)) if not batched(work, i)] for name, work in works.items()}
+    together: dict[tuple, list[int]] = {}
+    alone: dict[str, list[int]] = {name: [] for name in works}
+    for name, work in works.items():
+        for index in range(len(work.candidates)):
+            group = batch_group(work, index)
+            if group is None:
+                alone[name].append(index)
+            else:
+                together.setdefault((name, group), []).append(index)
     tasks: list[tuple[str, list[int]]] = []
     costs: list[float] = []
-    with_batches = [name for name, indices in together.items() if indices]
-    pieces = max(1, math.ceil(parallelism / max(len(with_batches), 1)))
-    for name in with_batches:
-        indices = together[name]
+    pieces = max(1, math.ceil(parallelism / max(len(together), 1)))
+    for (name, _), indices in together.items():
         size = max(math.ceil(len(indices) / pieces), 32)
         size = max(min(size, MAX_BATCH_CANDIDATE_MINUTES // max(len(works[name].arrivals), 1)), 1)
         for start in range(0, len(indices), size):

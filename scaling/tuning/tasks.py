@@ -2,10 +2,12 @@
 arrival series. No Spark imports here (the functions are shipped by reference in the package
 zip, so that they behave the same under ``spark-submit`` on a cluster and on ``local[*]``).
 
-Threshold-rule candidates that ``scaling.simulation.batched.supports`` accepts run together in
-one batched simulation (candidates as an array dimension; it reproduces the engine-driven run
-exactly, tests/unit/test_simulation_batched.py); the others (the SLO mode, ``lag_seconds`` rules)
-run the real rule engine in the loop, one candidate at a time. Both give the same rows.
+Candidates run together in batched simulations (candidates as an array dimension), which
+reproduce the engine-driven run exactly: threshold-rule candidates that
+``scaling.simulation.batched.supports`` accepts in one batch, SLO-mode candidates that
+``scaling.simulation.batched_slo.supports`` accepts in one batch per window (tests/unit/
+test_simulation_batched*.py). The others (``lag_seconds`` rules, fractional seconds) run the
+real rule engine in the loop, one candidate at a time. All give the same rows.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scaling.simulation import batched_slo
 from scaling.simulation.batched import simulate_batch, supports
 from scaling.simulation.candidates import Candidate
 from scaling.simulation.peers import EngineAutoscaler
@@ -71,9 +74,20 @@ def window_metrics(result: RunResult, scenario: Scenario, start: int, end: int) 
     }
 
 
+def batch_group(work: TargetWork, index: int) -> tuple | None:
+    """Which batched simulation this candidate runs in (candidates of one group run together),
+    or ``None`` when it runs through the engine."""
+    target = work.candidates[index].target
+    if supports(target):
+        return ("rules",)
+    if batched_slo.supports(target):
+        return ("slo", *batched_slo.batch_key(target))
+    return None
+
+
 def batched(work: TargetWork, index: int) -> bool:
-    """Whether this candidate runs in the batched simulator (else through the engine)."""
-    return supports(work.candidates[index].target)
+    """Whether this candidate runs in a batched simulator (else through the engine)."""
+    return batch_group(work, index) is not None
 
 
 def simulate_candidate(work: TargetWork, index: int) -> dict:
@@ -86,14 +100,19 @@ def simulate_candidate(work: TargetWork, index: int) -> dict:
 
 
 def simulate_candidates_batched(work: TargetWork, indices: Sequence[int]) -> list[dict]:
-    """Rule candidates together in one batched run; each row's ``seconds`` is its share of it."""
-    if not indices:
-        return []
-    started = time.perf_counter()
-    results = simulate_batch(work.arrivals, [work.candidates[index].target for index in indices], work.scenario,
-                             score_from=work.split, knobs=[work.candidates[index].label for index in indices])
-    seconds = (time.perf_counter() - started) / len(indices)
-    return [candidate_row(work, index, result, seconds) for index, result in zip(indices, results, strict=True)]
+    """Batchable candidates, one batched run per group; each row's ``seconds`` is its share of its run."""
+    groups: dict[tuple, list[int]] = {}
+    for index in indices:
+        groups.setdefault(batch_group(work, index), []).append(index)
+    rows = []
+    for group, members in groups.items():
+        simulate_group = simulate_batch if group == ("rules",) else batched_slo.simulate_slo_batch
+        started = time.perf_counter()
+        results = simulate_group(work.arrivals, [work.candidates[index].target for index in members], work.scenario,
+                                 score_from=work.split, knobs=[work.candidates[index].label for index in members])
+        seconds = (time.perf_counter() - started) / len(members)
+        rows += [candidate_row(work, index, result, seconds) for index, result in zip(members, results, strict=True)]
+    return rows
 
 
 def candidate_row(work: TargetWork, index: int, result: RunResult, seconds: float) -> dict:

@@ -129,20 +129,25 @@ def test_supports_only_what_it_reproduces() -> None:
 def test_tuning_tasks_give_the_same_rows_batched_as_through_the_engine() -> None:
     from scaling.simulation.candidates import Candidate, all_candidates
     from scaling.tuning.job import plan_tasks
-    from scaling.tuning.tasks import CURRENT, TargetWork, batched, run_chunk, simulate_candidate
+    from scaling.tuning.tasks import CURRENT, TargetWork, batch_group, run_chunk, simulate_candidate
 
     scenario = Scenario(partitions=8, peak_instances=6.0, checkpoint_delay_seconds=10.0)
     base = simulated_target(scenario, name="t")
     arrivals = noisy_diurnal(480, seed=5) * 0.5
+    lag = Rule(name="lag", metric="lag_seconds", scale_up_above=120.0, scale_down_below=20.0)
+    longer = replace(base, slo=replace(base.slo, rate_window_seconds=300.0))
     candidates = (Candidate(CURRENT, seed_target(scenario, 4000.0, 500.0)), *all_candidates(base, "small")[:2],
-                  *rule_candidates(base, "small"))
+                  *rule_candidates(base, "small"), Candidate("lag", replace(base, mode="rules", rules=(lag,))),
+                  Candidate("longer rate window", longer))
     work = TargetWork("t", arrivals, scenario, 300, candidates)
     works = {"t": work}
     tasks = plan_tasks(works, 2, 3)
-    together = [task for task in tasks if batched(work, task[1][0])]
-    assert len(together) == 1 and together[0][1] == [0, 3, 4]  # one batch: the seed rule and the rule grid
-    assert sorted(i for _, indices in tasks for i in indices) == list(range(len(candidates)))
+    # One batch per group: the seed rule and the rule grid; the SLO grid; the other SLO window;
+    # the lag_seconds rule through the engine.
+    assert sorted(indices for _, indices in tasks) == [[0, 3, 4], [1, 2], [5], [6]]
+    assert batch_group(work, 5) is None and batch_group(work, 6) != batch_group(work, 1)
     rows = [row for task in tasks for row in run_chunk(task, works)]
+    assert sorted(row["index"] for row in rows) == list(range(len(candidates)))
     for row in rows:
         alone = simulate_candidate(work, row["index"])
         assert {**row, "seconds": 0} == {**alone, "seconds": 0}
