@@ -4,16 +4,17 @@
 ``TargetPolicy`` that ``supports`` accepts), the same ``RunResult`` as
 ``simulate(arrivals, EngineAutoscaler(target), scenario)``: one Python loop over minutes, numpy
 over candidates x partitions inside. It mirrors, operation for operation where floating point
-matters, the world (``World.advance``, ``serve``'s water-filling, provisioning delay, the
-checkpoint delay, the observed integer sequence numbers) and the engine's rules mode
+matters, the world (``BatchWorld``: ``World.advance``, ``serve``'s water-filling, provisioning
+delay, the checkpoint delay, the observed integer sequence numbers) and the engine's rules mode
 (``_rules_proposal``: windows by collection time, ``min_samples``, ``metric_value``, the
 aggregates with Python's left-to-right sum, tiers, up if any rule says so, down only if all
 agree; ``evaluate``: ``allowed_counts``, ``snap_up``/``snap_down``, bounds, cooldown since the
 last action). tests/unit/test_simulation_batched.py compares it with the engine-driven run.
 
-Not covered (``supports`` returns False and callers use the engine): the SLO mode, the
-``lag_seconds`` metric (it needs the engine's learned throughput), rules naming a source other
-than the simulated hub's, ``min_samples`` below 1 and ``min_instances`` below 1.
+Not covered (``supports`` returns False): the SLO mode (``batched_slo.py`` batches it), and, for
+which callers use the engine, the ``lag_seconds`` metric (it needs the engine's learned
+throughput), rules naming a source other than the simulated hub's, ``min_samples`` below 1 and
+``min_instances`` below 1.
 
 The per-minute total backlog series (``RunResult.backlog``) is summed over partitions in another
 order than ``World`` sums it, so it agrees to within rounding; everything else is bit for bit.
