@@ -15,6 +15,7 @@ from scaling.simulation.batched_slo import batch_key, simulate_slo_batch, suppor
 from scaling.simulation.candidates import slo_candidates
 from scaling.simulation.peers import EngineAutoscaler, simulated_target
 from scaling.simulation.world import Scenario, simulate
+from scaling.tuning.tasks import HistoryScenario
 from tests.helpers import assert_same_run, flat, noisy_diurnal, step_surge
 
 
@@ -57,6 +58,10 @@ CASES = {
                              noisy_diurnal(1080, seed=3) * 0.6, 600),
     "instant": lambda delay: (Scenario(checkpoint_delay_seconds=delay, partitions=8, provisioning_delay_minutes=0,
                                        initial_capacity=40), step_surge(600) * 0.3, 0),
+    # Two groups of equal shares (a quarter of the partitions three times as busy), as the job
+    # recovers them from history: each group is simulated as its extremes.
+    "two-shares": lambda delay: (HistoryScenario(checkpoint_delay_seconds=delay, partitions=16, peak_instances=12.0,
+                                                 weights=(3.0,) * 4 + (1.0,) * 12), noisy_diurnal(720, seed=9) * 0.5, 0),
 }
 
 
@@ -66,7 +71,7 @@ def test_batched_slo_matches_engine(trace: str, delay: float) -> None:
     scenario, arrivals, score_from = CASES[trace](delay)
     targets = candidates(scenario)
     assert all(supports(target) for target in targets)
-    if trace in ("skewed", "instant"):  # smaller hubs: every candidate; the standard hub: every other one
+    if trace in ("skewed", "instant", "two-shares"):  # smaller hubs: every candidate; the standard hub: every other one
         chosen = targets
     else:  # (the engine in SLO mode runs ~2,000 minutes a second)
         chosen = targets[(sorted(CASES).index(trace) + int(delay)) % 2::2]
@@ -111,6 +116,24 @@ def test_a_batch_gives_each_candidate_what_it_gets_alone() -> None:
         alone = simulate_slo_batch(arrivals, [target], scenario)[0]
         np.testing.assert_array_equal(alone.capacity, result.capacity)
         np.testing.assert_array_equal(alone.age, result.age)
+
+
+@pytest.mark.parametrize("room", [60.0, 61.0, 3600.0])
+@pytest.mark.parametrize("offset", [-1e-6, -4e-7, 0.0, 4e-7, 5e-7, 6e-7, 1e-6, 0.25])
+def test_learning_waits_for_the_trail_as_timedelta_rounds_it(room: float, offset: float) -> None:
+    """The engine compares ``previous - timedelta(seconds=trail) >= steady``; timedelta rounds
+    the trail to microseconds, so a trail half a microsecond past the room still counts."""
+    from datetime import timedelta
+
+    from scaling.simulation.batched_slo import _learns
+    from scaling.simulation.peers import EPOCH
+
+    steady = EPOCH.timestamp() + 1200.0
+    previous = steady + room
+    trail = np.array([room + offset])
+    expected = EPOCH + timedelta(seconds=previous - EPOCH.timestamp()) - timedelta(seconds=float(trail[0])) >= EPOCH + timedelta(
+        seconds=steady - EPOCH.timestamp())
+    assert bool(_learns(trail, np.array([steady]), previous)[0]) == expected
 
 
 def test_supports_only_what_it_reproduces() -> None:
