@@ -288,7 +288,9 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             learned_delay = np.where(np.isnan(delay), worst, np.minimum(worst, delay + CHECKPOINT_DELAY_DRIFT))
             learned_delay = np.minimum(learned_delay, settings.delay_ceiling)
             delay = np.where(known, learned_delay, delay)
-            react = learned_delay + interval_seconds + settings.provisioning
+            # The engine reads the collection interval off the samples: 60 s until it has two.
+            sample_interval = interval_seconds if samples >= 2 else 60.0
+            react = learned_delay + sample_interval + settings.provisioning
             forecast = np.maximum(arrival, recent_rate)[:, None] * settings.headroom_factor
             age = np.maximum(ages - learned_delay, 0.0)
             pending_seconds = np.where(~np.isnan(pending_at) & (ready < capacity), np.maximum(pending_at - moment, 0.0), 0.0)
@@ -317,7 +319,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 free = np.isnan(last_action) | (moment >= last_action + settings.cooldown_down)
                 eligible = known & ~risk & free & (budget >= 2) & (settings.lowest < capacity)
                 if eligible.any():
-                    down_rows, chosen = _scale_in(eligible, capacity, rate, forecast, age, settings, interval_seconds)
+                    down_rows, chosen = _scale_in(eligible, capacity, rate, forecast, age, settings, sample_interval)
                     proposal[down_rows] = chosen
 
         # --- evaluate: snapping, bounds, cooldown, the action budget; the request ----------------

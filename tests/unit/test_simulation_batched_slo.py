@@ -9,6 +9,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scaling.domain.policy import Bounds, Step
 from scaling.simulation.batched_slo import batch_key, simulate_slo_batch, supports
@@ -146,3 +148,30 @@ def test_supports_only_what_it_reproduces() -> None:
     with pytest.raises(ValueError, match="cannot reproduce"):
         simulate_slo_batch(flat(10), [replace(base, mode="rules")], scenario)
     assert simulate_slo_batch(flat(10), [], scenario) == []
+
+
+@settings(max_examples=20, deadline=None, derandomize=True)
+@given(partitions=st.integers(2, 12), hot=st.integers(0, 3), minutes=st.integers(120, 300), seed=st.integers(0, 10_000),
+       delay=st.sampled_from([0.0, 10.0, 45.0, 70.0]), interval=st.sampled_from([1, 1, 2]),
+       safety=st.sampled_from([30.0, 90.0, 150.0]), headroom=st.sampled_from([0.0, 0.1]),
+       dwell=st.sampled_from([300.0, 1200.0]), budget=st.sampled_from([1.0, 4.0, 30.0]),
+       provisioning=st.sampled_from([0, 1, 3]), lowest=st.integers(1, 3), highest=st.integers(1, 14), balanced=st.booleans(),
+       cooldowns=st.sampled_from([(0, 300), (120, 0), (0, 900)]))
+def test_random_hubs_and_settings_match_the_engine(partitions, hot, minutes, seed, delay, interval, safety, headroom, dwell,
+                                                   budget, provisioning, lowest, highest, balanced, cooldowns) -> None:
+    """Random small hubs (some partitions hotter than others, so groups of equal shares and single
+    partitions mix), random bursty arrivals, random SLO settings, bounds and cooldowns."""
+    rng = np.random.default_rng(seed)
+    weights = tuple(3.0 if index < hot else 1.0 for index in range(partitions))
+    scenario = HistoryScenario(partitions=partitions, weights=weights, checkpoint_delay_seconds=delay,
+                               collection_interval_minutes=interval, provisioning_delay_minutes=provisioning,
+                               events_per_instance_per_minute=500.0, initial_capacity=int(rng.integers(1, partitions + 1)))
+    arrivals = rng.gamma(2.0, 500.0 * partitions / 4, minutes) * (1 + (rng.random(minutes) < 0.05) * 4)
+    base = replace(simulated_target(scenario, name="random"),
+                   bounds=Bounds(min_instances=lowest, max_instances=max(highest, lowest), balanced_counts=balanced),
+                   scale_up=Step(step_percent=50.0, cooldown_seconds=cooldowns[0]), scale_down=Step(step=1, cooldown_seconds=cooldowns[1]))
+    slo = replace(base.slo, safety_seconds=safety, headroom=headroom, min_dwell_seconds=dwell, max_actions_per_hour=budget,
+                  provisioning_delay_seconds=60.0 * provisioning)
+    targets = [replace(base, slo=slo), replace(base, slo=replace(slo, events_per_instance_per_second=500.0 / 60))]
+    for target, result in zip(targets, simulate_slo_batch(arrivals, targets, scenario), strict=True):
+        assert_same_run(simulate(arrivals, EngineAutoscaler(target), scenario), result, f"{scenario} {target.slo}")
