@@ -66,7 +66,10 @@ def oldest_event_ages(times: np.ndarray, positions: np.ndarray, oldest: np.ndarr
     ``positions`` holds last-enqueued sequence numbers (samples x partitions), ``oldest`` the
     sequence number of each partition's oldest unprocessed event (checkpoint + 1). Its arrival
     time is read off the positions' history, interpolated between samples, or extrapolated at
-    the arrival rate when it is older than the history.
+    the arrival rate when it is older than the history. Without a measured rate (a single
+    sample, or nothing enqueued over the history) it counts as arrived at the first sample: as
+    old as the history, which is all that is known (dividing by a zero rate would call it
+    billions of seconds old and scale out on the first sample after every start).
     """
     reached = positions >= oldest[None, :]
     waiting = reached[-1]
@@ -77,7 +80,8 @@ def oldest_event_ages(times: np.ndarray, positions: np.ndarray, oldest: np.ndarr
     previous = positions[previous_index, columns]
     span = np.maximum(position - previous, 1.0)
     interpolated = times[previous_index] + (oldest - previous) / span * (times[first] - times[previous_index])
-    extrapolated = times[0] - (position - oldest) / np.maximum(arrival_rate, NO_RATE)
+    measured = arrival_rate > NO_RATE
+    extrapolated = times[0] - np.where(measured, (position - oldest) / np.where(measured, arrival_rate, 1.0), 0.0)
     arrived = np.where(first == 0, extrapolated, interpolated)
     return np.where(waiting, np.maximum(times[-1] - arrived, 0.0), 0.0)
 

@@ -368,7 +368,8 @@ def _oldest_event_ages(times: np.ndarray, window: np.ndarray, oldest: np.ndarray
     previous = by_partition[partitions, previous_index]
     span = np.maximum(position - previous, 1.0)
     interpolated = times[previous_index] + (oldest - previous) / span * (times[first] - times[previous_index])
-    extrapolated = times[0] - (position - oldest) / np.maximum(arrival_rate, NO_RATE)[:, None]
+    measured = (arrival_rate > NO_RATE)[:, None]
+    extrapolated = times[0] - np.where(measured, (position - oldest) / np.where(measured, arrival_rate[:, None], 1.0), 0.0)
     arrived = np.where(first == 0, extrapolated, interpolated)
     return np.where(waiting, np.maximum(times[-1] - arrived, 0.0), 0.0)
 

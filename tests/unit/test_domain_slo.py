@@ -7,7 +7,6 @@ the simulated world through ``EngineAutoscaler`` with decisions captured by ``on
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -55,10 +54,11 @@ def test_oldest_event_age(checkpoint, beginning, rate, expected) -> None:
     assert age == pytest.approx(expected)
 
 
-def test_oldest_event_age_without_rate_is_huge_not_an_error() -> None:
-    # no arrivals measured and an event older than the history: extrapolation cannot divide by zero
-    age = oldest_event_age([0.0, 60.0], [99, 99], 49, 0, 0.0)
-    assert age > 1e6 and math.isfinite(age)
+@pytest.mark.parametrize(("times", "positions"), [([0.0, 60.0], [99, 99]), ([60.0], [99])])
+def test_oldest_event_age_without_rate_is_the_history_span(times, positions) -> None:
+    # no arrivals measured (nothing enqueued, or a single sample) and an event older than the
+    # history: it is at least as old as the history; extrapolating at no rate would say ~1e12 s
+    assert oldest_event_age(times, positions, 49, 0, 0.0) == times[-1] - times[0]
 
 
 @pytest.mark.parametrize(
@@ -136,6 +136,15 @@ def idle(arrival: float, **kwargs) -> list[MetricSample]:
 def state(capacity: int = 8, **changes) -> ScalerState:
     # checkpoint delay known to be 0 so that the ages below are read as they are built
     return replace(ScalerState(target="orders", capacity=capacity, checkpoint_delay_seconds=0.0), **changes)
+
+
+def test_a_first_sample_with_a_backlog_holds_instead_of_extrapolating_an_age() -> None:
+    """Started next to a consumer whose checkpoints trail: one sample, no arrival rate yet. The
+    waiting events are as old as the history (0 s), not billions of seconds: hold."""
+    first = history(2.0, 2.0, 300)[-1:]
+    decision = evaluate(slo_target(), ScalerState(target="orders"), first, T0)
+    assert decision.direction == HOLD, decision.reasons
+    assert decision.metrics["oldest_age_seconds"] == 0.0
 
 
 @pytest.mark.parametrize(
