@@ -73,3 +73,12 @@ def assert_same_run(engine, batched, label: str) -> None:
     assert batched.p99_age_minutes == engine.p99_age_minutes, label
     assert batched.final_backlog == engine.final_backlog, label
     assert batched.fluid_lower_bound == pytest.approx(engine.fluid_lower_bound), label
+
+
+def assert_batch_gives_each_what_it_gets_alone(simulate_batch, arrivals, targets, scenario) -> None:
+    """A candidate's run does not depend on the others in its batch."""
+    together = simulate_batch(arrivals, targets, scenario)
+    for target, result in zip(targets, together, strict=True):
+        alone = simulate_batch(arrivals, [target], scenario)[0]
+        np.testing.assert_array_equal(alone.capacity, result.capacity)
+        np.testing.assert_array_equal(alone.age, result.age)

@@ -28,7 +28,7 @@ import numpy as np
 
 from scaling.domain.engine import allowed_counts, snap_down, snap_up
 from scaling.domain.policy import TargetPolicy
-from scaling.simulation.batched_world import BatchWorld
+from scaling.simulation.batched_world import BatchWorld, checked_batch
 from scaling.simulation.world import RunResult, Scenario
 
 #: The simulated sample's only source (``observation_sample``'s default).
@@ -98,13 +98,9 @@ class _Tables:
 def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenario: Scenario, *,
                    score_from: int = 0, algorithm: str = "candidate", knobs: Sequence[str] | None = None) -> list[RunResult]:
     """One ``RunResult`` per target, as ``simulate(arrivals, EngineAutoscaler(target), scenario)``."""
-    targets = list(targets)
+    targets, knobs = checked_batch(targets, knobs, supports, "simulate_batch")
     if not targets:
         return []
-    unsupported = [t.name for t in targets if not supports(t)]
-    if unsupported:
-        raise ValueError(f"simulate_batch cannot reproduce the engine for {unsupported[0]!r} (see supports())")
-    knobs = list(knobs) if knobs is not None else [""] * len(targets)
     tables = _Tables(targets, scenario)
     count = len(targets)
     world = BatchWorld(arrivals, scenario, count)

@@ -38,7 +38,7 @@ from scaling.domain.engine import THROUGHPUT_LEARNING_RATE, allowed_counts, snap
 from scaling.domain.lag import partitions_per_instance
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.slo import CHECKPOINT_DELAY_CEILING, CHECKPOINT_DELAY_DRIFT, NO_RATE
-from scaling.simulation.batched_world import BatchWorld
+from scaling.simulation.batched_world import BatchWorld, checked_batch
 from scaling.simulation.peers import EPOCH
 from scaling.simulation.world import RunResult, Scenario
 
@@ -171,15 +171,11 @@ def _learns(trail: np.ndarray, steady: np.ndarray, previous_time: float) -> np.n
 def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenario: Scenario, *,
                        score_from: int = 0, algorithm: str = "candidate", knobs: Sequence[str] | None = None) -> list[RunResult]:
     """One ``RunResult`` per target, as ``simulate(arrivals, EngineAutoscaler(target), scenario)``."""
-    targets = list(targets)
+    targets, knobs = checked_batch(targets, knobs, supports, "simulate_slo_batch")
     if not targets:
         return []
-    unsupported = [t.name for t in targets if not supports(t)]
-    if unsupported:
-        raise ValueError(f"simulate_slo_batch cannot reproduce the engine for {unsupported[0]!r} (see supports())")
     if len({batch_key(t) for t in targets}) > 1:
         raise ValueError("simulate_slo_batch needs one window and rate window for the whole batch (see batch_key())")
-    knobs = list(knobs) if knobs is not None else [""] * len(targets)
     settings = _Candidates(targets, scenario)
     count, partitions = len(targets), scenario.partitions
     world = BatchWorld(arrivals, scenario, count)

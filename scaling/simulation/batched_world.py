@@ -11,9 +11,23 @@ engine-driven ``simulate`` exactly.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numpy as np
 
+from scaling.domain.policy import TargetPolicy
 from scaling.simulation.world import DRAINED, RunResult, Scenario, arrival_minutes, scored_result
+
+
+def checked_batch(targets: Sequence[TargetPolicy], knobs: Sequence[str] | None, supports: Callable[[TargetPolicy], bool],
+                  simulator: str) -> tuple[list[TargetPolicy], list[str]]:
+    """The batch's targets and knobs as lists; a ``ValueError`` naming the first target the
+    simulator cannot reproduce."""
+    targets = list(targets)
+    unsupported = [target.name for target in targets if not supports(target)]
+    if unsupported:
+        raise ValueError(f"{simulator} cannot reproduce the engine for {unsupported[0]!r} (see supports())")
+    return targets, list(knobs) if knobs is not None else [""] * len(targets)
 
 
 class _Owners:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
 import pytest
 
 from scaling.domain.policy import Bounds, Rule, Step, Tier
@@ -15,7 +14,7 @@ from scaling.simulation.batched import simulate_batch, supports
 from scaling.simulation.candidates import rule_candidates, slo_candidates
 from scaling.simulation.peers import EngineAutoscaler, seed_target, simulated_target
 from scaling.simulation.world import Scenario, simulate
-from tests.helpers import assert_same_run, flat, noisy_diurnal, step_surge
+from tests.helpers import assert_batch_gives_each_what_it_gets_alone, assert_same_run, flat, noisy_diurnal, step_surge
 
 
 def hand_made(scenario: Scenario) -> list:
@@ -106,11 +105,7 @@ def test_a_batch_gives_each_candidate_what_it_gets_alone() -> None:
     scenario = Scenario()
     arrivals = step_surge(600)
     targets = hand_made(scenario)
-    together = simulate_batch(arrivals, targets, scenario)
-    for target, result in zip(targets, together, strict=True):
-        alone = simulate_batch(arrivals, [target], scenario)[0]
-        np.testing.assert_array_equal(alone.capacity, result.capacity)
-        np.testing.assert_array_equal(alone.age, result.age)
+    assert_batch_gives_each_what_it_gets_alone(simulate_batch, arrivals, targets, scenario)
 
 
 def test_supports_only_what_it_reproduces() -> None:

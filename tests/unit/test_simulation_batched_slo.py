@@ -18,7 +18,7 @@ from scaling.simulation.candidates import slo_candidates
 from scaling.simulation.peers import EngineAutoscaler, simulated_target
 from scaling.simulation.world import Scenario, simulate
 from scaling.tuning.tasks import HistoryScenario
-from tests.helpers import assert_same_run, flat, noisy_diurnal, step_surge
+from tests.helpers import assert_batch_gives_each_what_it_gets_alone, assert_same_run, flat, noisy_diurnal, step_surge
 
 
 def hand_made(scenario: Scenario) -> list:
@@ -113,11 +113,7 @@ def test_a_batch_gives_each_candidate_what_it_gets_alone() -> None:
     scenario = Scenario()
     arrivals = step_surge(600)
     targets = hand_made(scenario)
-    together = simulate_slo_batch(arrivals, targets, scenario)
-    for target, result in zip(targets, together, strict=True):
-        alone = simulate_slo_batch(arrivals, [target], scenario)[0]
-        np.testing.assert_array_equal(alone.capacity, result.capacity)
-        np.testing.assert_array_equal(alone.age, result.age)
+    assert_batch_gives_each_what_it_gets_alone(simulate_slo_batch, arrivals, targets, scenario)
 
 
 @pytest.mark.parametrize("room", [60.0, 61.0, 3600.0])
