@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from scaling.simulation.world import Scenario
+
 
 class Clock:
     """A clock the test sets (``clock.now = ...``) and the code under test calls."""
@@ -56,6 +58,20 @@ def noisy_diurnal(minutes: int = 1440, seed: int = 7) -> np.ndarray:
     arrivals[rng.random(minutes) < 0.01] *= 3.0  # spikes
     arrivals[200:215] = 0.0  # a quiet spell: minutes without arrivals
     return arrivals
+
+
+#: Scenarios shaped like the tuning job's (by checkpoint delay): hot partitions, a 2-minute
+#: collection, checkpoints 1.25 minutes behind, a 3-minute provisioning delay and a first capacity
+#: of 5; and a small hub without provisioning delay whose first capacity is above the bounds.
+#: Each gives (scenario, arrivals, first scored minute).
+JOB_SHAPED_CASES = {
+    "skewed": lambda delay: (Scenario(checkpoint_delay_seconds=delay + 75.0, partitions=12, skew=0.15,
+                                      collection_interval_minutes=2, provisioning_delay_minutes=3, initial_capacity=5,
+                                      events_per_instance_per_minute=1500.0),
+                             noisy_diurnal(1080, seed=3) * 0.6, 600),
+    "instant": lambda delay: (Scenario(checkpoint_delay_seconds=delay, partitions=8, provisioning_delay_minutes=0,
+                                       initial_capacity=40), step_surge(600) * 0.3, 0),
+}
 
 
 def assert_same_run(engine, batched, label: str) -> None:

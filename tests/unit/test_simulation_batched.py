@@ -14,7 +14,14 @@ from scaling.simulation.batched import simulate_batch, supports
 from scaling.simulation.candidates import rule_candidates, slo_candidates
 from scaling.simulation.peers import EngineAutoscaler, seed_target, simulated_target
 from scaling.simulation.world import Scenario, simulate
-from tests.helpers import assert_batch_gives_each_what_it_gets_alone, assert_same_run, flat, noisy_diurnal, step_surge
+from tests.helpers import (
+    JOB_SHAPED_CASES,
+    assert_batch_gives_each_what_it_gets_alone,
+    assert_same_run,
+    flat,
+    noisy_diurnal,
+    step_surge,
+)
 
 
 def hand_made(scenario: Scenario) -> list:
@@ -60,14 +67,7 @@ CASES = {
     "flat": lambda delay: (Scenario(checkpoint_delay_seconds=delay), flat(720), 0),
     "surge": lambda delay: (Scenario(checkpoint_delay_seconds=delay), step_surge(), 600),
     "diurnal": lambda delay: (Scenario(checkpoint_delay_seconds=delay), noisy_diurnal(), 300),
-    # The tuning job's shapes: hot partitions, a 2-minute collection, checkpoints 1.25 minutes
-    # behind, no provisioning delay or a long one, a first capacity outside the bounds.
-    "skewed": lambda delay: (Scenario(checkpoint_delay_seconds=delay + 75.0, partitions=12, skew=0.15,
-                                      collection_interval_minutes=2, provisioning_delay_minutes=3, initial_capacity=5,
-                                      events_per_instance_per_minute=1500.0),
-                             noisy_diurnal(1080, seed=3) * 0.6, 600),
-    "instant": lambda delay: (Scenario(checkpoint_delay_seconds=delay, partitions=8, provisioning_delay_minutes=0,
-                                       initial_capacity=40), step_surge(600) * 0.3, 0),
+    **JOB_SHAPED_CASES,
 }
 
 

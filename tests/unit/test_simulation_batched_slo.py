@@ -18,7 +18,14 @@ from scaling.simulation.candidates import slo_candidates
 from scaling.simulation.peers import EngineAutoscaler, simulated_target
 from scaling.simulation.world import Scenario, simulate
 from scaling.tuning.tasks import HistoryScenario
-from tests.helpers import assert_batch_gives_each_what_it_gets_alone, assert_same_run, flat, noisy_diurnal, step_surge
+from tests.helpers import (
+    JOB_SHAPED_CASES,
+    assert_batch_gives_each_what_it_gets_alone,
+    assert_same_run,
+    flat,
+    noisy_diurnal,
+    step_surge,
+)
 
 
 def hand_made(scenario: Scenario) -> list:
@@ -51,15 +58,7 @@ CASES = {
     "surge": lambda delay: (Scenario(checkpoint_delay_seconds=delay), step_surge(720), 300),
     "diurnal": lambda delay: (Scenario(checkpoint_delay_seconds=delay), noisy_diurnal(1440)[240:960], 0),
     "flat": lambda delay: (Scenario(checkpoint_delay_seconds=delay), flat(360), 0),
-    # The tuning job's shapes: hot partitions, a 2-minute collection, checkpoints 1.25 minutes
-    # behind, a long provisioning delay, a first capacity; no provisioning delay and a first
-    # capacity above the bounds on a small hub.
-    "skewed": lambda delay: (Scenario(checkpoint_delay_seconds=delay + 75.0, partitions=12, skew=0.15,
-                                      collection_interval_minutes=2, provisioning_delay_minutes=3, initial_capacity=5,
-                                      events_per_instance_per_minute=1500.0),
-                             noisy_diurnal(1080, seed=3) * 0.6, 600),
-    "instant": lambda delay: (Scenario(checkpoint_delay_seconds=delay, partitions=8, provisioning_delay_minutes=0,
-                                       initial_capacity=40), step_surge(600) * 0.3, 0),
+    **JOB_SHAPED_CASES,
     # Two groups of equal shares (a quarter of the partitions three times as busy), as the job
     # recovers them from history: each group is simulated as its extremes.
     "two-shares": lambda delay: (HistoryScenario(checkpoint_delay_seconds=delay, partitions=16, peak_instances=12.0,
