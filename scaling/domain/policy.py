@@ -467,6 +467,13 @@ def _parse_target(reader: _Reader) -> TargetPolicy:
             raise PolicyError(f"{reader.at('rules')}[{index}].source names no source of this target: {rule.source!r}")
     if mode == "rules" and not rules:
         raise PolicyError(f"{reader.at('rules')} must list at least one rule in mode 'rules'")
+    if mode == "slo":
+        # The SLO mode reads event ages off per-partition sequence numbers; a Service Bus count
+        # has none, and a target that holds forever (or ignores a queue) must not start.
+        queue = next((index for index, source in enumerate(sources) if source.kind != "eventhub"), None)
+        if queue is not None:
+            raise PolicyError(f"{reader.at('sources')}[{queue}].kind 'servicebus' cannot drive mode 'slo' (it reads "
+                              "Event Hubs partitions only): set mode 'rules' with backlog rules for this target")
     return TargetPolicy(
         name=name,
         plan=plan,

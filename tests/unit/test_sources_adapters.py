@@ -201,7 +201,8 @@ def policy_document(**source_changes) -> dict:
     return {
         "targets": [
             {"name": "orders", "plan": {"resource_id": PLAN.format("orders")}, "sources": [eventhub]},
-            {"name": "jobs", "plan": {"resource_id": PLAN.format("jobs")},
+            {"name": "jobs", "plan": {"resource_id": PLAN.format("jobs")}, "mode": "rules",
+             "rules": [{"name": "backlog", "metric": "backlog", "scale_up_above": 100}],
              "sources": [{"kind": "servicebus", "name": "jobs", "queueName": "jobs", "connectionFromEnv": "JOBS_SB"},
                          {"kind": "eventhub", "name": "orders-again", "eventHubName": "Orders-Hub",
                           "fullyQualifiedNamespace": "orders-ns.servicebus.windows.net",

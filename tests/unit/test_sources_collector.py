@@ -62,7 +62,10 @@ def eventhub(name: str, hub: str | None = None, **extra) -> dict:
 
 
 def target(name: str, *sources: dict) -> dict:
-    return {"name": name, "plan": {"resource_id": PLAN.format(name)}, "sources": list(sources)}
+    document = {"name": name, "plan": {"resource_id": PLAN.format(name)}, "sources": list(sources)}
+    if any(source["kind"] == "servicebus" for source in sources):  # (the SLO mode reads Event Hubs only)
+        document.update(mode="rules", rules=[{"name": "backlog", "metric": "backlog", "scale_up_above": 100}])
+    return document
 
 
 def build(document_targets: list[dict], bindings: dict[str, EventHubBinding], *, capacity=None, counters=None,
