@@ -354,16 +354,19 @@ def _oldest_event_ages(times: np.ndarray, window: np.ndarray, oldest: np.ndarray
     """``slo.oldest_event_ages`` for every candidate (column of ``oldest``) against one shared
     position history ``window`` (samples x partitions, never decreasing)."""
     samples = len(times)
-    below = (window[:, :, None] < oldest[None]).sum(axis=0)
+    below = (window[:, :, None] < oldest[None]).sum(axis=0, dtype=np.int16)
     waiting = below < samples
     first = np.where(waiting, below, 0)
     previous_index = np.maximum(first - 1, 0)
-    by_partition = np.ascontiguousarray(window.T)
-    partitions = np.arange(len(by_partition))[:, None]
-    position = by_partition[partitions, first]
-    previous = by_partition[partitions, previous_index]
+    # Gathers from the flattened (partition, sample) history, and sample times from their index:
+    # the samples are evenly spaced, so times[k] = times[0] + k * step exactly (whole seconds).
+    flat = np.ascontiguousarray(window.T).ravel()
+    offsets = (np.arange(window.shape[1]) * samples)[:, None]
+    position = flat.take(offsets + first)
+    previous = flat.take(offsets + previous_index)
     span = np.maximum(position - previous, 1.0)
-    interpolated = times[previous_index] + (oldest - previous) / span * (times[first] - times[previous_index])
+    step = times[1] - times[0] if samples > 1 else 0.0
+    interpolated = (times[0] + previous_index * step) + (oldest - previous) / span * step
     measured = (arrival_rate > NO_RATE)[:, None]
     extrapolated = times[0] - np.where(measured, (position - oldest) / np.where(measured, arrival_rate[:, None], 1.0), 0.0)
     arrived = np.where(first == 0, extrapolated, interpolated)
