@@ -26,6 +26,8 @@ MONITOR_THRESHOLDS = (50, 100, 200, 400, 700, 1000, 2000, 5000)
 MONITOR_STEPS = (1, 4)
 CLAIRVOYANT_HORIZONS = (1, 3, 5)
 TRAIN_FRACTION = 0.3
+#: The candidates project-tuned searches: the tuning job's default grid (``tune --grid``).
+TUNING_GRID = "large"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +61,7 @@ def _row(trace: str, result, scenario) -> dict:
 def run_job(job: Job) -> dict:
     """One simulation (or one tuning plus scoring), in a worker process."""
     from scaling.simulation import peers
-    from scaling.simulation.candidates import all_candidates, pick_cheapest, run_candidate
+    from scaling.simulation.candidates import all_candidates, pick_cheapest, run_candidates
     from scaling.simulation.world import Scenario, load_trace, scale_trace, simulate
 
     scenario = Scenario(checkpoint_delay_seconds=job.checkpoint_delay_seconds)
@@ -69,7 +71,9 @@ def run_job(job: Job) -> dict:
     if job.algorithm == "project-tuned":
         split = int(len(arrivals) * TRAIN_FRACTION)
         base = peers.simulated_target(scenario, name="tuned")
-        trained = [(candidate, run_candidate(candidate, arrivals[:split], scenario)) for candidate in all_candidates(base)]
+        # The tuning job's default grid, batched as the job batches it.
+        grid = all_candidates(base, TUNING_GRID)
+        trained = list(zip(grid, run_candidates(grid, arrivals[:split], scenario), strict=True))
         picked = pick_cheapest(trained, scenario) or min(trained, key=lambda pair: pair[1].slo_violation_minutes)
         candidate = picked[0]
         result = simulate(arrivals, peers.EngineAutoscaler(candidate.target), scenario, algorithm=job.algorithm,

@@ -70,6 +70,47 @@ def run_candidate(candidate: Candidate, arrivals: np.ndarray, scenario: Scenario
                     knob=candidate.label, score_from=score_from)
 
 
+def batch_group(target: TargetPolicy) -> tuple | None:
+    """Which batched simulation reproduces the engine for this target (targets of one group run
+    together), or ``None`` when only the engine in the loop does."""
+    from scaling.simulation import batched, batched_slo
+
+    if batched.supports(target):
+        return ("rules",)
+    if batched_slo.supports(target):
+        return ("slo", *batched_slo.batch_key(target))
+    return None
+
+
+def simulate_group(group: tuple, arrivals: np.ndarray, candidates: Sequence[Candidate], scenario: Scenario, *,
+                   score_from: int = 0) -> list[RunResult]:
+    """Candidates of one ``batch_group`` in one batched simulation (the engine's results exactly)."""
+    from scaling.simulation.batched import simulate_batch
+    from scaling.simulation.batched_slo import simulate_slo_batch
+
+    simulate_many = simulate_batch if group == ("rules",) else simulate_slo_batch
+    return simulate_many(arrivals, [candidate.target for candidate in candidates], scenario, score_from=score_from,
+                         knobs=[candidate.label for candidate in candidates])
+
+
+def run_candidates(candidates: Sequence[Candidate], arrivals: np.ndarray, scenario: Scenario, *,
+                   score_from: int = 0) -> list[RunResult]:
+    """Every candidate's run, in order: batched where a batched simulator reproduces the engine,
+    through the engine otherwise."""
+    groups: dict[tuple | None, list[int]] = {}
+    for index, candidate in enumerate(candidates):
+        groups.setdefault(batch_group(candidate.target), []).append(index)
+    results: list[RunResult | None] = [None] * len(candidates)
+    for group, members in groups.items():
+        if group is None:
+            runs = [run_candidate(candidates[index], arrivals, scenario, score_from=score_from) for index in members]
+        else:
+            runs = simulate_group(group, arrivals, [candidates[index] for index in members], scenario, score_from=score_from)
+        for index, run in zip(members, runs, strict=True):
+            results[index] = run
+    return results
+
+
 def pick_cheapest(results: Sequence[tuple[Candidate, RunResult]], scenario: Scenario) -> tuple[Candidate, RunResult] | None:
     """The cheapest candidate that meets the SLO (ties: fewer scale actions), or ``None``."""
     meeting = [(candidate, result) for candidate, result in results if result.meets_slo(scenario)]

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scaling.simulation import batched_slo
-from scaling.simulation.batched import simulate_batch, supports
-from scaling.simulation.candidates import Candidate
+from scaling.simulation.candidates import Candidate, simulate_group
+from scaling.simulation.candidates import batch_group as target_batch_group
 from scaling.simulation.peers import EngineAutoscaler
 from scaling.simulation.world import RunResult, Scenario, simulate
 
@@ -77,12 +76,7 @@ def window_metrics(result: RunResult, scenario: Scenario, start: int, end: int) 
 def batch_group(work: TargetWork, index: int) -> tuple | None:
     """Which batched simulation this candidate runs in (candidates of one group run together),
     or ``None`` when it runs through the engine."""
-    target = work.candidates[index].target
-    if supports(target):
-        return ("rules",)
-    if batched_slo.supports(target):
-        return ("slo", *batched_slo.batch_key(target))
-    return None
+    return target_batch_group(work.candidates[index].target)
 
 
 def batched(work: TargetWork, index: int) -> bool:
@@ -106,10 +100,9 @@ def simulate_candidates_batched(work: TargetWork, indices: Sequence[int]) -> lis
         groups.setdefault(batch_group(work, index), []).append(index)
     rows = []
     for group, members in groups.items():
-        simulate_group = simulate_batch if group == ("rules",) else batched_slo.simulate_slo_batch
         started = time.perf_counter()
-        results = simulate_group(work.arrivals, [work.candidates[index].target for index in members], work.scenario,
-                                 score_from=work.split, knobs=[work.candidates[index].label for index in members])
+        results = simulate_group(group, work.arrivals, [work.candidates[index] for index in members], work.scenario,
+                                 score_from=work.split)
         seconds = (time.perf_counter() - started) / len(members)
         rows += [candidate_row(work, index, result, seconds) for index, result in zip(members, results, strict=True)]
     return rows

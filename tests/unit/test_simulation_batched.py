@@ -146,3 +146,18 @@ def test_tuning_tasks_give_the_same_rows_batched_as_through_the_engine() -> None
     for row in rows:
         alone = simulate_candidate(work, row["index"])
         assert {**row, "seconds": 0} == {**alone, "seconds": 0}
+
+
+def test_run_candidates_batches_what_it_can_and_keeps_the_order() -> None:
+    """The benchmark's project-tuned search: mixed candidates, each equal to its engine run."""
+    from scaling.simulation.candidates import Candidate, all_candidates, batch_group, run_candidate, run_candidates
+
+    scenario = Scenario(partitions=8, peak_instances=6.0)
+    base = simulated_target(scenario, name="t")
+    lag = Rule(name="lag", metric="lag_seconds", scale_up_above=120.0, scale_down_below=20.0)
+    mixed = [Candidate("lag", replace(base, mode="rules", rules=(lag,))), *all_candidates(base, "small")]
+    assert {batch_group(candidate.target) for candidate in mixed} >= {None, ("rules",)}
+    arrivals = noisy_diurnal(360, seed=2) * 0.5
+    for candidate, result in zip(mixed, run_candidates(mixed, arrivals, scenario, score_from=100), strict=True):
+        assert_same_run(run_candidate(candidate, arrivals, scenario, score_from=100), result, candidate.label)
+        assert result.knob == candidate.label
