@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from scaling.domain.policy import Rule, Step, TargetPolicy
+from scaling.simulation import batched, batched_slo
 from scaling.simulation.peers import EngineAutoscaler
 from scaling.simulation.world import RunResult, Scenario, simulate
 
@@ -73,8 +74,6 @@ def run_candidate(candidate: Candidate, arrivals: np.ndarray, scenario: Scenario
 def batch_group(target: TargetPolicy) -> tuple | None:
     """Which batched simulation reproduces the engine for this target (targets of one group run
     together), or ``None`` when only the engine in the loop does."""
-    from scaling.simulation import batched, batched_slo
-
     if batched.supports(target):
         return ("rules",)
     if batched_slo.supports(target):
@@ -85,10 +84,7 @@ def batch_group(target: TargetPolicy) -> tuple | None:
 def simulate_group(group: tuple, arrivals: np.ndarray, candidates: Sequence[Candidate], scenario: Scenario, *,
                    score_from: int = 0) -> list[RunResult]:
     """Candidates of one ``batch_group`` in one batched simulation (the engine's results exactly)."""
-    from scaling.simulation.batched import simulate_batch
-    from scaling.simulation.batched_slo import simulate_slo_batch
-
-    simulate_many = simulate_batch if group == ("rules",) else simulate_slo_batch
+    simulate_many = batched.simulate_batch if group == ("rules",) else batched_slo.simulate_slo_batch
     return simulate_many(arrivals, [candidate.target for candidate in candidates], scenario, score_from=score_from,
                          knobs=[candidate.label for candidate in candidates])
 
