@@ -683,6 +683,7 @@ def pareto_png(target: str, rows: list[dict], current_index: int, recommended_in
     allowed = scenario.max_violation_fraction * (rows[0]["validation"]["minutes"] if rows else 0)
     axes.axvline(allowed, color="#dd8452", linestyle="--", linewidth=1, label=f"SLO budget ({allowed:.1f} min)")
     axes.set_xscale("symlog", linthresh=1)
+    axes.set_xlim(left=-0.3)  # (violation minutes are never negative: no ticks below 0)
     axes.set_xlabel("SLO-violation minutes (validation window)")
     axes.set_ylabel("cost / fluid lower bound")
     axes.set_title(f"{target}: candidates on the validation window")
