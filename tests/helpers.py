@@ -98,3 +98,18 @@ def assert_batch_gives_each_what_it_gets_alone(simulate_batch, arrivals, targets
         alone = simulate_batch(arrivals, [target], scenario)[0]
         np.testing.assert_array_equal(alone.capacity, result.capacity)
         np.testing.assert_array_equal(alone.age, result.age)
+
+
+def assert_batch_matches_engine(simulate_batch, arrivals, targets, scenario, score_from: int, label) -> int:
+    """Every target's batched run equals its engine-driven run (``label(target)`` names it in a
+    failure); returns how many acted, so that a test can insist the trace exercised them."""
+    from scaling.simulation.peers import EngineAutoscaler
+    from scaling.simulation.world import simulate
+
+    batched = simulate_batch(arrivals, targets, scenario, score_from=score_from, knobs=[target.name for target in targets])
+    acted = 0
+    for target, result in zip(targets, batched, strict=True):
+        assert_same_run(simulate(arrivals, EngineAutoscaler(target), scenario, score_from=score_from), result, label(target))
+        assert result.knob == target.name
+        acted += result.scale_actions > 0
+    return acted

@@ -38,8 +38,10 @@ class Candidate:
     target: TargetPolicy
 
 
-def slo_candidates(base: TargetPolicy, grid: str = "small") -> list[Candidate]:
-    values = GRIDS[grid]
+def slo_candidates(base: TargetPolicy, grid: str | dict = "small") -> list[Candidate]:
+    """SLO-mode candidates over a grid: a name in ``GRIDS``, or the values of ``SloSettings``
+    fields to combine."""
+    values = GRIDS[grid] if isinstance(grid, str) else grid
     names = list(values)
     candidates = []
     for combination in itertools.product(*(values[name] for name in names)):

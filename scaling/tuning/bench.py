@@ -87,24 +87,19 @@ def bench_rule_candidates(base, count: str = "bench") -> list:
     return candidates
 
 
+#: The finer SLO-mode grid the benchmark batches: safety margins x headrooms x dwell times x
+#: action budgets (810 candidates).
+BENCH_SLO_GRID = {"safety_seconds": (30.0, 45.0, 60.0, 75.0, 90.0, 105.0, 120.0, 135.0, 150.0),
+                  "headroom": (0.0, 0.025, 0.05, 0.1, 0.2),
+                  "min_dwell_seconds": (600.0, 900.0, 1200.0, 1800.0, 2400.0, 3600.0),
+                  "max_actions_per_hour": (2.0, 4.0, 8.0)}
+
+
 def bench_slo_candidates(base, count: str = "bench") -> list:
-    """The SLO-mode candidates the benchmark batches: the job's grids, or a finer grid of safety
-    margins x headrooms x dwell times x action budgets (810 per target)."""
-    import itertools
-    from dataclasses import replace
+    """The SLO-mode candidates the benchmark batches: the job's grids, or ``BENCH_SLO_GRID``."""
+    from scaling.simulation.candidates import slo_candidates
 
-    from scaling.simulation.candidates import Candidate, slo_candidates
-
-    if count != "bench":
-        return slo_candidates(base, count)
-    candidates = []
-    for safety, headroom, dwell, budget in itertools.product((30.0, 45.0, 60.0, 75.0, 90.0, 105.0, 120.0, 135.0, 150.0),
-                                                             (0.0, 0.025, 0.05, 0.1, 0.2), (600.0, 900.0, 1200.0, 1800.0,
-                                                                                              2400.0, 3600.0), (2.0, 4.0, 8.0)):
-        slo = replace(base.slo, safety_seconds=safety, headroom=headroom, min_dwell_seconds=dwell, max_actions_per_hour=budget)
-        candidates.append(Candidate(f"slo safety={safety:g} headroom={headroom:g} dwell={dwell:g} budget={budget:g}",
-                                    replace(base, mode="slo", rules=(), slo=slo)))
-    return candidates
+    return slo_candidates(base, BENCH_SLO_GRID if count == "bench" else count)
 
 
 def measure(master: str, history: str, grid: str, rule_grid: str, sim_minutes: int, rule_minutes: int, specs: dict,

@@ -17,6 +17,7 @@ from scaling.simulation.world import Scenario, simulate
 from tests.helpers import (
     JOB_SHAPED_CASES,
     assert_batch_gives_each_what_it_gets_alone,
+    assert_batch_matches_engine,
     assert_same_run,
     flat,
     noisy_diurnal,
@@ -82,14 +83,8 @@ def test_batched_matches_engine(trace: str, delay: float) -> None:
     else:  # (the engine runs ~4,000 minutes a second; the medium grid is checked whole below)
         offset = (sorted(CASES).index(trace) + int(delay)) % 3
         chosen = targets[offset::3]
-    batched = simulate_batch(arrivals, chosen, scenario, score_from=score_from,
-                             knobs=[target.name for target in chosen])
-    acted = 0
-    for target, result in zip(chosen, batched, strict=True):
-        engine = simulate(arrivals, EngineAutoscaler(target), scenario, score_from=score_from)
-        assert_same_run(engine, result, f"{trace} delay={delay} {target.name} {target.rules[0]}")
-        assert result.knob == target.name
-        acted += result.scale_actions > 0
+    acted = assert_batch_matches_engine(simulate_batch, arrivals, chosen, scenario, score_from,
+                                        lambda target: f"{trace} delay={delay} {target.name} {target.rules[0]}")
     assert acted  # the traces exercise the rules
 
 

@@ -21,6 +21,7 @@ from scaling.tuning.tasks import HistoryScenario
 from tests.helpers import (
     JOB_SHAPED_CASES,
     assert_batch_gives_each_what_it_gets_alone,
+    assert_batch_matches_engine,
     assert_same_run,
     flat,
     noisy_diurnal,
@@ -76,13 +77,8 @@ def test_batched_slo_matches_engine(trace: str, delay: float) -> None:
         chosen = targets
     else:  # (the engine in SLO mode runs ~2,000 minutes a second)
         chosen = targets[(sorted(CASES).index(trace) + int(delay)) % 2::2]
-    batched = simulate_slo_batch(arrivals, chosen, scenario, score_from=score_from, knobs=[t.name for t in chosen])
-    acted = 0
-    for target, result in zip(chosen, batched, strict=True):
-        engine = simulate(arrivals, EngineAutoscaler(target), scenario, score_from=score_from)
-        assert_same_run(engine, result, f"{trace} delay={delay} {target.name} {target.slo}")
-        assert result.knob == target.name
-        acted += result.scale_actions > 0
+    acted = assert_batch_matches_engine(simulate_slo_batch, arrivals, chosen, scenario, score_from,
+                                        lambda target: f"{trace} delay={delay} {target.name} {target.slo}")
     assert acted  # the traces exercise scale-outs and scale-ins
 
 
