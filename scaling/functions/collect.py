@@ -1,6 +1,6 @@
 """collect: every minute (``COLLECT_SCHEDULE``), one metric sample per target to queue ``metrics``.
 
-A thin blueprint: the work is ``scaling.sources.collector.Collector``. The service is built
+A thin blueprint: the work is ``scaling.services.collect.Collector``. The service is built
 lazily at the first invocation and cached for the life of the worker, so importing
 function_app.py needs no settings, SDK clients are reused across invocations, and a
 configuration error fails the first invocation with ``SettingsError`` naming the setting.

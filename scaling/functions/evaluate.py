@@ -1,6 +1,6 @@
 """evaluate: queue ``metrics`` -> history, rule engine, decision log -> queue ``actions``.
 
-A thin blueprint: the work is ``scaling.storage.evaluate_service.EvaluateService``. The service
+A thin blueprint: the work is ``scaling.services.evaluate.EvaluateService``. The service
 is built lazily at the first invocation and cached for the life of the worker (its state cache
 saves a read per sample); ``set_service`` installs another one (tests, the local demo host).
 A malformed message is dead-lettered by the service and the invocation succeeds; a storage

@@ -1,6 +1,6 @@
 """scale: queue ``actions`` -> the App Service Plan's capacity through ARM (azure-mgmt-web).
 
-A thin blueprint: the work is ``scaling.plans.scale_service.ScaleService`` (idempotent per
+A thin blueprint: the work is ``scaling.services.scale.ScaleService`` (idempotent per
 decision id, skips stale actions, clamps to policy and SKU limits, honours ``SCALER_DRY_RUN``).
 Built lazily at the first invocation and cached; ``set_service`` installs another one (tests,
 the local demo host). A final ARM failure is recorded and the invocation succeeds (the next

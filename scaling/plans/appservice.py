@@ -147,7 +147,7 @@ class AppServicePlanAdapter:
         return self.get_plan(plan.resource_id).capacity
 
     async def current_capacity(self, plan: PlanSettings) -> int:
-        """The capacity the autoscaler controls (async, for ``scaling.sources.collector``)."""
+        """The capacity the autoscaler controls (async, for ``scaling.services.collect``)."""
         return await asyncio.to_thread(self.read_capacity, plan)
 
     def close(self) -> None:

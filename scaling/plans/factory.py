@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from scaling.plans.appservice import AppServicePlanAdapter
-from scaling.plans.scale_service import ScaleService
+from scaling.services.scale import ScaleService
 from scaling.settings import Settings
 from scaling.storage.base import TableNames
 from scaling.storage.records import utc_now

@@ -64,8 +64,8 @@ async def _write_checkpoints(connection_string: str, container: str, hubs: int, 
 async def _measure(connection_string: str, container_name: str, args: argparse.Namespace) -> dict[str, Any]:
     from azure.storage.blob.aio import ContainerClient
 
+    from scaling.services.collect import Collector
     from scaling.sources.checkpoints import BlobMetadataCheckpointReader
-    from scaling.sources.collector import Collector
     from scaling.sources.eventhub import EventHubBinding, EventHubReader
     from scaling.sources.standins import FixedCapacity, StandInHub
 

@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from scaling.domain.policy import PlanSettings, SourceSettings
+from scaling.services.collect import CapacityReader, Collector
 from scaling.settings import Settings, SettingsError
 from scaling.sources.base import Clock, ReadError, utc_now
 from scaling.sources.checkpoints import checkpoint_reader_for
-from scaling.sources.collector import CapacityReader, Collector
 from scaling.sources.eventhub import EventHubBinding, EventHubClients, EventHubReader
 from scaling.sources.servicebus import ServiceBusClients, ServiceBusReader
 

@@ -40,9 +40,9 @@ def backlog_at(index: int, partitions: int) -> list[int]:
 
 def measure(connection_string: str, samples: int, warmup: int, partitions: int, duplicate_every: int) -> dict[str, Any]:
     from scaling.domain.policy import Policy, seed_rules
+    from scaling.services.evaluate import EvaluateService
     from scaling.storage.base import TableNames
     from scaling.storage.counting import CountingPolicy
-    from scaling.storage.evaluate_service import EvaluateService
     from scaling.storage.synthetic import hub_sample, rules_target
     from scaling.storage.tables import TableStorage
 

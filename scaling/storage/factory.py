@@ -12,9 +12,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from scaling.services.evaluate import EvaluateService
 from scaling.settings import Settings, SettingsError, StorageSettings
 from scaling.storage.base import TableNames
-from scaling.storage.evaluate_service import EvaluateService
 from scaling.storage.records import utc_now
 from scaling.storage.tables import TableStorage
 

@@ -22,9 +22,9 @@ from scaling.domain.policy import policy_from_dict
 from scaling.domain.samples import parse_sample
 from scaling.functions import collect as collect_module
 from scaling.plans.appservice import AppServicePlanAdapter
+from scaling.services.collect import Collector
 from scaling.settings import SettingsError
 from scaling.sources.checkpoints import BlobMetadataCheckpointReader
-from scaling.sources.collector import Collector
 from scaling.sources.eventhub import EventHubBinding, EventHubReader, PartitionProperties
 from scaling.sources.standins import FixedCapacity, StandInHub
 

@@ -14,11 +14,11 @@ from azure.eventhub.extensions.checkpointstoreblobaio import BlobCheckpointStore
 from azure.storage.blob.aio import BlobServiceClient
 
 from scaling.domain.policy import policy_from_dict
+from scaling.services.collect import Collector
 from scaling.settings import Settings, StorageSettings
 from scaling.sources import bench
 from scaling.sources.base import CallGate
 from scaling.sources.checkpoints import CheckpointLocation
-from scaling.sources.collector import Collector
 from scaling.sources.eventhub import EventHubBinding, EventHubReader
 from scaling.sources.factory import build_collector
 from scaling.sources.standins import FixedCapacity, StandInHub

@@ -13,9 +13,9 @@ from azure.functions.queue import QueueMessage
 
 from scaling.domain.decisions import ScalerState
 from scaling.functions import evaluate as evaluate_module
+from scaling.services.evaluate import EvaluateService
 from scaling.storage.base import TableNames
 from scaling.storage.counting import CountingPolicy
-from scaling.storage.evaluate_service import EvaluateService
 from scaling.storage.records import StoredState, parse_action
 from scaling.storage.synthetic import hub_sample, policy_of, queue_sample, rules_target
 from scaling.storage.tables import TableStorage

@@ -24,9 +24,9 @@ from scaling.functions import scale as scale_module
 from scaling.plans.appservice import AppServicePlanAdapter
 from scaling.plans.base import PlanError, PlanNotFoundError
 from scaling.plans.local_arm import LocalArm, serve_local_arm
-from scaling.plans.scale_service import ScaleService
+from scaling.services.evaluate import EvaluateService
+from scaling.services.scale import ScaleService
 from scaling.storage.base import TableNames
-from scaling.storage.evaluate_service import EvaluateService
 from scaling.storage.records import StoredState
 from scaling.storage.synthetic import plan_id, policy_of, queue_sample, rules_target
 from scaling.storage.tables import TableStorage

@@ -6,9 +6,9 @@ import argparse
 from datetime import UTC, datetime, timedelta
 
 from scaling.domain.decisions import ScalerState
+from scaling.services.evaluate import EvaluateService
 from scaling.storage import bench, cli
 from scaling.storage.base import TableNames
-from scaling.storage.evaluate_service import EvaluateService
 from scaling.storage.records import StoredState
 from scaling.storage.synthetic import policy_of, queue_sample, rules_target
 from scaling.storage.tables import TableStorage

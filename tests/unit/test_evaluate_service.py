@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scaling.domain.decisions import ScalerState
+from scaling.services.evaluate import EvaluateService
 from scaling.storage.base import ConcurrencyConflict
-from scaling.storage.evaluate_service import EvaluateService
 from scaling.storage.memory import MemoryStorage
 from scaling.storage.records import StoredState, parse_action
 from scaling.storage.synthetic import policy_of, queue_sample, rules_target

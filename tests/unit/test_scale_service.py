@@ -12,8 +12,8 @@ import pytest
 from scaling.domain.decisions import ScalerState
 from scaling.plans.base import PlanError, PlanNotFoundError
 from scaling.plans.memory import InMemoryPlans
-from scaling.plans.scale_service import ScaleService
-from scaling.storage.evaluate_service import EvaluateService
+from scaling.services.evaluate import EvaluateService
+from scaling.services.scale import ScaleService
 from scaling.storage.memory import MemoryStorage
 from scaling.storage.records import APPLYING, AppliedRecord, StoredState
 from scaling.storage.synthetic import policy_of, queue_sample, rules_target

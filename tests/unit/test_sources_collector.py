@@ -17,9 +17,9 @@ import pytest
 from scaling.domain.lag import MAX_INT64
 from scaling.domain.policy import policy_from_dict
 from scaling.domain.samples import parse_sample
+from scaling.services.collect import Collector
 from scaling.sources.base import CallGate
 from scaling.sources.checkpoints import CheckpointLocation, CheckpointSnapshot, OwnershipRecord
-from scaling.sources.collector import Collector
 from scaling.sources.eventhub import EventHubBinding, EventHubReader, PartitionProperties
 from scaling.sources.servicebus import ServiceBusReader
 from scaling.sources.standins import FixedCapacity, StandInHub

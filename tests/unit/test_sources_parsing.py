@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scaling.domain.lag import MAX_INT64
+from scaling.services.collect import collection_time
 from scaling.sources.base import CallTimeout, error_text
 from scaling.sources.checkpoints import (
     CheckpointLocation,
@@ -17,7 +18,6 @@ from scaling.sources.checkpoints import (
     parse_sequence_number,
     summarize_ownership,
 )
-from scaling.sources.collector import collection_time
 from scaling.sources.eventhub import namespace_from_connection_string, normalize_namespace, properties_from_sdk
 
 PREFIX = "ns.servicebus.windows.net/orders-hub/$default/"
