@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -23,6 +22,7 @@ from azure.core.exceptions import HttpResponseError, ResourceExistsError, Resour
 from azure.data.tables import EdmType, TableClient, TableTransactionError, UpdateMode
 
 from scaling.domain.decisions import ScalerState
+from scaling.domain.names import safe_text
 from scaling.domain.samples import MetricSample, SampleError, format_time, parse_time, sample_from_dict
 from scaling.storage.base import (
     STATE_ROW,
@@ -42,7 +42,6 @@ from scaling.storage.records import (
     StoredState,
     action_from_dict,
     decision_row_key,
-    epoch_millis,
     json_text,
     stored_state_from_document,
     stored_state_to_document,
@@ -268,7 +267,8 @@ class TableStorage:
 
     # --- dead letters ------------------------------------------------------------------------------
 
-    def dead_letter(self, letter: DeadLetter) -> None:
+    def dead_letter(self, letter: DeadLetter) -> bool:
+        """Record ``letter`` once (create-if-absent on its id); ``False`` if it was already there."""
         body = letter.body
         truncated = False
         limit = 32_000 * 14
@@ -276,24 +276,33 @@ class TableStorage:
             body, truncated = body[:limit], True
         entity = _drop_none({
             "PartitionKey": letter.function,
-            "RowKey": f"{epoch_millis(letter.received_at):013d}-{uuid.uuid4().hex[:12]}",
-            "error": letter.error[:MAX_DETAIL],
+            "RowKey": letter.letter_id,
+            "error": safe_text(letter.error)[:MAX_DETAIL],
             "received_at": letter.received_at,
             "dequeue_count": letter.dequeue_count,
             "message_id": letter.message_id,
+            "target": letter.target,
+            "origin": letter.origin,
             "body_length": len(letter.body),
             "body_truncated": truncated,
             **split_text("body", body),
         })
-        self.dead_letters.create_entity(entity)
+        try:
+            self.dead_letters.create_entity(entity)
+        except ResourceExistsError:
+            return False
+        return True
 
-    def dead_letters_for(self, function: str) -> list[DeadLetter]:
-        letters = []
-        for entity in self.dead_letters.query_entities(f"PartitionKey eq {quote_literal(function)}"):
-            letters.append(DeadLetter(function=function, body=join_text(entity, "body") or "", error=entity["error"],
-                                      received_at=entity["received_at"], dequeue_count=_int(entity.get("dequeue_count")) or 1,
-                                      message_id=entity.get("message_id")))
-        return letters
+    def dead_letters_for(self, function: str | None = None) -> list[DeadLetter]:
+        """Dead letters of one function (or all), oldest first."""
+        query = f"PartitionKey eq {quote_literal(function)}" if function else None
+        entities = self.dead_letters.query_entities(query) if query else self.dead_letters.list_entities()
+        letters = [_letter_from_entity(entity) for entity in entities]
+        return sorted(letters, key=lambda letter: letter.received_at)
+
+    def mark_replayed(self, letter: DeadLetter, at: datetime) -> None:
+        self.dead_letters.update_entity({"PartitionKey": letter.function, "RowKey": letter.letter_id,
+                                         "replayed_at": format_time(at)}, mode=UpdateMode.MERGE)
 
     # --- applied actions -----------------------------------------------------------------------
 
@@ -315,6 +324,9 @@ class TableStorage:
             finished_at=_time(entity.get("finished_at"), "finished_at"),
             attempts=_int(entity.get("attempts")) or 1,
             etag=entity.metadata["etag"],
+            claimed_by=entity.get("claimed_by"),
+            message_id=entity.get("message_id"),
+            dequeue_count=_int(entity.get("dequeue_count")) or 1,
         )
 
     def _applied_entity(self, record: AppliedRecord) -> dict[str, Any]:
@@ -330,6 +342,9 @@ class TableStorage:
             "detail": record.detail[:MAX_DETAIL] if record.detail else None,
             "finished_at": format_time(record.finished_at) if record.finished_at else None,
             "attempts": record.attempts,
+            "claimed_by": record.claimed_by,
+            "message_id": record.message_id,
+            "dequeue_count": record.dequeue_count,
         })
 
     def claim_applied(self, record: AppliedRecord) -> AppliedRecord:
@@ -384,6 +399,13 @@ def _decision_entity(record: DecisionRecord) -> dict[str, Any]:
         **split_text("reasons", json_text(list(record.reasons))),
         **split_text("metrics", json_text(record.metrics)),
     })
+
+
+def _letter_from_entity(entity: dict[str, Any]) -> DeadLetter:
+    return DeadLetter(function=entity["PartitionKey"], body=join_text(entity, "body") or "", error=entity.get("error", ""),
+                      received_at=entity["received_at"], dequeue_count=_int(entity.get("dequeue_count")) or 1,
+                      message_id=entity.get("message_id"), target=entity.get("target"),
+                      origin=entity.get("origin", "handler"), replayed_at=_time(entity.get("replayed_at"), "replayed_at"))
 
 
 def _decision_from_entity(target: str, entity: dict[str, Any]) -> DecisionRecord:
