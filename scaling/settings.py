@@ -15,6 +15,9 @@ from scaling.domain.policy import Policy, PolicyError, load_policy_text
 
 METRICS_QUEUE = "metrics"
 ACTIONS_QUEUE = "actions"
+#: Where the Functions host moves a message after maxDequeueCount failed deliveries.
+METRICS_POISON_QUEUE = "metrics-poison"
+ACTIONS_POISON_QUEUE = "actions-poison"
 HISTORY_TABLE = "metrichistory"
 STATE_TABLE = "scalerstate"
 DEAD_LETTER_TABLE = "deadletters"
@@ -39,7 +42,8 @@ def _boolean(environ: Mapping[str, str], name: str, default: bool) -> bool:
     raise SettingsError(f"{name} must be true or false, got {raw!r}")
 
 
-def _number(environ: Mapping[str, str], name: str, default: float, *, minimum: float = 0.0) -> float:
+def _number(environ: Mapping[str, str], name: str, default: float, *, minimum: float = 0.0,
+            maximum: float = float("inf")) -> float:
     raw = environ.get(name)
     if raw is None or raw == "":
         return default
@@ -47,8 +51,10 @@ def _number(environ: Mapping[str, str], name: str, default: float, *, minimum: f
         value = float(raw)
     except ValueError:
         raise SettingsError(f"{name} must be a number, got {raw!r}") from None
-    if value < minimum:
+    if not value >= minimum:  # also refuses NaN
         raise SettingsError(f"{name} must be at least {minimum:g}, got {raw!r}")
+    if value > maximum:
+        raise SettingsError(f"{name} must be at most {maximum:g}, got {raw!r}")
     return value
 
 
@@ -101,6 +107,8 @@ class Settings:
     collect_timeout_seconds: float = 10.0
     arm_endpoint: str = "https://management.azure.com"
     client_id: str | None = None
+    clock_skew_seconds: float = 60.0
+    reconcile_grace_seconds: float = 180.0
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -116,6 +124,8 @@ class Settings:
             collect_timeout_seconds=_number(environ, "COLLECT_TIMEOUT_SECONDS", 10.0, minimum=0.1),
             arm_endpoint=environ.get("ARM_ENDPOINT") or "https://management.azure.com",
             client_id=environ.get("AZURE_CLIENT_ID") or None,
+            clock_skew_seconds=_number(environ, "CLOCK_SKEW_SECONDS", 60.0, minimum=0, maximum=600),
+            reconcile_grace_seconds=_number(environ, "RECONCILE_GRACE_SECONDS", 180.0, minimum=30, maximum=3600),
         )
 
 

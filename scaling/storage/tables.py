@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from azure.core import MatchConditions
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
@@ -48,6 +48,7 @@ from scaling.storage.records import (
 )
 
 logger = logging.getLogger(__name__)
+Result = TypeVar("Result")
 
 #: Parsed history samples kept in memory (a window of 10-30 samples for each of ~100 targets).
 PARSED_CACHE_SIZE = 2048
@@ -72,6 +73,15 @@ def _int(value: Any) -> int | None:
 
 def _time(value: Any, name: str) -> datetime | None:
     return None if value in (None, "") else parse_time(value, name)
+
+
+def table_missing(error: BaseException) -> bool:
+    """Whether a storage error says the table does not exist (storage restarted empty, or a
+    table deleted under a running worker)."""
+    if getattr(error, "status_code", None) != 404:
+        return False
+    code = getattr(error, "error_code", None)
+    return getattr(code, "value", code) == "TableNotFound" or "TableNotFound" in str(error)
 
 
 def _drop_none(entity: dict[str, Any]) -> dict[str, Any]:
@@ -128,6 +138,18 @@ class TableStorage:
         for client in (self.history, self.state, self.dead_letters, self.applied):
             client.close()
 
+    def _recovering(self, operation: Callable[[], Result]) -> Result:
+        """Run ``operation``; if a table is missing, create the tables and run it once more, so
+        that a running worker recovers by itself when storage comes back empty."""
+        try:
+            return operation()
+        except (HttpResponseError, TableTransactionError) as error:
+            if not table_missing(error):
+                raise
+            logger.warning("a table is missing (%s); re-creating the tables", getattr(error, "error_code", error))
+            self.ensure_tables()
+            return operation()
+
     # --- history ----------------------------------------------------------------------------------
 
     def add_sample(self, sample: MetricSample) -> bool:
@@ -143,7 +165,7 @@ class TableStorage:
             **split_text("sample", sample.to_json()),
         }
         try:
-            self.history.create_entity(_drop_none(entity))
+            self._recovering(lambda: self.history.create_entity(_drop_none(entity)))
         except ResourceExistsError:
             return False
         self._remember_parsed((entity["PartitionKey"], entity["RowKey"]), sample)
@@ -168,7 +190,7 @@ class TableStorage:
                  f"and RowKey gt {quote_literal(history_bound(start))} "
                  f"and RowKey lt {quote_literal(f'{int(history_bound(end)) + 1:012d}')}")
         samples = []
-        for entity in self.history.query_entities(query):
+        for entity in self._recovering(lambda: list(self.history.query_entities(query))):
             key = (entity["PartitionKey"], entity["RowKey"])
             sample = self._parsed_sample(key)
             if sample is None:
@@ -200,7 +222,7 @@ class TableStorage:
 
     def load_state(self, target: str) -> StoredState:
         try:
-            entity = self.state.get_entity(partition_key(target), STATE_ROW)
+            entity = self._recovering(lambda: self.state.get_entity(partition_key(target), STATE_ROW))
         except ResourceNotFoundError:
             return StoredState(state=_fresh_state(target))
         document = json.loads(join_text(entity, "document") or "{}")
@@ -229,7 +251,7 @@ class TableStorage:
                                               "match_condition": MatchConditions.IfNotModified})]
         operations.extend(("upsert", _decision_entity(record), {"mode": UpdateMode.REPLACE}) for record in decisions)
         try:
-            result = self.state.submit_transaction(operations)
+            result = self._recovering(lambda: self.state.submit_transaction(operations))
         except TableTransactionError as error:
             if error.status_code in CONFLICT_STATUSES:
                 raise ConcurrencyConflict(f"state of {stored.target!r} changed: {error.error_code}") from error
@@ -288,7 +310,7 @@ class TableStorage:
             **split_text("body", body),
         })
         try:
-            self.dead_letters.create_entity(entity)
+            self._recovering(lambda: self.dead_letters.create_entity(entity))
         except ResourceExistsError:
             return False
         return True
@@ -308,7 +330,7 @@ class TableStorage:
 
     def get_applied(self, target: str, decision_id: str) -> AppliedRecord | None:
         try:
-            entity = self.applied.get_entity(partition_key(target), decision_id)
+            entity = self._recovering(lambda: self.applied.get_entity(partition_key(target), decision_id))
         except ResourceNotFoundError:
             return None
         return AppliedRecord(
@@ -349,7 +371,7 @@ class TableStorage:
 
     def claim_applied(self, record: AppliedRecord) -> AppliedRecord:
         try:
-            metadata = self.applied.create_entity(self._applied_entity(record))
+            metadata = self._recovering(lambda: self.applied.create_entity(self._applied_entity(record)))
         except ResourceExistsError as error:
             raise ConcurrencyConflict(f"decision {record.decision_id} is already claimed") from error
         return _replace_etag(record, metadata.get("etag"))
