@@ -432,8 +432,7 @@ class AppliedRecord:
 class DeadLetter:
     """A message that could not be used: kept with its error, never retried, never dropped.
 
-    ``letter_id`` is a function of the function and the message (its queue id, or its body when
-    it has none), so that recording the same message twice (a redelivery after an ambiguous
+    ``letter_id`` is a function of the function, the message's queue id and its body, so that recording the same message twice (a redelivery after an ambiguous
     write) keeps one row. ``origin`` is ``handler`` (refused by the function) or ``poison``
     (drained from a poison queue). ``replayed_at`` is set when an operator re-queued it.
     """
@@ -450,8 +449,8 @@ class DeadLetter:
 
     @property
     def letter_id(self) -> str:
-        identity = self.message_id if self.message_id else f"body:{self.body}"
-        return hashlib.sha256(f"{self.function}|{self.origin}|{identity}".encode("utf-8", "backslashreplace")).hexdigest()[:24]
+        identity = f"{self.function}|{self.origin}|{self.message_id or ''}|{self.body}"
+        return hashlib.sha256(identity.encode("utf-8", "backslashreplace")).hexdigest()[:24]
 
 
 def body_text(body: str | bytes) -> str:
