@@ -10,8 +10,10 @@ the two on every evaluation:
   capacity it had when the decision was taken, and never showed the desired one): a lost
   message, an ambiguous reply or a failed write. Once the difference outlives ``grace`` the
   absolute target is re-issued under a new decision id (``<decision>-r<N>``, so that the scale
-  function's idempotency record of an earlier attempt cannot block it); further re-issues back
-  off exponentially up to ``max_backoff``;
+  function's idempotency record of an earlier attempt cannot block it), and again every
+  ``grace`` while the difference lasts (``max_backoff`` longer than ``grace`` makes the interval
+  double up to it; the default keeps it at ``grace``, so that the plan is right within one grace
+  and a collect interval after a fault ends, at a cost of at most 20 ARM writes an hour);
 - different in any other way (the plan showed the desired capacity and moved away, or moved to
   a third value): someone else resized it. ``adopt`` accepts the new capacity as desired (the
   engine re-decides from it); ``revert`` re-issues the desired capacity at once.
@@ -95,12 +97,13 @@ def reissue_id_for(decision_id: str, attempt: int) -> str:
 
 
 def reconcile(desired: DesiredCapacity | None, observed: int | None, now: datetime, *, grace: timedelta,
-              on_external_change: str = ADOPT, max_backoff: timedelta = timedelta(minutes=30)) -> Reconciliation:
+              on_external_change: str = ADOPT, max_backoff: timedelta | None = None) -> Reconciliation:
     """Compare ``desired`` with the plan's ``observed`` capacity, observed at ``now`` (the
     sample's collection time; see the module doc). An observation made before the last action
     was issued says nothing about it and changes nothing."""
     if observed is None:
         return Reconciliation(UNKNOWN, desired, None, ("plan capacity not observed; nothing to compare",))
+    max_backoff = grace if max_backoff is None else max_backoff
     if desired is not None and now < desired.issued_at:
         return Reconciliation(WAITING, desired, observed, ("observation older than the last action; nothing to compare",))
     if desired is None:

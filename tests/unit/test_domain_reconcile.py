@@ -64,7 +64,17 @@ def test_revert_reissues_the_desired_capacity_at_once() -> None:
     assert again.kind == REISSUE and again.reissue_id == "4b0df8bfbb51ccbf1fe5b35f-r2"
 
 
-def test_reissues_back_off_exponentially_up_to_the_cap() -> None:
+def test_reissues_repeat_every_grace_by_default() -> None:
+    desired, now, moments = ASKED, T0, []
+    for _ in range(4):
+        while (result := reconcile(desired, 4, now, grace=GRACE)).kind != REISSUE:
+            now += timedelta(minutes=1)
+        moments.append(now)
+        desired = result.desired
+    assert [(moment - T0) / timedelta(minutes=1) for moment in moments] == [3, 6, 9, 12]
+
+
+def test_reissues_can_back_off_exponentially_up_to_a_cap() -> None:
     desired, moments = ASKED, []
     now = T0
     for _ in range(8):
