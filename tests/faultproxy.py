@@ -146,6 +146,7 @@ class _Reader:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.buffer = bytearray()
+        self.received = 0
 
     def _fill(self) -> None:
         try:
@@ -154,6 +155,7 @@ class _Reader:
             raise _Closed(str(error)) from error
         if not chunk:
             raise _Closed("closed")
+        self.received += len(chunk)
         self.buffer += chunk
 
     def until(self, marker: bytes, limit: int = MAX_HEAD_BYTES) -> bytes:
@@ -464,7 +466,7 @@ class FaultProxy:
             if self.tls:
                 self._pump_tls(client, connection.upstream)
             else:
-                self._relay_http(client, connection.upstream)
+                self._relay_http(connection)
         except _Closed:
             _reset(client)
         except OSError:
@@ -488,10 +490,11 @@ class FaultProxy:
 
     # --- plain HTTP -----------------------------------------------------------------------------
 
-    def _relay_http(self, client: socket.socket, upstream: socket.socket) -> None:
-        from_client, from_upstream = _Reader(client), _Reader(upstream)
+    def _relay_http(self, connection: _Connection) -> None:
+        client = connection.client
+        from_client = _Reader(client)
         for _ in range(MAX_REQUESTS_PER_CONNECTION):
-            if self._stopping.is_set() or not from_client.at_start():
+            if self._stopping.is_set() or not self._next_request_arrives(connection, from_client):
                 return
             raw_head = from_client.until(b"\r\n\r\n")
             request_line, headers = _parse_head(raw_head)
@@ -500,8 +503,7 @@ class FaultProxy:
             request = raw_head + _read_body(from_client, headers, until_close=False)
             head = RequestHead(method, path, tuple(headers))
             fault = self._take(head)
-            upstream.sendall(request)
-            reply, closes = self._read_reply(from_upstream, method)
+            reply, closes = self._exchange(connection, request, method)
             if fault is None:
                 client.sendall(reply)
             elif fault.mode == APPLIED_THEN_STATUS:
@@ -515,6 +517,48 @@ class FaultProxy:
                 client.sendall(reply)
             if closes:
                 return
+
+    def _next_request_arrives(self, connection: _Connection, from_client: _Reader) -> bool:
+        """Waits for the client's next request; False when the client leaves, or when the upstream
+        closes the idle keep-alive connection first (Azurite does after 5 s): the client's
+        connection is then closed too, so its pool opens a new one instead of reusing a dead one."""
+        import selectors
+
+        if from_client.buffer:
+            return True
+        deadline = time.monotonic() + self.io_timeout
+        with selectors.DefaultSelector() as selector:
+            selector.register(connection.client, selectors.EVENT_READ, "client")
+            if connection.upstream is not None:
+                selector.register(connection.upstream, selectors.EVENT_READ, "upstream")
+            while not self._stopping.is_set() and time.monotonic() < deadline:
+                ready = {key.data for key, _ in selector.select(timeout=0.2)}
+                if "client" in ready:
+                    return from_client.at_start()
+                if ready:
+                    return False
+        return False
+
+    def _exchange(self, connection: _Connection, request: bytes, method: str) -> tuple[bytes, bool]:
+        """Sends the request upstream and reads the reply. If the upstream had closed the idle
+        connection (nothing of a reply came back), the request never reached it: send it again,
+        once, on a new connection, as an HTTP client would."""
+        for attempt in range(2):
+            upstream = connection.upstream
+            assert upstream is not None
+            from_upstream = _Reader(upstream)
+            try:
+                upstream.sendall(request)
+                return self._read_reply(from_upstream, method)
+            except (_Closed, OSError):
+                if attempt or from_upstream.received or self._stopping.is_set() or self.is_down:
+                    raise _Closed("upstream closed during the exchange") from None
+            _close(upstream)
+            with self._lock:
+                address = self.upstream
+            connection.upstream = socket.create_connection(address, timeout=self.connect_timeout)
+            connection.upstream.settimeout(self.io_timeout)
+        raise _Closed("unreachable")
 
     @staticmethod
     def _read_reply(reader: _Reader, method: str) -> tuple[bytes, bool]:

@@ -161,6 +161,33 @@ def test_modes_are_switched_safely_while_requests_run(http_proxy: FaultProxy) ->
     assert http_proxy.counts().requests == 80
 
 
+class IdleClosing(Recorder):
+    """Closes a keep-alive connection idle for 0.3 s, as Azurite does after 5 s."""
+
+    timeout = 0.3
+
+
+def test_an_upstream_closing_an_idle_connection_is_mirrored_to_the_client() -> None:
+    import requests
+
+    Recorder.applied = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), IdleClosing)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    try:
+        with FaultProxy(server.server_address[1]) as proxy, requests.Session() as session:
+            assert session.get(proxy.url("/first"), timeout=5).status_code == 200
+            time.sleep(0.8)  # the upstream has closed its side; a pooled client must not reuse a dead one
+            assert session.get(proxy.url("/second"), timeout=5).status_code == 200
+            assert [path for _, path, _ in Recorder.applied] == ["/first", "/second"]
+            assert proxy.counts().connections == 2
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
 def test_tls_framing_refuses_what_it_cannot_do() -> None:
     with FaultProxy(9, tls=True) as proxy:
         with pytest.raises(ValueError, match="TLS"):
