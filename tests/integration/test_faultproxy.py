@@ -9,6 +9,7 @@ import http.client
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -20,10 +21,13 @@ from scaling.local.azurite import Azurite
 from scaling.plans.appservice import AppServicePlanAdapter
 from scaling.plans.base import PlanError
 from scaling.plans.local_arm import serve_local_arm
-from scaling.storage.synthetic import plan_id
+from scaling.storage.base import TableNames
+from scaling.storage.synthetic import plan_id, queue_sample
+from scaling.storage.tables import TableStorage
 from tests.faultproxy import APPLIED_THEN_RESET, APPLIED_THEN_STATUS, DELAY_REPLY, FaultProxy, proxied_connection_string
 
 NO_RETRY = {"retry_total": 0}
+T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 
 # --- a tiny local HTTP server ----------------------------------------------------------------------
@@ -263,6 +267,24 @@ def test_table_down_then_up(tables, table_proxy: FaultProxy) -> None:
     table_proxy.up()
     proxied.create_entity(entity("d"))
     assert sorted(row["RowKey"] for row in direct.list_entities()) == ["a", "d"]
+
+
+def test_table_storage_behind_the_proxy_with_the_sdk_retrying(azurite, table_proxy: FaultProxy, unique_name) -> None:
+    """The wiring the reliability tests use: ``TableStorage`` on a proxied connection string, the
+    SDK's own retries on. The first write is applied, its 503 makes the SDK retry; either way
+    the sample is stored exactly once."""
+    names = TableNames.with_prefix(unique_name)
+    storage = TableStorage.from_connection_string(proxied_connection_string(azurite, table=table_proxy), names,
+                                                  retry_backoff_factor=0.01)
+    direct = TableStorage.from_connection_string(azurite.connection_string, names)
+    storage.ensure_tables()
+    sample = queue_sample("orders", T0, 120, capacity=2)
+    table_proxy.applied_then_status(503, method="POST", path_contains=names.history, times=1)
+    storage.add_sample(sample)
+    assert [stored.sample_id for stored in direct.load_window("orders", T0 - timedelta(minutes=1), T0)] == [sample.sample_id]
+    counts = table_proxy.counts()
+    assert counts.faulted == {APPLIED_THEN_STATUS: 1}
+    assert counts.requests >= 4 + 2  # four tables ensured, the write and the SDK's retry of it
 
 
 def test_queue_send_applied_then_status(azurite, unique_name) -> None:
