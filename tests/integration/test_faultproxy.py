@@ -300,6 +300,7 @@ def test_queue_send_applied_then_status(azurite, unique_name) -> None:
         assert [message.content for message in direct.peek_messages(max_messages=5)] == ["hello"]
 
 
+@pytest.mark.slow
 def test_restart_empty_behind_the_same_proxy_port(unique_name) -> None:
     server = Azurite()
     endpoints = server.start()
