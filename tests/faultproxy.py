@@ -24,7 +24,9 @@ Two framings:
 
 - ``FaultProxy(upstream)`` (plain HTTP, Azurite): requests and replies are framed by
   Content-Length or chunked encoding (a reply without either ends at close), so faults act per
-  request and keep-alive connections work;
+  request and keep-alive connections work. An upstream closing an idle connection (Azurite does
+  after 5 s) is mirrored to the client, and a request that meets an already-closed upstream is
+  sent again once on a new connection, so the proxy adds no failure of its own;
 - ``FaultProxy(upstream, tls=True)`` (the local ARM endpoint): bytes pass through untouched, so
   TLS is end to end and the client verifies the real server's certificate. The proxy only reads
   TLS record headers: a client application-data record longer than a TLS 1.3 Finished message is
