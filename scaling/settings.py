@@ -6,10 +6,12 @@ before the first trigger instead of inside every invocation.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from scaling.domain.policy import Policy, PolicyError, load_policy_text
 
@@ -24,6 +26,9 @@ DEAD_LETTER_TABLE = "deadletters"
 APPLIED_TABLE = "appliedactions"
 DEFAULT_SCHEDULE = "0 */1 * * * *"
 STORAGE_SETTING = "AzureWebJobsStorage"
+AZURITE_ACCOUNT = "devstoreaccount1"
+#: Connection-string keys that carry a secret (compared lower-case, as the SDKs parse them).
+SECRET_KEYS = ("accountkey", "sharedaccesssignature")
 
 
 class SettingsError(ValueError):
@@ -65,6 +70,53 @@ def _schedule(environ: Mapping[str, str]) -> str:
     return schedule
 
 
+def connection_string_parts(connection: str) -> dict[str, str]:
+    """``Key=Value;...`` with lower-case keys: the SDKs match keys without regard to case."""
+    parts: dict[str, str] = {}
+    for segment in connection.split(";"):
+        key, sep, value = segment.partition("=")
+        if sep and key.strip():
+            parts[key.strip().lower()] = value.strip()
+    return parts
+
+
+def _is_loopback_url(url: str) -> bool:
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        return False
+    if not host:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def is_local_azurite(connection: str) -> bool:
+    """True only for Azurite on this machine: ``UseDevelopmentStorage=true``, or the account
+    ``devstoreaccount1`` with every endpoint given explicitly and on loopback (no suffix that would
+    let an SDK build a cloud address for a service without an endpoint)."""
+    parts = connection_string_parts(connection)
+    if parts.get("usedevelopmentstorage", "").lower() == "true":
+        return True
+    endpoints = [value for key, value in parts.items() if key.endswith("endpoint")]
+    return (parts.get("accountname") == AZURITE_ACCOUNT and "endpointsuffix" not in parts
+            and bool(endpoints) and all(_is_loopback_url(url) for url in endpoints))
+
+
+def check_secret_free(name: str, connection: str) -> None:
+    """A connection string with an account key or a SAS is accepted for loopback Azurite only:
+    in Azure the app authenticates with its managed identity, never with a stored secret."""
+    secrets = [key for key in SECRET_KEYS if key in connection_string_parts(connection)]
+    if secrets and not is_local_azurite(connection):
+        kind = "an account key" if "accountkey" in secrets else "a shared access signature"
+        raise SettingsError(f"{name} carries {kind} for something other than local Azurite (loopback endpoints and "
+                            f"account {AZURITE_ACCOUNT}); use identity-based settings ({name}__accountName)")
+
+
 @dataclass(frozen=True, slots=True)
 class StorageSettings:
     """How to reach the app's own storage: a connection string locally, identity in Azure."""
@@ -89,8 +141,8 @@ class StorageSettings:
                 f"{prefix} is not configured: set {prefix}__accountName (identity-based, in Azure) "
                 f"or {prefix} to an Azurite connection string (local only)"
             )
-        if connection and "AccountKey=" in connection and "devstoreaccount1" not in connection:
-            raise SettingsError(f"{prefix} carries an account key; use identity-based settings ({prefix}__accountName)")
+        if connection:
+            check_secret_free(prefix, connection)
         return cls(connection, account, uris["blob"], uris["queue"], uris["table"],
                    environ.get(f"{prefix}__clientId") or environ.get("AZURE_CLIENT_ID"))
 
