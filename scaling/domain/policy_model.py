@@ -88,14 +88,14 @@ def _text(value: Any) -> Any:
     return value
 
 
-Number = Annotated[float, BeforeValidator(_number)]
-Whole = Annotated[int, BeforeValidator(_number)]
-Text = Annotated[str, BeforeValidator(_text), Field(max_length=MAX_TEXT_CHARS)]
-Name = Annotated[str, BeforeValidator(_text), Field(max_length=MAX_NAME_CHARS)]
-LongText = Annotated[str, BeforeValidator(_text), Field(max_length=MAX_ID_CHARS)]
-Threshold = Annotated[Number, Field(ge=0, le=MAX_EVENTS)]
+#: Placed after the bounds (``Annotated[int, Field(ge=..), NUMBER]``) so that the schema keeps them.
+NUMBER = BeforeValidator(_number)
+Text = Annotated[str, BeforeValidator(_text), Field(min_length=1, max_length=MAX_TEXT_CHARS)]
+Name = Annotated[str, BeforeValidator(_text), Field(min_length=1, max_length=MAX_NAME_CHARS)]
+LongText = Annotated[str, BeforeValidator(_text), Field(min_length=1, max_length=MAX_ID_CHARS)]
+Threshold = Annotated[float, Field(ge=0, le=MAX_EVENTS), NUMBER]
 Aggregate = Literal["average", "maximum", "latest"]
-Capacity = Annotated[Whole, Field(ge=0, le=MAX_INSTANCES)]
+Capacity = Annotated[int, Field(ge=0, le=MAX_INSTANCES), NUMBER]
 
 _CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False, validate_by_name=True, validate_by_alias=True)
 
@@ -160,8 +160,8 @@ class Rule:
     metric: Annotated[Literal["backlog", "backlog_per_instance", "lag_seconds"], Field(
         description="backlog (events), backlog_per_instance, or lag_seconds (estimated time to drain)")] = "backlog"
     aggregate: Annotated[Aggregate, Field(description="how the window's samples are combined")] = "average"
-    window_seconds: Annotated[Whole, Field(ge=60, le=MAX_SECONDS, description="the window the rule reads, in seconds")] = 600
-    min_samples: Annotated[Whole, Field(ge=1, le=MAX_SAMPLES, description="samples the window must hold before the rule may act")] = 5
+    window_seconds: Annotated[int, Field(ge=60, le=MAX_SECONDS, description="the window the rule reads, in seconds"), NUMBER] = 600
+    min_samples: Annotated[int, Field(ge=1, le=MAX_SAMPLES, description="samples the window must hold before the rule may act"), NUMBER] = 5
     scale_up_above: Annotated[Threshold | None, Field(description="scale out while the aggregate is above this")] = None
     scale_down_below: Annotated[Threshold | None, Field(description="scale in while the aggregate is below this (lower than scale_up_above)")] = None
     scale_up_aggregate: Annotated[Aggregate | None, Field(description="overrides aggregate for scaling out")] = None
@@ -195,9 +195,9 @@ class Step:
 
     __pydantic_config__ = _CONFIG
 
-    step: Annotated[Whole, Field(ge=1, le=MAX_INSTANCES, description="instances added or removed per action")] = 1
-    step_percent: Annotated[Number | None, Field(gt=0, le=1000, description="or: percent of the current count (at least one instance); not with step")] = None
-    cooldown_seconds: Annotated[Whole, Field(ge=0, le=MAX_SECONDS, description="seconds since the previous action of any direction (default: up 0, down 300)")] = 600
+    step: Annotated[int, Field(ge=1, le=MAX_INSTANCES, description="instances added or removed per action"), NUMBER] = 1
+    step_percent: Annotated[Annotated[float, Field(gt=0, le=1000), NUMBER] | None, Field(description="or: percent of the current count (at least one instance); not with step")] = None
+    cooldown_seconds: Annotated[int, Field(ge=0, le=MAX_SECONDS, description="seconds since the previous action of any direction (default: up 0, down 300)"), NUMBER] = 600
 
     @model_validator(mode="before")
     @classmethod
@@ -225,8 +225,8 @@ class Bounds:
 
     __pydantic_config__ = _CONFIG
 
-    min_instances: Annotated[Whole, Field(ge=1, le=MAX_INSTANCES, description="never fewer instances")] = 1
-    max_instances: Annotated[Whole, Field(ge=1, le=MAX_INSTANCES, description="never more instances")] = 10
+    min_instances: Annotated[int, Field(ge=1, le=MAX_INSTANCES, description="never fewer instances"), NUMBER] = 1
+    max_instances: Annotated[int, Field(ge=1, le=MAX_INSTANCES, description="never more instances"), NUMBER] = 10
     cap_at_partitions: Annotated[StrictBool, Field(description="never more instances than partitions (extra ones would idle)")] = True
     balanced_counts: Annotated[StrictBool, Field(description="only counts that spread partitions evenly (default: true, false with preset seed)")] = True
 
@@ -253,15 +253,15 @@ class SloSettings:
 
     __pydantic_config__ = _CONFIG
 
-    max_event_age_seconds: Annotated[Number, Field(gt=0, le=MAX_SECONDS, description="the SLO: the oldest unprocessed event stays younger than this")] = 300.0
-    events_per_instance_per_second: Annotated[Number | None, Field(gt=0, le=MAX_EVENTS_PER_SECOND, description="a prior for one instance's throughput (default: learned)")] = None
-    provisioning_delay_seconds: Annotated[Number, Field(ge=0, le=MAX_PROVISIONING_SECONDS, description="how long new instances take to serve")] = 120.0
-    safety_seconds: Annotated[Number, Field(ge=0, le=MAX_SECONDS, description="margin under the SLO (lower than max_event_age_seconds)")] = 90.0
-    min_dwell_seconds: Annotated[Number, Field(ge=0, le=MAX_SECONDS, description="a scale-in must be expected to hold this long")] = 2400.0
-    headroom: Annotated[Number, Field(ge=0, le=10, description="forecast arrivals are raised by this fraction")] = 0.05
-    max_actions_per_hour: Annotated[Number, Field(gt=0, le=60, description="action budget (token bucket) for scale-ins")] = 4.0
-    rate_window_seconds: Annotated[Number, Field(ge=60, le=MAX_SECONDS, description="arrival rates are measured over this window")] = 180.0
-    history_seconds: Annotated[Number, Field(ge=120, le=MAX_SECONDS, description="how much history the engine reads")] = 600.0
+    max_event_age_seconds: Annotated[float, Field(gt=0, le=MAX_SECONDS, description="the SLO: the oldest unprocessed event stays younger than this"), NUMBER] = 300.0
+    events_per_instance_per_second: Annotated[Annotated[float, Field(gt=0, le=MAX_EVENTS_PER_SECOND), NUMBER] | None, Field(description="a prior for one instance's throughput (default: learned)")] = None
+    provisioning_delay_seconds: Annotated[float, Field(ge=0, le=MAX_PROVISIONING_SECONDS, description="how long new instances take to serve"), NUMBER] = 120.0
+    safety_seconds: Annotated[float, Field(ge=0, le=MAX_SECONDS, description="margin under the SLO (lower than max_event_age_seconds)"), NUMBER] = 90.0
+    min_dwell_seconds: Annotated[float, Field(ge=0, le=MAX_SECONDS, description="a scale-in must be expected to hold this long"), NUMBER] = 2400.0
+    headroom: Annotated[float, Field(ge=0, le=10, description="forecast arrivals are raised by this fraction"), NUMBER] = 0.05
+    max_actions_per_hour: Annotated[float, Field(gt=0, le=60, description="action budget (token bucket) for scale-ins"), NUMBER] = 4.0
+    rate_window_seconds: Annotated[float, Field(ge=60, le=MAX_SECONDS, description="arrival rates are measured over this window"), NUMBER] = 180.0
+    history_seconds: Annotated[float, Field(ge=120, le=MAX_SECONDS, description="how much history the engine reads"), NUMBER] = 600.0
 
     _document = model_validator(mode="before")(classmethod(lambda cls, data: _document_object(cls, data)))
 
@@ -315,10 +315,10 @@ class SourceSettings:
         description="app setting holding an Event Hubs / Service Bus connection string (local use)")] = None
     storage_connection_from_env: Annotated[Text | None, Field(validation_alias=_alias("storage_connection_from_env"),
         description="app setting holding the checkpoint storage connection string (local use)")] = None
-    unprocessed_event_threshold: Annotated[Whole, Field(ge=1, le=MAX_EVENTS, validation_alias=_alias("unprocessed_event_threshold"),
-        description="KEDA's per-instance target; informational for the SLO mode")] = 64
-    activation_unprocessed_event_threshold: Annotated[Whole, Field(ge=0, le=MAX_EVENTS,
-        validation_alias=_alias("activation_unprocessed_event_threshold"), description="KEDA's activation threshold")] = 0
+    unprocessed_event_threshold: Annotated[int, Field(ge=1, le=MAX_EVENTS, validation_alias=_alias("unprocessed_event_threshold"),
+        description="KEDA's per-instance target; informational for the SLO mode"), NUMBER] = 64
+    activation_unprocessed_event_threshold: Annotated[int, Field(ge=0, le=MAX_EVENTS,
+        validation_alias=_alias("activation_unprocessed_event_threshold"), description="KEDA's activation threshold"), NUMBER] = 0
     queue_name: Annotated[Text | None, Field(validation_alias=_alias("queue_name"), description="Service Bus queue")] = None
     topic_name: Annotated[Text | None, Field(validation_alias=_alias("topic_name"), description="Service Bus topic (with subscription_name)")] = None
     subscription_name: Annotated[Text | None, Field(validation_alias=_alias("subscription_name"), description="Service Bus subscription")] = None
@@ -459,7 +459,8 @@ class TargetPolicy:
         data = _document_object(cls, data)
         if not isinstance(data, dict):
             return data
-        data = dict(data)
+        # A missing plan is reported as its missing resource id, the one thing a plan needs.
+        data = {"plan": {}, **data}
         for key, prefix in (("rules", "rule"), ("sources", "source")):
             if isinstance(data.get(key), list):
                 data[key] = [{"name": f"{prefix}{index}", **item} if isinstance(item, dict) and item.get("name") is None
@@ -521,7 +522,8 @@ class Policy:
     _EXTRA_KEYS = ("$schema",)
 
     targets: Annotated[tuple[TargetPolicy, ...], Field(min_length=1, max_length=MAX_TARGETS, description="one entry per App Service Plan (unique name)")]
-    version: Annotated[Whole, Field(description="the policy format version: 1")] = POLICY_VERSION
+    version: Annotated[int, Field(description="the policy format version: 1",
+                                     json_schema_extra={"const": POLICY_VERSION}), NUMBER] = POLICY_VERSION
 
     @model_validator(mode="before")
     @classmethod

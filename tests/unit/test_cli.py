@@ -23,7 +23,7 @@ def scaling(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
 
 def _module_exists(name: str) -> bool:
     try:
-        return importlib.util.find_spec(name) is not None
+        return importlib.util.find_spec(name.partition(":")[0]) is not None  # "module:suffix": a module's second command
     except ModuleNotFoundError:
         return False
 
