@@ -18,19 +18,21 @@ from pathlib import Path
 from typing import Any
 
 from scaling.domain.policy_document import PolicyError, policy_json_schema, validate_document
-from scaling.domain.policy_model import (
+from scaling.domain.policy_fields import (
     AGGREGATES,
     CHECKPOINT_STRATEGIES,
-    DEFAULT_SCALE_DOWN,
-    DEFAULT_SCALE_UP,
     EXTERNAL_CHANGE_POLICIES,
     KEDA_ALIASES,
     METRICS,
     MODES,
     PLAN_KINDS,
     POLICY_VERSION,
-    SEED_STEP,
     SOURCE_KINDS,
+)
+from scaling.domain.policy_model import (
+    DEFAULT_SCALE_DOWN,
+    DEFAULT_SCALE_UP,
+    SEED_STEP,
     Bounds,
     PlanSettings,
     Policy,

@@ -17,7 +17,8 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic.json_schema import GenerateJsonSchema
 
-from scaling.domain.policy_model import KEDA_ALIASES, Policy, SourceSettings, Step
+from scaling.domain.policy_fields import KEDA_ALIASES
+from scaling.domain.policy_model import Policy, SourceSettings, Step
 
 SCHEMA_FILE = "policy.schema.json"
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"

@@ -13,116 +13,38 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal
-from urllib.parse import quote
 
-from pydantic import AliasChoices, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import AliasChoices, BeforeValidator, Field, StrictBool, model_validator
 
-POLICY_VERSION = 1
-METRICS = ("backlog", "backlog_per_instance", "lag_seconds")
-AGGREGATES = ("average", "maximum", "latest")
-MODES = ("slo", "rules")
-SOURCE_KINDS = ("eventhub", "servicebus")
-CHECKPOINT_STRATEGIES = ("auto", "blobMetadata", "azureFunction")
-PLAN_KINDS = ("dedicated", "elastic")
-EXTERNAL_CHANGE_POLICIES = ("adopt", "revert")
-
-# --- bounds (docs/policy.md, "Bounds") --------------------------------------------------------
-
-#: The most instances any App Service Plan reaches (Elastic Premium burst, Isolated v2 per plan).
-MAX_INSTANCES = 100
-#: Windows, cooldowns, the SLO and dwell times: one day. Longer ones would need more history
-#: than the engine reads and keep a target from acting for days.
-MAX_SECONDS = 86_400
-#: Provisioning slower than an hour is an outage, not a delay to plan for.
-MAX_PROVISIONING_SECONDS = 3_600
-#: Thresholds and event counts: far above any backlog, far below float trouble.
-MAX_EVENTS = 1e12
-MAX_EVENTS_PER_SECOND = 1e9
-#: One sample per minute over the longest window.
-MAX_SAMPLES = MAX_SECONDS // 60
-#: Rules, tiers, sources and targets: enough for any real plan, small enough that a decision
-#: with every rule's numbers fits in one Table entity next to the state.
-MAX_RULES = 20
-MAX_TIERS = 10
-MAX_SOURCES = 10
-MAX_TARGETS = 100
-#: A Table PartitionKey holds 512 UTF-16 characters; the target name is stored escaped.
-MAX_KEY_CHARS = 512
-MAX_NAME_CHARS = 128
-MAX_TEXT_CHARS = 256
-MAX_ID_CHARS = 1024
-
-#: Characters the storage layer leaves unescaped in a PartitionKey (scaling/storage/base.py
-#: ``partition_key``; a test keeps the two in step). The domain cannot import storage.
-KEY_SAFE_CHARACTERS = " !$&'()*+,-.:;=@_~[]{}^`|\"<>"
-
-
-def escaped_key_length(name: str) -> int:
-    """Length of ``name`` as a Table key once escaped the way the storage layer escapes it."""
-    return len(quote(name, safe=KEY_SAFE_CHARACTERS))
-
-
-def _fail(field_name: str | None, reason: str, *names: str) -> PydanticCustomError:
-    """An error about ``field_name`` (relative to the object validated); ``{0}``, ``{1}`` in the
-    reason are the other fields it mentions, ``{path}`` the object's own path. Field names are
-    spelled the way the document spells them (scaling/domain/policy_document.py)."""
-    return PydanticCustomError("policy", reason, {"field": field_name or "", "names": "\x1f".join(names), "reason": reason})
-
-
-def _number(value: Any) -> Any:
-    """JSON numbers only: no booleans, no numeric strings (pydantic's lax mode would take them)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _fail(None, "must be a number, got {0}", repr(value))
-    if isinstance(value, float) and not math.isfinite(value):
-        raise _fail(None, "must be a finite number, got {0}", repr(value))
-    return value
-
-
-def _text(value: Any) -> Any:
-    if not isinstance(value, str) or not value:
-        raise _fail(None, "must be a non-empty string")
-    if not value.isprintable():
-        # Control characters, lone surrogates and other unprintables break keys, logs and JSON.
-        raise _fail(None, "must hold printable characters only (no control characters or lone surrogates)")
-    return value
-
-
-#: Placed after the bounds (``Annotated[int, Field(ge=..), NUMBER]``) so that the schema keeps them.
-NUMBER = BeforeValidator(_number)
-Text = Annotated[str, BeforeValidator(_text), Field(min_length=1, max_length=MAX_TEXT_CHARS)]
-Name = Annotated[str, BeforeValidator(_text), Field(min_length=1, max_length=MAX_NAME_CHARS)]
-LongText = Annotated[str, BeforeValidator(_text), Field(min_length=1, max_length=MAX_ID_CHARS)]
-Threshold = Annotated[float, Field(ge=0, le=MAX_EVENTS), NUMBER]
-Aggregate = Literal["average", "maximum", "latest"]
-Capacity = Annotated[int, Field(ge=0, le=MAX_INSTANCES), NUMBER]
-
-_CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False, validate_by_name=True, validate_by_alias=True)
-
-
-def known_keys(cls: type) -> tuple[str, ...]:
-    """The keys a document may use for ``cls``: field names, their KEDA aliases, extras."""
-    aliases = tuple(KEDA_ALIASES[name] for name in cls.__dataclass_fields__ if name in KEDA_ALIASES)
-    return (*cls.__dataclass_fields__, *aliases, *getattr(cls, "_EXTRA_KEYS", ()))
-
-
-def _document_object(cls: type, data: Any) -> Any:
-    """Before field validation: a ``null`` value means "not set" (the default applies), and a
-    key this object does not know is an error naming it."""
-    if not isinstance(data, dict):
-        return data
-    known = known_keys(cls)
-    unknown = sorted(key for key in data if key not in known)
-    if unknown:
-        visible = sorted(key for key in known if not key.startswith("$"))
-        raise _fail(unknown[0], "is not a known setting (known: {0})", ", ".join(visible))
-    return {key: value for key, value in data.items() if value is not None}
-
-
-def _pair(up: float | None, down: float | None) -> None:
-    if up is not None and down is not None and down >= up:
-        raise _fail("scale_down_below", "must be lower than {0}", "scale_up_above")
-
+from scaling.domain.policy_fields import (
+    DOCUMENT_CONFIG,
+    KEDA_ALIASES,
+    MAX_EVENTS,
+    MAX_EVENTS_PER_SECOND,
+    MAX_INSTANCES,
+    MAX_KEY_CHARS,
+    MAX_PROVISIONING_SECONDS,
+    MAX_RULES,
+    MAX_SAMPLES,
+    MAX_SECONDS,
+    MAX_SOURCES,
+    MAX_TARGETS,
+    MAX_TIERS,
+    NUMBER,
+    POLICY_VERSION,
+    Aggregate,
+    Capacity,
+    LongText,
+    Name,
+    Text,
+    Threshold,
+    check_threshold_pair,
+    document_keys,
+    document_object,
+    escaped_key_length,
+    invalid,
+    printable_text,
+)
 
 # --- the model ---------------------------------------------------------------------------------
 
@@ -131,22 +53,23 @@ def _pair(up: float | None, down: float | None) -> None:
 class Tier:
     """Thresholds that apply while the current capacity is within ``[min_capacity, max_capacity]``."""
 
-    __pydantic_config__ = _CONFIG
+    __pydantic_config__ = DOCUMENT_CONFIG
 
     min_capacity: Annotated[Capacity, Field(description="lowest current instance count this tier applies to")] = 1
     max_capacity: Annotated[Capacity, Field(description="highest current instance count this tier applies to")] = MAX_INSTANCES
     scale_up_above: Annotated[Threshold | None, Field(description="scale out while the metric is above this (required)")] = None
-    scale_down_below: Annotated[Threshold | None, Field(description="scale in while the metric is below this (required, lower than scale_up_above)")] = None
+    scale_down_below: Annotated[Threshold | None, Field(
+        description="scale in while the metric is below this (required, lower than scale_up_above)")] = None
 
-    _document = model_validator(mode="before")(classmethod(lambda cls, data: _document_object(cls, data)))
+    _document = document_keys()
 
     @model_validator(mode="after")
     def _consistent(self) -> Tier:
         if self.max_capacity < self.min_capacity:
-            raise _fail("max_capacity", "must not be lower than {0}", "min_capacity")
-        _pair(self.scale_up_above, self.scale_down_below)
+            raise invalid("max_capacity", "must not be lower than {0}", "min_capacity")
+        check_threshold_pair(self.scale_up_above, self.scale_down_below)
         if self.scale_up_above is None or self.scale_down_below is None:
-            raise _fail(None, "needs both {0} and {1}", "scale_up_above", "scale_down_below")
+            raise invalid(None, "needs both {0} and {1}", "scale_up_above", "scale_down_below")
         return self
 
 
@@ -154,32 +77,36 @@ class Tier:
 class Rule:
     """A threshold rule over a window of samples."""
 
-    __pydantic_config__ = _CONFIG
+    __pydantic_config__ = DOCUMENT_CONFIG
 
     name: Annotated[Name, Field(description="names the rule in decisions (default: ruleN by position)")] = ""
     metric: Annotated[Literal["backlog", "backlog_per_instance", "lag_seconds"], Field(
         description="backlog (events), backlog_per_instance, or lag_seconds (estimated time to drain)")] = "backlog"
     aggregate: Annotated[Aggregate, Field(description="how the window's samples are combined")] = "average"
-    window_seconds: Annotated[int, Field(ge=60, le=MAX_SECONDS, description="the window the rule reads, in seconds"), NUMBER] = 600
-    min_samples: Annotated[int, Field(ge=1, le=MAX_SAMPLES, description="samples the window must hold before the rule may act"), NUMBER] = 5
+    window_seconds: Annotated[int, Field(ge=60, le=MAX_SECONDS,
+        description="the window the rule reads, in seconds"), NUMBER] = 600
+    min_samples: Annotated[int, Field(ge=1, le=MAX_SAMPLES,
+        description="samples the window must hold before the rule may act"), NUMBER] = 5
     scale_up_above: Annotated[Threshold | None, Field(description="scale out while the aggregate is above this")] = None
-    scale_down_below: Annotated[Threshold | None, Field(description="scale in while the aggregate is below this (lower than scale_up_above)")] = None
+    scale_down_below: Annotated[Threshold | None, Field(
+        description="scale in while the aggregate is below this (lower than scale_up_above)")] = None
     scale_up_aggregate: Annotated[Aggregate | None, Field(description="overrides aggregate for scaling out")] = None
     scale_down_aggregate: Annotated[Aggregate | None, Field(description="overrides aggregate for scaling in")] = None
-    tiers: Annotated[tuple[Tier, ...], Field(max_length=MAX_TIERS, description="thresholds by current instance count; the first matching tier wins")] = ()
+    tiers: Annotated[tuple[Tier, ...], Field(max_length=MAX_TIERS,
+        description="thresholds by current instance count; the first matching tier wins")] = ()
     source: Annotated[Name | None, Field(description="restrict the rule to this source of the target (default: all)")] = None
 
-    _document = model_validator(mode="before")(classmethod(lambda cls, data: _document_object(cls, data)))
+    _document = document_keys()
 
     @model_validator(mode="after")
     def _consistent(self) -> Rule:
-        _pair(self.scale_up_above, self.scale_down_below)
+        check_threshold_pair(self.scale_up_above, self.scale_down_below)
         ordered = sorted(self.tiers, key=lambda tier: tier.min_capacity)
         for first, second in zip(ordered, ordered[1:], strict=False):
             if second.min_capacity <= first.max_capacity:
-                raise _fail("tiers", f"overlap at capacity {second.min_capacity}")
+                raise invalid("tiers", f"overlap at capacity {second.min_capacity}")
         if self.scale_up_above is None and self.scale_down_below is None and not self.tiers:
-            raise _fail(None, "needs {0}, {1} or {2}", "scale_up_above", "scale_down_below", "tiers")
+            raise invalid(None, "needs {0}, {1} or {2}", "scale_up_above", "scale_down_below", "tiers")
         return self
 
     def thresholds_for(self, capacity: int) -> tuple[float | None, float | None]:
@@ -193,18 +120,20 @@ class Rule:
 class Step:
     """How far one action moves, and how long after the previous action it may happen."""
 
-    __pydantic_config__ = _CONFIG
+    __pydantic_config__ = DOCUMENT_CONFIG
 
     step: Annotated[int, Field(ge=1, le=MAX_INSTANCES, description="instances added or removed per action"), NUMBER] = 1
-    step_percent: Annotated[Annotated[float, Field(gt=0, le=1000), NUMBER] | None, Field(description="or: percent of the current count (at least one instance); not with step")] = None
-    cooldown_seconds: Annotated[int, Field(ge=0, le=MAX_SECONDS, description="seconds since the previous action of any direction (default: up 0, down 300)"), NUMBER] = 600
+    step_percent: Annotated[Annotated[float, Field(gt=0, le=1000), NUMBER] | None, Field(
+        description="or: percent of the current count (at least one instance); not with step")] = None
+    cooldown_seconds: Annotated[int, Field(ge=0, le=MAX_SECONDS,
+        description="seconds since the previous action of any direction (default: up 0, down 300)"), NUMBER] = 600
 
     @model_validator(mode="before")
     @classmethod
     def _document(cls, data: Any) -> Any:
-        data = _document_object(cls, data)
+        data = document_object(cls, data)
         if isinstance(data, dict) and "step" in data and "step_percent" in data:
-            raise _fail(None, "sets both {0} and {1}; choose one", "step", "step_percent")
+            raise invalid(None, "sets both {0} and {1}; choose one", "step", "step_percent")
         return data
 
     def size(self, capacity: int) -> int:
@@ -223,19 +152,21 @@ DEFAULT_SCALE_DOWN = Step(step=1, cooldown_seconds=300)
 class Bounds:
     """The instance counts the autoscaler may choose from."""
 
-    __pydantic_config__ = _CONFIG
+    __pydantic_config__ = DOCUMENT_CONFIG
 
     min_instances: Annotated[int, Field(ge=1, le=MAX_INSTANCES, description="never fewer instances"), NUMBER] = 1
     max_instances: Annotated[int, Field(ge=1, le=MAX_INSTANCES, description="never more instances"), NUMBER] = 10
-    cap_at_partitions: Annotated[StrictBool, Field(description="never more instances than partitions (extra ones would idle)")] = True
-    balanced_counts: Annotated[StrictBool, Field(description="only counts that spread partitions evenly (default: true, false with preset seed)")] = True
+    cap_at_partitions: Annotated[StrictBool, Field(
+        description="never more instances than partitions (extra ones would idle)")] = True
+    balanced_counts: Annotated[StrictBool, Field(
+        description="only counts that spread partitions evenly (default: true, false with preset seed)")] = True
 
-    _document = model_validator(mode="before")(classmethod(lambda cls, data: _document_object(cls, data)))
+    _document = document_keys()
 
     @model_validator(mode="after")
     def _consistent(self) -> Bounds:
         if self.max_instances < self.min_instances:
-            raise _fail("max_instances", "must not be lower than {0}", "min_instances")
+            raise invalid("max_instances", "must not be lower than {0}", "min_instances")
         return self
 
 
@@ -251,40 +182,33 @@ class SloSettings:
     because every action rebalances partitions and makes consumers process events twice.
     """
 
-    __pydantic_config__ = _CONFIG
+    __pydantic_config__ = DOCUMENT_CONFIG
 
-    max_event_age_seconds: Annotated[float, Field(gt=0, le=MAX_SECONDS, description="the SLO: the oldest unprocessed event stays younger than this"), NUMBER] = 300.0
-    events_per_instance_per_second: Annotated[Annotated[float, Field(gt=0, le=MAX_EVENTS_PER_SECOND), NUMBER] | None, Field(description="a prior for one instance's throughput (default: learned)")] = None
-    provisioning_delay_seconds: Annotated[float, Field(ge=0, le=MAX_PROVISIONING_SECONDS, description="how long new instances take to serve"), NUMBER] = 120.0
-    safety_seconds: Annotated[float, Field(ge=0, le=MAX_SECONDS, description="margin under the SLO (lower than max_event_age_seconds)"), NUMBER] = 90.0
-    min_dwell_seconds: Annotated[float, Field(ge=0, le=MAX_SECONDS, description="a scale-in must be expected to hold this long"), NUMBER] = 2400.0
+    max_event_age_seconds: Annotated[float, Field(gt=0, le=MAX_SECONDS,
+        description="the SLO: the oldest unprocessed event stays younger than this"), NUMBER] = 300.0
+    events_per_instance_per_second: Annotated[Annotated[float, Field(gt=0, le=MAX_EVENTS_PER_SECOND), NUMBER] | None, Field(
+        description="a prior for one instance's throughput (default: learned)")] = None
+    provisioning_delay_seconds: Annotated[float, Field(ge=0, le=MAX_PROVISIONING_SECONDS,
+        description="how long new instances take to serve"), NUMBER] = 120.0
+    safety_seconds: Annotated[float, Field(ge=0, le=MAX_SECONDS,
+        description="margin under the SLO (lower than max_event_age_seconds)"), NUMBER] = 90.0
+    min_dwell_seconds: Annotated[float, Field(ge=0, le=MAX_SECONDS,
+        description="a scale-in must be expected to hold this long"), NUMBER] = 2400.0
     headroom: Annotated[float, Field(ge=0, le=10, description="forecast arrivals are raised by this fraction"), NUMBER] = 0.05
-    max_actions_per_hour: Annotated[float, Field(gt=0, le=60, description="action budget (token bucket) for scale-ins"), NUMBER] = 4.0
-    rate_window_seconds: Annotated[float, Field(ge=60, le=MAX_SECONDS, description="arrival rates are measured over this window"), NUMBER] = 180.0
-    history_seconds: Annotated[float, Field(ge=120, le=MAX_SECONDS, description="how much history the engine reads"), NUMBER] = 600.0
+    max_actions_per_hour: Annotated[float, Field(gt=0, le=60,
+        description="action budget (token bucket) for scale-ins"), NUMBER] = 4.0
+    rate_window_seconds: Annotated[float, Field(ge=60, le=MAX_SECONDS,
+        description="arrival rates are measured over this window"), NUMBER] = 180.0
+    history_seconds: Annotated[float, Field(ge=120, le=MAX_SECONDS,
+        description="how much history the engine reads"), NUMBER] = 600.0
 
-    _document = model_validator(mode="before")(classmethod(lambda cls, data: _document_object(cls, data)))
+    _document = document_keys()
 
     @model_validator(mode="after")
     def _consistent(self) -> SloSettings:
         if self.safety_seconds >= self.max_event_age_seconds:
-            raise _fail("safety_seconds", "must be lower than {0}", "max_event_age_seconds")
+            raise invalid("safety_seconds", "must be lower than {0}", "max_event_age_seconds")
         return self
-
-
-def _keda(name: str, camel: str) -> AliasChoices:
-    return AliasChoices(name, camel)
-
-
-#: snake_case field -> KEDA's camelCase spelling, accepted as an alias.
-KEDA_ALIASES = {
-    "fully_qualified_namespace": "fullyQualifiedNamespace", "event_hub_name": "eventHubName",
-    "consumer_group": "consumerGroup", "checkpoint_strategy": "checkpointStrategy", "blob_container": "blobContainer",
-    "checkpoint_account_url": "checkpointAccountUrl", "connection_from_env": "connectionFromEnv",
-    "storage_connection_from_env": "storageConnectionFromEnv", "unprocessed_event_threshold": "unprocessedEventThreshold",
-    "activation_unprocessed_event_threshold": "activationUnprocessedEventThreshold", "queue_name": "queueName",
-    "topic_name": "topicName", "subscription_name": "subscriptionName",
-}
 
 
 def _alias(name: str) -> AliasChoices:
@@ -296,19 +220,22 @@ class SourceSettings:
     """One metric source. Field names are KEDA's azure-eventhub trigger's, in snake_case; KEDA's
     camelCase spelling is accepted as an alias."""
 
-    __pydantic_config__ = _CONFIG
+    __pydantic_config__ = DOCUMENT_CONFIG
 
     kind: Annotated[Literal["eventhub", "servicebus"], Field(description="eventhub or servicebus")] = "eventhub"
     name: Annotated[Name, Field(description="unique within the target (default: sourceN by position)")] = ""
     fully_qualified_namespace: Annotated[Text | None, Field(validation_alias=_alias("fully_qualified_namespace"),
         description="NAMESPACE.servicebus.windows.net (identity-based); or connection_from_env")] = None
-    event_hub_name: Annotated[Text | None, Field(validation_alias=_alias("event_hub_name"), description="the hub (eventhub sources)")] = None
-    consumer_group: Annotated[Text, Field(validation_alias=_alias("consumer_group"), description="the consumers' group")] = "$Default"
+    event_hub_name: Annotated[Text | None, Field(validation_alias=_alias("event_hub_name"),
+        description="the hub (eventhub sources)")] = None
+    consumer_group: Annotated[Text, Field(validation_alias=_alias("consumer_group"),
+        description="the consumers' group")] = "$Default"
     checkpoint_strategy: Annotated[Literal["auto", "blobMetadata", "azureFunction"], Field(
         validation_alias=_alias("checkpoint_strategy"),
         description="checkpoint layout: auto (found in the container), blobMetadata (current SDKs, Functions v5+) "
                     "or azureFunction (legacy JSON blobs)")] = "auto"
-    blob_container: Annotated[Text, Field(validation_alias=_alias("blob_container"), description="the checkpoint container")] = "azure-webjobs-eventhub"
+    blob_container: Annotated[Text, Field(validation_alias=_alias("blob_container"),
+        description="the checkpoint container")] = "azure-webjobs-eventhub"
     checkpoint_account_url: Annotated[LongText | None, Field(validation_alias=_alias("checkpoint_account_url"),
         description="https://ACCOUNT.blob.core.windows.net (identity-based); or storage_connection_from_env")] = None
     connection_from_env: Annotated[Text | None, Field(validation_alias=_alias("connection_from_env"),
@@ -320,27 +247,30 @@ class SourceSettings:
     activation_unprocessed_event_threshold: Annotated[int, Field(ge=0, le=MAX_EVENTS,
         validation_alias=_alias("activation_unprocessed_event_threshold"), description="KEDA's activation threshold"), NUMBER] = 0
     queue_name: Annotated[Text | None, Field(validation_alias=_alias("queue_name"), description="Service Bus queue")] = None
-    topic_name: Annotated[Text | None, Field(validation_alias=_alias("topic_name"), description="Service Bus topic (with subscription_name)")] = None
-    subscription_name: Annotated[Text | None, Field(validation_alias=_alias("subscription_name"), description="Service Bus subscription")] = None
+    topic_name: Annotated[Text | None, Field(validation_alias=_alias("topic_name"),
+        description="Service Bus topic (with subscription_name)")] = None
+    subscription_name: Annotated[Text | None, Field(validation_alias=_alias("subscription_name"),
+        description="Service Bus subscription")] = None
 
-    _document = model_validator(mode="before")(classmethod(lambda cls, data: _document_object(cls, data)))
+    _document = document_keys()
 
     @model_validator(mode="after")
     def _complete(self) -> SourceSettings:
         if self.kind == "eventhub":
             if not self.event_hub_name:
-                raise _fail("event_hub_name", "is required for an eventhub source")
+                raise invalid("event_hub_name", "is required for an eventhub source")
             if not self.fully_qualified_namespace and not self.connection_from_env:
-                raise _fail("fully_qualified_namespace", "or {0} is required for an eventhub source", "connection_from_env")
+                raise invalid("fully_qualified_namespace", "or {0} is required for an eventhub source", "connection_from_env")
             if not self.checkpoint_account_url and not self.storage_connection_from_env:
-                raise _fail("checkpoint_account_url", "or {0} is required for an eventhub source", "storage_connection_from_env")
+                raise invalid("checkpoint_account_url", "or {0} is required for an eventhub source",
+                              "storage_connection_from_env")
             return self
         if not self.fully_qualified_namespace and not self.connection_from_env:
-            raise _fail("fully_qualified_namespace", "or {0} is required for a servicebus source", "connection_from_env")
+            raise invalid("fully_qualified_namespace", "or {0} is required for a servicebus source", "connection_from_env")
         if bool(self.queue_name) == bool(self.topic_name):
-            raise _fail("queue_name", ": set either {0} or {1} with {2}", "queue_name", "topic_name", "subscription_name")
+            raise invalid("queue_name", ": set either {0} or {1} with {2}", "queue_name", "topic_name", "subscription_name")
         if self.topic_name and not self.subscription_name:
-            raise _fail("subscription_name", "is required with {0}", "topic_name")
+            raise invalid("subscription_name", "is required with {0}", "topic_name")
         return self
 
 
@@ -348,17 +278,19 @@ class SourceSettings:
 class PlanSettings:
     """The App Service Plan a target resizes."""
 
-    __pydantic_config__ = _CONFIG
+    __pydantic_config__ = DOCUMENT_CONFIG
 
-    resource_id: Annotated[LongText, Field(description="/subscriptions/…/resourceGroups/…/providers/Microsoft.Web/serverfarms/NAME")]
-    kind: Annotated[Literal["dedicated", "elastic"], Field(description="dedicated (sets sku.capacity) or elastic (Elastic Premium worker count)")] = "dedicated"
+    resource_id: Annotated[LongText, Field(
+        description="/subscriptions/…/resourceGroups/…/providers/Microsoft.Web/serverfarms/NAME")]
+    kind: Annotated[Literal["dedicated", "elastic"], Field(
+        description="dedicated (sets sku.capacity) or elastic (Elastic Premium worker count)")] = "dedicated"
 
-    _document = model_validator(mode="before")(classmethod(lambda cls, data: _document_object(cls, data)))
+    _document = document_keys()
 
     @model_validator(mode="after")
     def _is_a_plan(self) -> PlanSettings:
         if "/providers/microsoft.web/serverfarms/" not in self.resource_id.lower():
-            raise _fail("resource_id", "must be an App Service Plan resource id (.../providers/Microsoft.Web/serverfarms/NAME)")
+            raise invalid("resource_id", "must be an App Service Plan resource id (.../providers/Microsoft.Web/serverfarms/NAME)")
         return self
 
     @property
@@ -386,16 +318,18 @@ def _resource_id_part(resource_id: str, key: str) -> str:
 class SeedThresholds:
     """The two thresholds of preset ``seed``."""
 
-    __pydantic_config__ = _CONFIG
+    __pydantic_config__ = DOCUMENT_CONFIG
 
-    scale_up_above: Annotated[Threshold, Field(description="scale out by one while the 10-minute average backlog is above this")] = 1000.0
-    scale_down_below: Annotated[Threshold, Field(description="scale in by one while the 10-minute maximum backlog is below this")] = 100.0
+    scale_up_above: Annotated[Threshold, Field(
+        description="scale out by one while the 10-minute average backlog is above this")] = 1000.0
+    scale_down_below: Annotated[Threshold, Field(
+        description="scale in by one while the 10-minute maximum backlog is below this")] = 100.0
 
-    _document = model_validator(mode="before")(classmethod(lambda cls, data: _document_object(cls, data)))
+    _document = document_keys()
 
     @model_validator(mode="after")
     def _consistent(self) -> SeedThresholds:
-        _pair(self.scale_up_above, self.scale_down_below)
+        check_threshold_pair(self.scale_up_above, self.scale_down_below)
         return self
 
 
@@ -423,7 +357,7 @@ _SEED_FIXED = ("rules", "scale_up", "scale_down", "slo")
 
 def _target_name(value: str) -> str:
     if escaped_key_length(value) > MAX_KEY_CHARS:
-        raise _fail(None, f"is too long once escaped as a Table key ({escaped_key_length(value)} characters, "
+        raise invalid(None, f"is too long once escaped as a Table key ({escaped_key_length(value)} characters, "
                           f"at most {MAX_KEY_CHARS}): use a shorter name or fewer non-ASCII characters")
     return value
 
@@ -432,22 +366,24 @@ def _target_name(value: str) -> str:
 class TargetPolicy:
     """Everything the autoscaler knows about one App Service Plan."""
 
-    __pydantic_config__ = _CONFIG
+    __pydantic_config__ = DOCUMENT_CONFIG
 
     name: Annotated[Name, Field(description="identifies the target in samples, history, decisions and actions "
                                             "(printable; at most 512 characters once URL-escaped as a Table key)"),
-                    BeforeValidator(lambda value: _target_name(_text(value)))]
+                    BeforeValidator(lambda value: _target_name(printable_text(value)))]
     plan: Annotated[PlanSettings, Field(description="the App Service Plan to resize")]
     sources: Annotated[tuple[SourceSettings, ...], Field(min_length=1, max_length=MAX_SOURCES, description="metric sources")]
     bounds: Annotated[Bounds, Field(description="instance bounds")] = field(default_factory=Bounds)
-    mode: Annotated[Literal["slo", "rules"], Field(description="slo (default; Event Hubs sources only) or rules (default with preset seed)")] = "slo"
+    mode: Annotated[Literal["slo", "rules"], Field(
+        description="slo (default; Event Hubs sources only) or rules (default with preset seed)")] = "slo"
     slo: Annotated[SloSettings, Field(description="SLO-mode settings")] = field(default_factory=SloSettings)
     rules: Annotated[tuple[Rule, ...], Field(max_length=MAX_RULES, description="threshold rules (mode rules)")] = ()
     scale_up: Annotated[Step, Field(description="scale-out step and cooldown (default: step 1, cooldown 0 s)")] = field(
         default_factory=lambda: DEFAULT_SCALE_UP)
     scale_down: Annotated[Step, Field(description="scale-in step and cooldown (default: step 1, cooldown 300 s)")] = field(
         default_factory=lambda: DEFAULT_SCALE_DOWN)
-    preset: Annotated[Literal["seed"] | None, Field(description="seed: the seed design exactly (no rules, scale_up, scale_down, slo)")] = None
+    preset: Annotated[Literal["seed"] | None, Field(
+        description="seed: the seed design exactly (no rules, scale_up, scale_down, slo)")] = None
     seed: Annotated[SeedThresholds | None, Field(description="the thresholds of preset seed")] = None
     on_external_change: Annotated[Literal["adopt", "revert"], Field(
         description="when someone else resized the plan: adopt (accept the new count and decide from it) "
@@ -456,7 +392,7 @@ class TargetPolicy:
     @model_validator(mode="before")
     @classmethod
     def _document(cls, data: Any) -> Any:
-        data = _document_object(cls, data)
+        data = document_object(cls, data)
         if not isinstance(data, dict):
             return data
         # A missing plan is reported as its missing resource id, the one thing a plan needs.
@@ -469,12 +405,12 @@ class TargetPolicy:
             if isinstance(data.get(key), dict):
                 data[key] = {"cooldown_seconds": default.cooldown_seconds, **data[key]}
         if "seed" in data and data.get("preset") != "seed":
-            raise _fail("seed", "is only read with preset 'seed'; add the preset or remove the block")
+            raise invalid("seed", "is only read with preset 'seed'; add the preset or remove the block")
         if data.get("preset") == "seed":
             fixed = [key for key in _SEED_FIXED if key in data]
             if fixed or data.get("mode", "rules") != "rules":
                 what = fixed[0] if fixed else "mode"
-                raise _fail("preset", "'seed' fixes rules, scale_up, scale_down and mode, and has no slo: "
+                raise invalid("preset", "'seed' fixes rules, scale_up, scale_down and mode, and has no slo: "
                                       "remove {path}.{0} or the preset", what)
             data["mode"] = "rules"
             data.setdefault("seed", {})
@@ -487,22 +423,22 @@ class TargetPolicy:
     def _consistent(self) -> TargetPolicy:
         names = [source.name for source in self.sources]
         if len(set(names)) != len(names):
-            raise _fail("sources", "has duplicate source names")
+            raise invalid("sources", "has duplicate source names")
         if self.preset == "seed":
             seed = self.seed or SeedThresholds()
             return replace(self, rules=seed_rules(seed.scale_up_above, seed.scale_down_below), scale_up=SEED_STEP,
                            scale_down=SEED_STEP, seed=seed)
         for index, rule in enumerate(self.rules):
             if rule.source is not None and rule.source not in names:
-                raise _fail(f"rules[{index}].source", f"names no source of this target: {rule.source!r}")
+                raise invalid(f"rules[{index}].source", f"names no source of this target: {rule.source!r}")
         if self.mode == "rules" and not self.rules:
-            raise _fail("rules", "must list at least one rule in mode 'rules'")
+            raise invalid("rules", "must list at least one rule in mode 'rules'")
         if self.mode == "slo":
             # The SLO mode reads event ages off per-partition sequence numbers; a Service Bus count
             # has none, and a target that holds forever (or ignores a queue) must not start.
             queue = next((index for index, source in enumerate(self.sources) if source.kind != "eventhub"), None)
             if queue is not None:
-                raise _fail(f"sources[{queue}].kind", "'servicebus' cannot drive mode 'slo' (it reads Event Hubs "
+                raise invalid(f"sources[{queue}].kind", "'servicebus' cannot drive mode 'slo' (it reads Event Hubs "
                                                       "partitions only): set mode 'rules' with backlog rules for this target")
         return self
 
@@ -517,18 +453,19 @@ class TargetPolicy:
 class Policy:
     """The whole file: one target per App Service Plan."""
 
-    __pydantic_config__ = _CONFIG
+    __pydantic_config__ = DOCUMENT_CONFIG
     #: Editors' schema reference (``"$schema": "./policy.schema.json"``): accepted and ignored.
     _EXTRA_KEYS = ("$schema",)
 
-    targets: Annotated[tuple[TargetPolicy, ...], Field(min_length=1, max_length=MAX_TARGETS, description="one entry per App Service Plan (unique name)")]
+    targets: Annotated[tuple[TargetPolicy, ...], Field(min_length=1, max_length=MAX_TARGETS,
+        description="one entry per App Service Plan (unique name)")]
     version: Annotated[int, Field(description="the policy format version: 1",
                                      json_schema_extra={"const": POLICY_VERSION}), NUMBER] = POLICY_VERSION
 
     @model_validator(mode="before")
     @classmethod
     def _document(cls, data: Any) -> Any:
-        data = _document_object(cls, data)
+        data = document_object(cls, data)
         if isinstance(data, dict):
             data = {key: value for key, value in data.items() if key not in cls._EXTRA_KEYS}
         return data
@@ -536,11 +473,11 @@ class Policy:
     @model_validator(mode="after")
     def _consistent(self) -> Policy:
         if self.version != POLICY_VERSION:
-            raise _fail(None, f"version {self.version} is not supported (expected {POLICY_VERSION})")
+            raise invalid(None, f"version {self.version} is not supported (expected {POLICY_VERSION})")
         names = [target.name for target in self.targets]
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
-            raise _fail("targets", f"has duplicate name {duplicates[0]!r}")
+            raise invalid("targets", f"has duplicate name {duplicates[0]!r}")
         return self
 
     def target(self, name: str) -> TargetPolicy:
