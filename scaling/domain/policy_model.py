@@ -6,6 +6,11 @@ The classes stay plain dataclasses: code that builds them directly (simulator, t
 not validated, exactly as before; a *document* is validated by ``validate_document`` in
 scaling/domain/policy_document.py. Bounds are chosen so that nothing that validates can crash an
 evaluation or overflow a Table entity or key (docs/policy.md, "Bounds").
+
+A new field: ``name: Annotated[type, Field(bounds..., description=...)] = default`` at the end of
+its class (positional construction keeps working), cross-field checks in the class's ``after``
+validator raising ``invalid(field, reason)``; then regenerate policy.schema.json, add its row to
+docs/policy.md and its limits to tests/unit/test_domain_policy_bounds.py.
 """
 
 from __future__ import annotations
