@@ -90,10 +90,10 @@ def _reason(kind: str, item: Mapping[str, Any], context: Mapping[str, Any], loca
         "float_type": f"must be a number, got {got}",
         "float_parsing": f"must be a number, got {got}",
         "finite_number": f"must be a finite number, got {got}",
-        "greater_than_equal": f"must be at least {context.get('ge')}, got {got}",
-        "greater_than": f"must be greater than {context.get('gt')}, got {got}",
-        "less_than_equal": f"must be at most {context.get('le')}, got {got}",
-        "less_than": f"must be less than {context.get('lt')}, got {got}",
+        "greater_than_equal": f"must be at least {_bound(context.get('ge'))}, got {got}",
+        "greater_than": f"must be greater than {_bound(context.get('gt'))}, got {got}",
+        "less_than_equal": f"must be at most {_bound(context.get('le'))}, got {got}",
+        "less_than": f"must be less than {_bound(context.get('lt'))}, got {got}",
         "literal_error": f"must be one of {_choices(context.get('expected', ''))}, got {got}",
         "bool_type": f"must be true or false, got {got}",
         "bool_parsing": f"must be true or false, got {got}",
@@ -112,6 +112,11 @@ def _reason(kind: str, item: Mapping[str, Any], context: Mapping[str, Any], loca
         item_name = _ITEM_NAMES.get(str(location[-1]) if location else "", "item")
         return f"must list at least one {item_name}"
     return reasons.get(kind, str(item.get("msg", kind)))
+
+
+def _bound(value: Any) -> str:
+    """A limit as a person writes it: 1000000000000, not 1000000000000.0."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 def _render(reason: str, names: list[str], path: str) -> str:

@@ -254,3 +254,8 @@ def test_validation_does_not_mutate_the_document() -> None:
     before = copy.deepcopy(policy)
     policy_from_dict(policy)
     assert policy == before
+
+
+def test_limits_are_written_as_people_write_them() -> None:
+    assert error_of(rules_document(rule(scale_up_above=2e12))).splitlines() == [
+        "targets[0].rules[0].scale_up_above must be at most 1000000000000, got 2000000000000.0"]
