@@ -15,6 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("scaling.simulation.cli", "replay one trace through the simulated hub and plan with one policy"),
     "benchmark": ("scaling.simulation.benchmark", "compare every algorithm on traces in the standard scenario"),
     "validate-policy": ("scaling.domain.cli", "check a policy file and say what is wrong, naming the field"),
+    "policy-schema": ("scaling.domain.cli:schema", "print the policy file's JSON Schema (policy.schema.json)"),
     "bench-collect": ("scaling.sources.bench", "time concurrent vs serial collection (stand-in hubs, Azurite checkpoints)"),
     "decisions": ("scaling.storage.cli", "print a target's decision log as a table"),
     "dead-letters": ("scaling.commands.dead_letters", "list the dead-letter table and replay a letter after a fix"),
@@ -35,9 +36,11 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     for name, (module_name, help_text) in COMMANDS.items():
         sub = commands.add_parser(name, help=help_text, description=help_text)
         if name == chosen:
-            module = importlib.import_module(module_name)
-            module.configure(sub)
-            sub.set_defaults(handler=module.run)
+            # "module:suffix" names a module's second command: configure_suffix / run_suffix.
+            module_path, _, suffix = module_name.partition(":")
+            module = importlib.import_module(module_path)
+            getattr(module, f"configure_{suffix}" if suffix else "configure")(sub)
+            sub.set_defaults(handler=getattr(module, f"run_{suffix}" if suffix else "run"))
     return parser
 
 

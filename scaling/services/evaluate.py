@@ -311,7 +311,7 @@ class EvaluateService:
         decision = plan.decision
         if plan.action:
             logger.info("evaluate %s: %s %s -> %s (%s) decision %s", decision.target, plan.action.direction,
-                        decision.current_capacity, plan.action.target_capacity, plan.action.reason, decision.decision_id)
+                        decision.current_capacity, plan.action.target_capacity, plan.action.reason, plan.action.decision_id)
         else:
             logger.info("evaluate %s: sample %s holds at %s (%s)", decision.target, sample.sample_id,
                         decision.current_capacity, decision.reason_code)

@@ -317,6 +317,8 @@ async def _gather_all(calls: list[Any]) -> list[Any]:
 
 
 READERS: dict[str, type] = {BLOB_METADATA: BlobMetadataCheckpointReader, AZURE_FUNCTION: AzureFunctionCheckpointReader}
+#: Stopgap until the layout is detected (issue 15 part 2): "auto", the policy default, reads today's default.
+READERS.setdefault("auto", BlobMetadataCheckpointReader)
 
 
 def checkpoint_reader_for(strategy: str, container: Any) -> CheckpointReader:

@@ -7,18 +7,22 @@ says how); everything else is real."""
 from __future__ import annotations
 
 import csv
+import os
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scaling.local.azurite import Azurite
 from scaling.plans.local_arm import serve_local_arm
 from scaling.storage.records import APPLIED
 from tests.faultproxy import FaultProxy
 from tests.reliability import Rig
 
 TRACE = Path(__file__).resolve().parents[3] / "shared" / "traces" / "worldcup98" / "per_minute.csv"
+#: Examples of the property test (``RELIABILITY_EXAMPLES`` to try more or fewer).
+PROPERTY_EXAMPLES = int(os.environ.get("RELIABILITY_EXAMPLES", "100"))
 LOW, HIGH = 20_000.0, 60_000.0  # events a minute: 2 and 4 instances' worth
 
 
@@ -28,7 +32,7 @@ def arm_endpoint():
         yield served
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def proxies(azurite, arm_endpoint):
     with FaultProxy(("127.0.0.1", azurite.table_port)) as table_proxy, \
             FaultProxy(arm_endpoint.address, tls=True) as arm_proxy:
@@ -52,7 +56,7 @@ def rig(azurite, arm_endpoint, proxies, unique_name):
     table_proxy.pass_through()
     table_proxy.up()
     arm_proxy.pass_through()
-    for item in made:
+    for item in reversed(made):
         item.__exit__(None, None, None)
 
 
@@ -74,9 +78,11 @@ def test_case_1_evaluate_commit_applied_then_reset_still_emits_the_action(rig, p
     world = rig()
     world.step(LOW)
     table_proxy.applied_then_reset(method="POST", path_contains="$batch", times=1)
-    world.step(HIGH)
+    world.step(HIGH)  # azure-core does not retry a POST whose reply was lost: the invocation fails
     assert table_proxy.counts().faulted == {"applied_then_reset": 1}
-    assert world.capacity() == 3
+    assert world.capacity() == 2 and len(world.metrics.messages) == 1
+    world.step(HIGH * 0.8)  # the redelivery finds its commit and re-sends the recorded action
+    assert world.capacity() == 3 and world.metrics.messages == []
 
 
 @pytest.mark.parametrize("fault", ["status", "reset"])
@@ -93,7 +99,10 @@ def test_case_2_scale_claim_written_but_its_reply_lost(rig, proxies, fault) -> N
         table_proxy.applied_then_reset(method="POST", path_contains=path, times=1)
     world.step(HIGH)
     assert sum(table_proxy.counts().faulted.values()) == 1
-    assert world.capacity() == 3
+    if fault == "reset":  # azure-core does not retry a POST whose reply was lost: the redelivery takes over
+        assert world.capacity() == 2 and len(world.actions.messages) == 1
+        world.step(LOW * 1.5)
+    assert world.capacity() == 3 and world.actions.messages == []
     [decision] = [row for row in world.direct.decisions("orders") if row.acts]
     assert world.direct.get_applied("orders", decision.decision_id).status == APPLIED
 
@@ -114,7 +123,7 @@ def test_case_3_a_put_answered_after_the_read_timeout_is_recognised_as_applied(r
     _, arm_proxy = proxies
     world = rig(read_timeout=0.5)
     world.step(LOW)
-    arm_proxy.delay_reply(1.5, skip=1, times=2)  # the scale's GET passes; the PUT and its retry answer late
+    arm_proxy.delay_reply(1.5, skip=2, times=2)  # the two GETs pass; the PUT and its retry answer late
     world.step(HIGH)
     assert world.capacity() == 3
     [decision] = [row for row in world.direct.decisions("orders") if row.acts]
@@ -131,9 +140,11 @@ def test_a_lost_action_is_reissued_and_the_plan_converges_on_azurite(rig) -> Non
     world.lose_actions = True
     world.step(HIGH)
     world.lose_actions = False
-    for _ in range(5):
-        world.step(HIGH * 0.8)  # holds at 3 wanted; the plan still has 2
-    assert world.capacity() == 3 == world.desired()
+    steps = 0
+    while world.capacity() != 3 and steps < 6:
+        world.step(LOW)  # the engine holds (10,000 a minute per instance); only the reconciliation acts
+        steps += 1
+    assert steps == 4 and world.capacity() == 3 == world.desired()  # the grace: 3 minutes
     assert [row.reason_code for row in world.direct.decisions("orders") if row.acts][-1] == "reconcile"
 
 
@@ -165,17 +176,25 @@ def test_case_6_an_outage_longer_than_five_deliveries_loses_nothing(rig, proxies
     assert world.capacity() == world.desired() == 3
 
 
-def test_case_6_storage_restarted_empty_under_a_running_worker(rig, azurite, proxies) -> None:
-    """After a restart with empty storage the running worker failed every invocation on main."""
-    world = rig()
-    world.step(LOW)
-    world.step(LOW)
-    azurite_server = azurite.server
-    azurite_server.restart()
-    for _ in range(3):
-        world.step(HIGH)
-    assert world.metrics.messages == [] and world.metrics.poison == []
-    assert world.capacity() == 3
+@pytest.mark.slow
+def test_case_6_storage_restarted_empty_under_a_running_worker(arm_endpoint, proxies, unique_name) -> None:
+    """After a restart with empty storage the running worker failed every invocation on main.
+    Its own Azurite (restarting the session's would empty it for the other tests)."""
+    _, arm_proxy = proxies
+    server = Azurite()
+    endpoints = server.start()
+    try:
+        with FaultProxy(("127.0.0.1", endpoints.table_port)) as table_proxy, \
+                Rig(endpoints, table_proxy, arm_endpoint, arm_proxy, unique_name) as world:
+            world.step(LOW)
+            world.step(LOW)
+            server.restart()  # same ports, no data
+            for _ in range(3):
+                world.step(HIGH)
+            assert world.metrics.messages == [] and world.metrics.poison == []
+            assert world.capacity() == world.desired() == 4  # 2 -> 3 -> 4 on the HIGH steps
+    finally:
+        server.stop()
 
 
 def wc98_day() -> list[float]:
@@ -200,7 +219,7 @@ def inject(world: Rig, proxies, fault: str) -> None:
     elif fault == "claim_reset":
         table_proxy.applied_then_reset(method="POST", path_contains=applied, times=1)
     elif fault == "put_reset":
-        arm_proxy.applied_then_reset(skip=1, times=1)
+        arm_proxy.applied_then_reset(skip=2, times=1)  # scale reads the plan twice, then writes
     elif fault == "storage_down":
         table_proxy.down()
     world.lose_actions = fault == "action_lost"
@@ -214,10 +233,10 @@ def clear(world: Rig, proxies) -> None:
     world.lose_actions = False
 
 
-@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-@given(schedule=st.lists(st.sampled_from(FAULTS), min_size=48, max_size=48))
+@settings(max_examples=PROPERTY_EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(schedule=st.lists(st.sampled_from(FAULTS), min_size=24, max_size=24))
 def test_property_a_random_fault_schedule_over_a_day_converges(rig, proxies, schedule) -> None:
-    """A day of WC98 (one sample per half hour of the trace, five simulated minutes apart), a
+    """A day of WC98 (one sample per hour of the trace, five simulated minutes apart), a
     fault drawn for each step; after the faults stop: the plan reaches the desired capacity
     within 5 minutes, every sample is in history or the dead-letter table, no decision wrote the
     plan twice, and the poison queues are empty."""
@@ -226,7 +245,7 @@ def test_property_a_random_fault_schedule_over_a_day_converges(rig, proxies, sch
     for index, fault in enumerate(schedule):
         inject(world, proxies, fault)
         try:
-            world.collect(arrivals[index * 30], observed=fault != "arm_unobserved")
+            world.collect(arrivals[index * 60], observed=fault != "arm_unobserved")
             if fault == "duplicate":
                 world.metrics.messages.append(type(world.metrics.messages[-1])(world.metrics.messages[-1].body, "dup"))
             world.deliver()

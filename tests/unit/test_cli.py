@@ -23,7 +23,7 @@ def scaling(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
 
 def _module_exists(name: str) -> bool:
     try:
-        return importlib.util.find_spec(name) is not None
+        return importlib.util.find_spec(name.partition(":")[0]) is not None  # "module:suffix": a module's second command
     except ModuleNotFoundError:
         return False
 
@@ -88,6 +88,16 @@ def test_validate_policy_names_the_field_and_exits_1(tmp_path: Path, rule: dict,
     assert message in done.stderr
     assert str(path) in done.stderr
     assert "valid" not in done.stdout
+
+
+def test_validate_policy_lists_every_problem_one_line_each(tmp_path: Path) -> None:
+    path = _policy_file(tmp_path, {"name": "bad", "metric": "cpu", "window_seconds": 10**9, "scale_up_above": 100})
+    done = scaling("validate-policy", str(path))
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"{path}: targets[0].rules[1].metric must be one of backlog, backlog_per_instance, lag_seconds, got 'cpu'",
+        f"{path}: targets[0].rules[1].window_seconds must be at most 86400, got 1000000000",
+    ]
 
 
 def test_validate_policy_invalid_json_exits_1(tmp_path: Path) -> None:

@@ -172,8 +172,8 @@ def test_errors_name_the_field_path(document, message: str) -> None:
         pytest.param({"version": 1, "targets": [target()], "extra": 1}, "extra", id="top-level"),
         pytest.param(policy(target(colour="blue")), "targets[0].colour", id="target"),
         pytest.param(policy(target(plan={"resource_id": PLAN, "sku": "P1v3"})), "targets[0].plan.sku", id="plan"),
-        pytest.param(policy(target(sources=[eventhub_source(consumer_group="$Default")])), "targets[0].sources[0].consumer_group",
-                     id="source-snake-case"),
+        pytest.param(policy(target(sources=[eventhub_source(consumer="$Default")])), "targets[0].sources[0].consumer",
+                     id="source"),
         pytest.param(policy(target(bounds={"maximum": 3})), "targets[0].bounds.maximum", id="bounds"),
         pytest.param(policy(target(slo={"max_age": 3})), "targets[0].slo.max_age", id="slo"),
         pytest.param(rules_policy(rule(threshold=3)), "targets[0].rules[0].threshold", id="rule"),
@@ -234,7 +234,7 @@ def test_keda_style_source_names_are_accepted() -> None:
 def test_keda_defaults() -> None:
     parsed = policy_from_dict(policy()).targets[0].sources[0]
     assert (parsed.consumer_group, parsed.unprocessed_event_threshold, parsed.activation_unprocessed_event_threshold,
-            parsed.checkpoint_strategy, parsed.blob_container) == ("$Default", 64, 0, "blobMetadata", "azure-webjobs-eventhub")
+            parsed.checkpoint_strategy, parsed.blob_container) == ("$Default", 64, 0, "auto", "azure-webjobs-eventhub")
 
 
 def test_tiers_parse_in_order_and_pick_by_capacity() -> None:
