@@ -21,13 +21,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BeforeValidator, Field, StrictBool, model_validator
 
+from scaling.domain.names import MAX_KEY_CHARS
 from scaling.domain.policy_fields import (
     DOCUMENT_CONFIG,
     KEDA_ALIASES,
     MAX_EVENTS,
     MAX_EVENTS_PER_SECOND,
     MAX_INSTANCES,
-    MAX_KEY_CHARS,
     MAX_PROVISIONING_SECONDS,
     MAX_RULES,
     MAX_SAMPLES,

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from scaling.domain.names import MAX_KEY_CHARS
 from scaling.domain.policy import PolicyError, load_policy_text, policy_from_dict
-from scaling.domain.policy_fields import KEDA_ALIASES, MAX_KEY_CHARS, escaped_key_length
+from scaling.domain.policy_fields import KEDA_ALIASES, escaped_key_length
 from scaling.storage.base import partition_key
 
 PLAN = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.Web/serverfarms/asp"
