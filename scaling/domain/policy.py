@@ -20,7 +20,7 @@ METRICS = ("backlog", "backlog_per_instance", "lag_seconds")
 AGGREGATES = ("average", "maximum", "latest")
 MODES = ("slo", "rules")
 SOURCE_KINDS = ("eventhub", "servicebus")
-CHECKPOINT_STRATEGIES = ("blobMetadata", "azureFunction")
+CHECKPOINT_STRATEGIES = ("auto", "blobMetadata", "azureFunction")
 PLAN_KINDS = ("dedicated", "elastic")
 
 
@@ -121,7 +121,7 @@ class SourceSettings:
     fully_qualified_namespace: str | None = None
     event_hub_name: str | None = None
     consumer_group: str = "$Default"
-    checkpoint_strategy: str = "blobMetadata"
+    checkpoint_strategy: str = "auto"
     blob_container: str = "azure-webjobs-eventhub"
     checkpoint_account_url: str | None = None
     connection_from_env: str | None = None

@@ -220,13 +220,17 @@ class EventHubReader:
             )
             for p in properties
         )
+        notes = snapshot.notes
+        if snapshot.layout is not None:  # checkpointStrategy auto: say what it found, first
+            checkpointed = sum(1 for pid in partition_ids if pid in snapshot.checkpoints)
+            notes = (snapshot.layout.note(checkpointed, len(partition_ids)), *notes)
         return SourceReading(
             name=source.name,
             kind=KIND,
             partitions=readings,
             owners=ownership.live_owners,
             unowned_partitions=ownership.unowned_partitions,
-            notes=snapshot.notes,
+            notes=notes,
         )
 
     async def _read_partitions(self, partitions: PartitionSource, gate: CallGate) -> list[PartitionProperties]:

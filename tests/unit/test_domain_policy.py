@@ -234,7 +234,7 @@ def test_keda_style_source_names_are_accepted() -> None:
 def test_keda_defaults() -> None:
     parsed = policy_from_dict(policy()).targets[0].sources[0]
     assert (parsed.consumer_group, parsed.unprocessed_event_threshold, parsed.activation_unprocessed_event_threshold,
-            parsed.checkpoint_strategy, parsed.blob_container) == ("$Default", 64, 0, "blobMetadata", "azure-webjobs-eventhub")
+            parsed.checkpoint_strategy, parsed.blob_container) == ("$Default", 64, 0, "auto", "azure-webjobs-eventhub")
 
 
 def test_tiers_parse_in_order_and_pick_by_capacity() -> None:
