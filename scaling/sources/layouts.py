@@ -139,15 +139,15 @@ class LayoutFinding:
         """The sample's one-line note, given how many of the hub's partitions have a checkpoint."""
         if self.container_missing:
             return (f"{NOTE_PREFIX}none: checkpoint container {self.container!r} not found "
-                    f"({_count(partitions)} count from their beginning)")
+                    f"({_from_beginning(partitions)})")
         if self.layout is None:
             looked = " or ".join(repr(prefix) for prefix in self.looked_under)
             return (f"{NOTE_PREFIX}none under {looked} in container {self.container!r} "
-                    f"({_count(partitions)} count from their beginning); found instead: {self.found_instead or 'nothing'}")
+                    f"({_from_beginning(partitions)}); found instead: {self.found_instead or 'nothing'}")
         missing = partitions - checkpointed
         coverage = f"{checkpointed} of {partitions} partitions"
         if missing > 0:
-            coverage += f"; {_count(missing)} count from their beginning"
+            coverage += f"; {_from_beginning(missing)}"
         text = f"{NOTE_PREFIX}{self.layout} ({coverage})"
         if len(self.present) > 1:
             used, other = self.present[0], self.present[1]
@@ -159,6 +159,10 @@ class LayoutFinding:
 
 def _count(partitions: int) -> str:
     return f"{partitions} partition" if partitions == 1 else f"{partitions} partitions"
+
+
+def _from_beginning(partitions: int) -> str:
+    return "1 partition counts from its beginning" if partitions == 1 else f"{partitions} partitions count from their beginning"
 
 
 def _when(moment: datetime | None) -> str:
@@ -254,7 +258,8 @@ def describe_near_misses(names: Iterable[str], location: CheckpointLocation, *, 
     )
     parts = [f"{description} ({group.layout}, {_count(count)})" for _, _, description, group, count in ranked[:MAX_NEAR_MISSES]]
     if len(ranked) > MAX_NEAR_MISSES:
-        parts.append(f"and {len(ranked) - MAX_NEAR_MISSES} more checkpoint groups")
+        more = len(ranked) - MAX_NEAR_MISSES
+        parts.append(f"and {more} more checkpoint group{'s' if more != 1 else ''}")
     if others:
         parts.append(f"{len(others)} blob{'s' if len(others) != 1 else ''} of no known layout (e.g. {sorted(others)[0]!r})")
     text = "; ".join(parts) if parts else "an empty container"
