@@ -4,11 +4,14 @@ tests/integration/test_collect_layouts.py."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
+from scaling.domain.policy import policy_from_dict
 from scaling.sources.checkpoints import (
     AutoCheckpointReader,
     AzureFunctionCheckpointReader,
@@ -175,3 +178,16 @@ def test_every_strategy_has_its_reader(strategy, reader):
 def test_an_unknown_strategy_names_the_known_ones():
     with pytest.raises(ValueError, match="checkpointStrategy 'dapr' is not supported \\(known: auto, blobMetadata, azureFunction\\)"):
         checkpoint_reader_for("dapr", object())
+
+
+def test_auto_is_the_default_and_what_the_sample_policy_and_the_infra_example_use():
+    repo = Path(__file__).resolve().parents[2]
+    parsed = policy_from_dict({"targets": [{"name": "t", "plan": {"resource_id": "/subscriptions/s/resourceGroups/r/providers/"
+                                                                  "Microsoft.Web/serverfarms/p"},
+                                            "sources": [{"kind": "eventhub", "name": "h", "eventHubName": "h",
+                                                         "fullyQualifiedNamespace": "ns", "checkpointAccountUrl": "https://a"}]}]})
+    assert parsed.targets[0].sources[0].checkpoint_strategy == "auto"
+    sample = json.loads((repo / "policy.sample.json").read_text(encoding="utf-8"))
+    infra = json.loads((repo / "infra" / "main.parameters.json").read_text(encoding="utf-8"))
+    text = json.dumps([sample, infra])
+    assert text.count('"checkpointStrategy": "auto"') == 2 and '"checkpointStrategy": "blobMetadata"' not in text
