@@ -314,7 +314,8 @@ class AutoCheckpointReader:
     The group's prefixes are listed (one call, two when the configured names have capitals
     outside the consumer group: ``listing_prefixes``); the same listing gives both layouts' blobs
     and times, so detection costs nothing over a configured reader, and a migration between
-    layouts is seen at the next run. Only when neither layout is there is the container listed
+    layouts is seen at the next run. With both layouts and the current one chosen, a partition
+    with no current checkpoint blob takes its legacy checkpoint (``_with_legacy_fallback``). Only when neither layout is there is the container listed
     once more, names only and at most ``MAX_LISTED_NAMES``, to say what is there instead.
     """
 
@@ -338,12 +339,30 @@ class AutoCheckpointReader:
         finding = detect_layout(blobs, location, name)
         if finding.layout == BLOB_METADATA:
             snapshot = metadata_snapshot(blobs, location.prefix(lower=True))
+            if len(finding.present) > 1:
+                snapshot, finding = await self._with_legacy_fallback(snapshot, finding, blobs, location, gate)
         elif finding.layout == AZURE_FUNCTION:
             snapshot = await legacy_snapshot(self.container, legacy_blobs(blobs, location)[1], gate)
         else:
             snapshot = CheckpointSnapshot()
             finding = replace(finding, found_instead=await self._near_misses(location, gate))
         return replace(snapshot, layout=finding)
+
+    async def _with_legacy_fallback(self, snapshot: CheckpointSnapshot, finding: LayoutFinding, blobs: list[Any],
+                                    location: CheckpointLocation, gate: CallGate) -> tuple[CheckpointSnapshot, LayoutFinding]:
+        """A partition with a legacy checkpoint and no current one starts where the legacy one
+        says: the Functions extension v5 reads legacy checkpoints for such partitions (its
+        migration path), so counting them from the beginning would over-scale mid-migration.
+        Only those partitions' bodies are downloaded; ownership stays the current layout's."""
+        prefix = location.prefix(lower=True)
+        current = {kind[1] for blob in blobs if (kind := classify_blob_name(blob.name, prefix)) and kind[0] == CHECKPOINT_SEGMENT}
+        missing = [(pid, blob) for pid, blob in legacy_blobs(blobs, location)[1] if pid not in current]
+        if not missing:
+            return snapshot, finding
+        legacy = await legacy_snapshot(self.container, missing, gate)
+        checkpoints = {**legacy.checkpoints, **snapshot.checkpoints}
+        snapshot = replace(snapshot, checkpoints=checkpoints, notes=(*snapshot.notes, *legacy.notes))
+        return snapshot, replace(finding, legacy_fallback=frozenset(legacy.checkpoints))
 
     async def _near_misses(self, location: CheckpointLocation, gate: CallGate) -> str:
         """What the container holds instead; a failure here only weakens the note, never the reading."""

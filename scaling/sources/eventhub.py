@@ -222,8 +222,7 @@ class EventHubReader:
         )
         notes = snapshot.notes
         if snapshot.layout is not None:  # checkpointStrategy auto: say what it found, first
-            checkpointed = sum(1 for pid in partition_ids if pid in snapshot.checkpoints)
-            notes = (snapshot.layout.note(checkpointed, len(partition_ids)), *notes)
+            notes = (snapshot.layout.note(partition_ids, snapshot.checkpoints), *notes)
         return SourceReading(
             name=source.name,
             kind=KIND,

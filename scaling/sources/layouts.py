@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
@@ -134,9 +134,13 @@ class LayoutFinding:
     container: str = ""
     container_missing: bool = False
     found_instead: str = ""
+    legacy_fallback: frozenset[str] = frozenset()
 
-    def note(self, checkpointed: int, partitions: int) -> str:
-        """The sample's one-line note, given how many of the hub's partitions have a checkpoint."""
+    def note(self, partition_ids: Sequence[str], checkpoints: Container[str]) -> str:
+        """The sample's one-line note, given the hub's partitions and which have a checkpoint."""
+        partitions = len(partition_ids)
+        checkpointed = sum(1 for pid in partition_ids if pid in checkpoints)
+        fallback = sum(1 for pid in partition_ids if pid in self.legacy_fallback and pid in checkpoints)
         if self.container_missing:
             return (f"{NOTE_PREFIX}none: checkpoint container {self.container!r} not found "
                     f"({_from_beginning(partitions)})")
@@ -146,6 +150,9 @@ class LayoutFinding:
                     f"({_from_beginning(partitions)}); found instead: {self.found_instead or 'nothing'}")
         missing = partitions - checkpointed
         coverage = f"{checkpointed} of {partitions} partitions"
+        if fallback:
+            coverage += (f", {fallback} of them from {AZURE_FUNCTION} checkpoints, where the Functions extension "
+                         "starts a partition that has no new checkpoint yet")
         if missing > 0:
             coverage += f"; {_from_beginning(missing)}"
         text = f"{NOTE_PREFIX}{self.layout} ({coverage})"

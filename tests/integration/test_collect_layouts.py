@@ -124,8 +124,9 @@ def test_with_both_layouts_the_most_recently_updated_one_is_used_and_the_note_sa
     run(lambda container: write_legacy(container, {str(pid): 100 for pid in range(PARTITIONS)}))
     asyncio.run(asyncio.sleep(TICK))
     asyncio.run(write_current(storage_connection_string, unique_name, {str(pid): 700 for pid in range(PARTITIONS)}))
-    migrated, _ = read()  # the consumers moved to extension v5: the old lease blobs stay behind
+    migrated, calls = read()  # the consumers moved to extension v5: the old lease blobs stay behind
     assert [p.checkpoint for p in migrated.partitions] == [700] * PARTITIONS
+    assert not [call for call in calls if call.startswith("download_blob")]  # no legacy body is needed
     note = migrated.notes[0]
     assert note.startswith("checkpoint_layout: blobMetadata (4 of 4 partitions); azureFunction blobs are there too under "
                            f"'{FQNS}/{HUB}/{GROUP}/' (4 partitions, updated ")
@@ -136,6 +137,23 @@ def test_with_both_layouts_the_most_recently_updated_one_is_used_and_the_note_sa
     rolled_back, _ = read()  # and back to the legacy host: its writes are now the newest
     assert [p.checkpoint for p in rolled_back.partitions] == [800] * PARTITIONS
     assert rolled_back.notes[0].startswith("checkpoint_layout: azureFunction (4 of 4 partitions); blobMetadata blobs are there too")
+
+
+def test_mid_migration_a_partition_without_a_new_checkpoint_starts_from_its_legacy_one(
+        blobs, storage_connection_string, unique_name):
+    """As the Functions extension v5 does: only partitions 0 and 1 have checkpointed since the
+    upgrade; 2 and 3 still start from their legacy checkpoints, not from the beginning."""
+    run, read = blobs
+    run(lambda container: write_legacy(container, {str(pid): 100 + pid for pid in range(PARTITIONS)}))
+    asyncio.run(asyncio.sleep(TICK))
+    asyncio.run(write_current(storage_connection_string, unique_name, {"0": 700, "1": 701}))
+    reading, calls = read()
+    assert [p.checkpoint for p in reading.partitions] == [700, 701, 102, 103]
+    assert reading.notes[0].startswith("checkpoint_layout: blobMetadata (4 of 4 partitions, 2 of them from azureFunction "
+                                       "checkpoints, where the Functions extension starts a partition that has no new "
+                                       "checkpoint yet); azureFunction blobs are there too")
+    assert sorted(call for call in calls if call.startswith("download_blob")) == [
+        f"download_blob:{FQNS}/{HUB}/{GROUP}/2", f"download_blob:{FQNS}/{HUB}/{GROUP}/3"]
 
 
 def test_none_in_an_empty_container_says_where_it_looked_with_one_more_listing(blobs, unique_name):

@@ -98,29 +98,41 @@ def test_the_legacy_layout_prefers_the_as_written_names_over_lower_cased_ones():
     assert finding.present == (LayoutPresence(AZURE_FUNCTION, WRITTEN, 2, T0),)
 
 
+def pids(count: int) -> list[str]:
+    return [str(pid) for pid in range(count)]
+
+
+BOTH = (LayoutPresence(BLOB_METADATA, LOWER, 2, T0 + timedelta(hours=1)), LayoutPresence(AZURE_FUNCTION, WRITTEN, 2, T0))
+
+
 @pytest.mark.parametrize(
-    ("finding", "checkpointed", "partitions", "note"),
+    ("finding", "partition_ids", "checkpointed", "note"),
     [
-        pytest.param(LayoutFinding(BLOB_METADATA, (LayoutPresence(BLOB_METADATA, LOWER, 32, T0),)), 32, 32,
+        pytest.param(LayoutFinding(BLOB_METADATA, (LayoutPresence(BLOB_METADATA, LOWER, 32, T0),)), pids(32), pids(32),
                      "checkpoint_layout: blobMetadata (32 of 32 partitions)", id="all"),
-        pytest.param(LayoutFinding(AZURE_FUNCTION, (LayoutPresence(AZURE_FUNCTION, WRITTEN, 3, T0),)), 3, 4,
+        pytest.param(LayoutFinding(AZURE_FUNCTION, (LayoutPresence(AZURE_FUNCTION, WRITTEN, 3, T0),)), pids(4), ["0", "1", "2", "9"],
                      "checkpoint_layout: azureFunction (3 of 4 partitions; 1 partition counts from its beginning)",
-                     id="some-missing"),
-        pytest.param(LayoutFinding(BLOB_METADATA, (LayoutPresence(BLOB_METADATA, LOWER, 2, T0 + timedelta(hours=1)),
-                                                   LayoutPresence(AZURE_FUNCTION, WRITTEN, 2, T0))), 2, 2,
+                     id="some-missing-and-one-the-hub-no-longer-has"),
+        pytest.param(LayoutFinding(BLOB_METADATA, BOTH), pids(2), pids(2),
                      "checkpoint_layout: blobMetadata (2 of 2 partitions); azureFunction blobs are there too under "
                      f"{WRITTEN!r} (2 partitions, updated 2026-11-01T08:00:00Z), blobMetadata was updated more "
                      "recently (2026-11-01T09:00:00Z) and is used", id="both"),
+        pytest.param(LayoutFinding(BLOB_METADATA, BOTH, legacy_fallback=frozenset({"1", "9"})), pids(3), pids(2),
+                     "checkpoint_layout: blobMetadata (2 of 3 partitions, 1 of them from azureFunction checkpoints, where "
+                     "the Functions extension starts a partition that has no new checkpoint yet; 1 partition counts from "
+                     f"its beginning); azureFunction blobs are there too under {WRITTEN!r} (2 partitions, updated "
+                     "2026-11-01T08:00:00Z), blobMetadata was updated more recently (2026-11-01T09:00:00Z) and is used",
+                     id="both-with-legacy-fallback"),
         pytest.param(LayoutFinding(None, looked_under=(LOWER, WRITTEN), container="c", found_instead="consumer group 'audit'"),
-                     0, 2, f"checkpoint_layout: none under {LOWER!r} or {WRITTEN!r} in container 'c' (2 partitions count "
+                     pids(2), [], f"checkpoint_layout: none under {LOWER!r} or {WRITTEN!r} in container 'c' (2 partitions count "
                      "from their beginning); found instead: consumer group 'audit'", id="none"),
-        pytest.param(LayoutFinding(None, looked_under=(LOWER,), container="c", container_missing=True), 0, 1,
+        pytest.param(LayoutFinding(None, looked_under=(LOWER,), container="c", container_missing=True), pids(1), [],
                      "checkpoint_layout: none: checkpoint container 'c' not found (1 partition counts from its beginning)",
                      id="container-missing"),
     ],
 )
-def test_the_note_is_one_readable_line(finding, checkpointed, partitions, note):
-    assert finding.note(checkpointed, partitions) == note
+def test_the_note_is_one_readable_line(finding, partition_ids, checkpointed, note):
+    assert finding.note(partition_ids, set(checkpointed)) == note
 
 
 def names(prefix: str, count: int, layout: str = BLOB_METADATA) -> list[str]:
