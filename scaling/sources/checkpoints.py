@@ -315,8 +315,9 @@ class AutoCheckpointReader:
     outside the consumer group: ``listing_prefixes``); the same listing gives both layouts' blobs
     and times, so detection costs nothing over a configured reader, and a migration between
     layouts is seen at the next run. With both layouts and the current one chosen, a partition
-    with no current checkpoint blob takes its legacy checkpoint (``_with_legacy_fallback``). Only when neither layout is there is the container listed
-    once more, names only and at most ``MAX_LISTED_NAMES``, to say what is there instead.
+    with no current checkpoint blob takes its legacy checkpoint (``_with_legacy_fallback``).
+    Only when neither layout is there is the container listed once more, names only and at
+    most ``MAX_LISTED_NAMES``, to say what is there instead.
     """
 
     strategy = AUTO

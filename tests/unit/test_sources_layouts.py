@@ -4,6 +4,7 @@ tests/integration/test_collect_layouts.py."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from scaling.domain.policy import policy_from_dict
+from scaling.sources.base import CallGate
 from scaling.sources.checkpoints import (
     AutoCheckpointReader,
     AzureFunctionCheckpointReader,
@@ -203,3 +205,27 @@ def test_auto_is_the_default_and_what_the_sample_policy_and_the_infra_example_us
     infra = json.loads((repo / "infra" / "main.parameters.json").read_text(encoding="utf-8"))
     text = json.dumps([sample, infra])
     assert text.count('"checkpointStrategy": "auto"') == 2 and '"checkpointStrategy": "blobMetadata"' not in text
+
+
+class UnlistableContainer:
+    """The group's prefixes list (empty); listing the whole container is refused."""
+
+    container_name = "checkpoints"
+
+    def list_blobs(self, **kwargs):
+        if "name_starts_with" not in kwargs:
+            raise PermissionError("AuthorizationPermissionMismatch")
+
+        async def nothing():
+            return
+            yield
+
+        return nothing()
+
+
+def test_a_failed_near_miss_listing_shortens_the_note_but_never_fails_the_reading():
+    snapshot = asyncio.run(AutoCheckpointReader(UnlistableContainer()).read(CheckpointLocation("ns", "hub", "cg"), CallGate(2, 1.0)))
+    assert snapshot.checkpoints == {} and snapshot.layout.layout is None
+    assert snapshot.layout.note(["0"], snapshot.checkpoints) == (
+        "checkpoint_layout: none under 'ns/hub/cg/' in container 'checkpoints' (1 partition counts from its beginning); "
+        "found instead: unknown (listing the container failed: PermissionError: AuthorizationPermissionMismatch)")
