@@ -28,6 +28,8 @@ AZURE_FUNCTION = "azureFunction"
 CHECKPOINT_SEGMENT = "checkpoint"
 OWNERSHIP_SEGMENT = "ownership"
 NOTE_PREFIX = "checkpoint_layout: "
+#: How every note of "no layout found" starts (the collector also logs those as warnings).
+NO_LAYOUT_NOTE = NOTE_PREFIX + "none"
 #: Near misses named in a note; more are summarised as "and N more".
 MAX_NEAR_MISSES = 3
 #: A hub name at least this similar to the configured one is reported as a likely typo.
@@ -142,11 +144,11 @@ class LayoutFinding:
         checkpointed = sum(1 for pid in partition_ids if pid in checkpoints)
         fallback = sum(1 for pid in partition_ids if pid in self.legacy_fallback and pid in checkpoints)
         if self.container_missing:
-            return (f"{NOTE_PREFIX}none: checkpoint container {self.container!r} not found "
+            return (f"{NO_LAYOUT_NOTE}: checkpoint container {self.container!r} not found "
                     f"({_from_beginning(partitions)})")
         if self.layout is None:
             looked = " or ".join(repr(prefix) for prefix in self.looked_under)
-            return (f"{NOTE_PREFIX}none under {looked} in container {self.container!r} "
+            return (f"{NO_LAYOUT_NOTE} under {looked} in container {self.container!r} "
                     f"({_from_beginning(partitions)}); found instead: {self.found_instead or 'nothing'}")
         missing = partitions - checkpointed
         coverage = f"{checkpointed} of {partitions} partitions"
