@@ -93,8 +93,8 @@ def listing_prefixes(location: CheckpointLocation) -> tuple[str, ...]:
     Listing prefixes are case-sensitive, and the legacy host kept the configured case while the
     current layout lower-cases. When only the consumer group has capitals (``$Default`` on a
     lower-case namespace and hub, the common case), one listing under the shared part (``.../$``)
-    covers both spellings and little else; otherwise each spelling is listed on its own, so
-    the cost stays proportional to the group, never to the namespace or the container.
+    covers both spellings and little else (at most the hub's other groups); otherwise each
+    spelling is listed on its own, so the cost never grows with the namespace or the container.
     """
     exact = location.exact_prefixes()
     if len(exact) == 1:
