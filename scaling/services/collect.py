@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from scaling.domain.policy import PlanSettings, Policy, SourceSettings, TargetPolicy
 from scaling.domain.samples import MetricSample, SourceReading
 from scaling.sources.base import CallGate, Clock, SourceReader, error_text, utc_now
+from scaling.sources.layouts import NO_LAYOUT_NOTE
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +70,10 @@ class Collector:
             if failed or sample.capacity_error:
                 logger.warning("collect %s at %s: failed sources %s; capacity error %s", sample.target,
                                sample.sample_id, failed, sample.capacity_error)
+            for source in sample.sources:  # no checkpoints found: the backlog is the whole stream, say why
+                for note in source.notes:
+                    if note.startswith(NO_LAYOUT_NOTE):
+                        logger.warning("collect %s/%s: %s", sample.target, source.name, note)
         return list(samples)
 
     async def collect_messages(self, now: datetime | None = None) -> list[str]:

@@ -11,6 +11,9 @@
 Each read costs one listing call per consumer group (``list_blobs`` with the group's prefix and
 ``include=["metadata"]``), never one call per partition; only the legacy layout must also
 download the small JSON bodies, which happens concurrently through the collector's gate.
+- ``auto`` (the default): finds which of the two holds the group's checkpoints from the same
+  listing and says so in a note (detection and near misses: layouts.py).
+
 Layouts and ownership rules: docs/collect.md.
 """
 
@@ -20,36 +23,34 @@ import asyncio
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Protocol
 
 from azure.core.exceptions import ResourceNotFoundError
 
 from scaling.domain.lag import MAX_INT64
-from scaling.sources.base import CallGate
+from scaling.sources.base import CallGate, error_text
+from scaling.sources.layouts import (
+    AUTO,
+    AZURE_FUNCTION,
+    BLOB_METADATA,
+    CHECKPOINT_SEGMENT,
+    CheckpointLocation,
+    LayoutFinding,
+    classify_blob_name,
+    describe_near_misses,
+    detect_layout,
+    legacy_blobs,
+    legacy_partition_id,
+    listing_prefixes,
+)
 
-BLOB_METADATA = "blobMetadata"
-AZURE_FUNCTION = "azureFunction"
-CHECKPOINT_SEGMENT = "checkpoint"
-OWNERSHIP_SEGMENT = "ownership"
 SEQUENCE_METADATA = "sequencenumber"
 OWNER_METADATA = "ownerid"
+#: The near-miss listing reads names only, at most one service page of them.
+MAX_LISTED_NAMES = 5000
 _DIGITS = re.compile(r"[0-9]+")
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointLocation:
-    """Which consumer group's checkpoints to read."""
-
-    fully_qualified_namespace: str
-    event_hub: str
-    consumer_group: str
-
-    def prefix(self, *, lower: bool = True) -> str:
-        """``{fqns}/{hub}/{cg}/``; the current layout always lower-cases it."""
-        text = f"{self.fully_qualified_namespace}/{self.event_hub}/{self.consumer_group}/"
-        return text.lower() if lower else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +78,17 @@ class OwnershipRecord:
 
 @dataclass(frozen=True, slots=True)
 class CheckpointSnapshot:
-    """What one listing found: checkpoints by partition id, ownership claims, and notes."""
+    """What one listing found: checkpoints by partition id, ownership claims, and notes.
+
+    ``layout`` is set by ``auto`` only: what it found, for the sample's ``checkpoint_layout``
+    note (which needs the hub's partitions, so the Event Hubs reader writes it).
+    """
 
     checkpoints: Mapping[str, int] = field(default_factory=dict)
     ownership: tuple[OwnershipRecord, ...] = ()
     notes: tuple[str, ...] = ()
     container_found: bool = True
+    layout: LayoutFinding | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,30 +136,6 @@ def parse_sequence_number(raw: Any) -> tuple[int | None, str | None]:
     if value > MAX_INT64:
         return None, f"beyond int64: {value}"
     return value, None
-
-
-def classify_blob_name(name: str, prefix: str) -> tuple[str, str] | None:
-    """``(segment, partition_id)`` for a current-layout blob under ``prefix``, else ``None``.
-
-    ``segment`` is ``checkpoint`` or ``ownership``; anything else under the prefix (other
-    tools' blobs, deeper paths, an empty partition id) is ignored.
-    """
-    if not name.startswith(prefix):
-        return None
-    parts = name[len(prefix):].split("/")
-    if len(parts) != 2 or parts[0] not in (CHECKPOINT_SEGMENT, OWNERSHIP_SEGMENT) or not parts[1]:
-        return None
-    return parts[0], parts[1]
-
-
-def legacy_partition_id(name: str, prefix: str) -> str | None:
-    """The partition id of a legacy blob ``{prefix}{pid}``; deeper names are not legacy leases."""
-    if not name.startswith(prefix):
-        return None
-    rest = name[len(prefix):]
-    if not rest or "/" in rest:
-        return None
-    return rest
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +195,67 @@ async def _list(container: Any, prefix: str) -> list[Any]:
     return [blob async for blob in container.list_blobs(name_starts_with=prefix, include=["metadata"])]
 
 
+async def _first_names(container: Any, limit: int) -> tuple[list[str], bool]:
+    """The first page (``limit`` names at most) of the whole container, no metadata, and whether
+    more pages follow: one call, whatever the container's size."""
+    pages = container.list_blobs(results_per_page=limit).by_page()
+    async for page in pages:
+        return [blob.name async for blob in page], pages.continuation_token is not None
+    return [], False
+
+
+def metadata_snapshot(blobs: Iterable[Any], prefix: str) -> CheckpointSnapshot:
+    """Checkpoints and ownership of the current layout from listed blobs (metadata included)."""
+    checkpoints: dict[str, int] = {}
+    ownership: list[OwnershipRecord] = []
+    notes: list[str] = []
+    for blob in blobs:
+        kind = classify_blob_name(blob.name, prefix)
+        if kind is None:
+            continue
+        segment, partition_id = kind
+        metadata = blob.metadata or {}
+        if segment == CHECKPOINT_SEGMENT:
+            value, problem = parse_sequence_number(metadata.get(SEQUENCE_METADATA))
+            if value is None:
+                notes.append(f"partition {partition_id}: checkpoint {SEQUENCE_METADATA} {problem}; counted from the beginning")
+            else:
+                checkpoints[partition_id] = value
+        else:
+            ownership.append(OwnershipRecord(partition_id, metadata.get(OWNER_METADATA) or None, blob.last_modified))
+    return CheckpointSnapshot(checkpoints, tuple(ownership), tuple(notes))
+
+
+async def legacy_snapshot(container: Any, found: Sequence[tuple[str, Any]], gate: CallGate) -> CheckpointSnapshot:
+    """Checkpoints and lease ownership of legacy blobs: the JSON bodies downloaded concurrently."""
+
+    async def download(name: str) -> bytes | None:
+        try:
+            stream = await container.download_blob(name)
+            return await stream.readall()
+        except ResourceNotFoundError:
+            return None
+
+    bodies = await _gather_all([gate.call(f"downloading {blob.name}", lambda blob=blob: download(blob.name))
+                                for _, blob in found])
+    checkpoints: dict[str, int] = {}
+    ownership: list[OwnershipRecord] = []
+    notes: list[str] = []
+    for (partition_id, blob), body in zip(found, bodies, strict=True):
+        if body is None:
+            notes.append(f"partition {partition_id}: checkpoint blob disappeared while reading; counted from the beginning")
+            continue
+        parsed = parse_legacy_checkpoint(body)
+        if parsed.problem:
+            notes.append(f"partition {partition_id}: checkpoint {parsed.problem}; counted from the beginning")
+        elif parsed.sequence_number is not None:
+            checkpoints[partition_id] = parsed.sequence_number
+        lease = getattr(blob, "lease", None)
+        leased = getattr(lease, "state", None) == "leased"
+        ownership.append(OwnershipRecord(partition_id, parsed.owner, blob.last_modified, leased=leased))
+    return CheckpointSnapshot(checkpoints, tuple(ownership), tuple(notes))
+
+
 class BlobMetadataCheckpointReader:
     """The current layout: checkpoints and ownership from one metadata listing.
 
@@ -232,24 +275,7 @@ class BlobMetadataCheckpointReader:
             blobs = await gate.call(f"listing checkpoints under {prefix}", lambda: _list(self.container, prefix))
         except ResourceNotFoundError:
             return CheckpointSnapshot(notes=(_missing_container_note(self.container.container_name),), container_found=False)
-        checkpoints: dict[str, int] = {}
-        ownership: list[OwnershipRecord] = []
-        notes: list[str] = []
-        for blob in blobs:
-            kind = classify_blob_name(blob.name, prefix)
-            if kind is None:
-                continue
-            segment, partition_id = kind
-            metadata = blob.metadata or {}
-            if segment == CHECKPOINT_SEGMENT:
-                value, problem = parse_sequence_number(metadata.get(SEQUENCE_METADATA))
-                if value is None:
-                    notes.append(f"partition {partition_id}: checkpoint {SEQUENCE_METADATA} {problem}; counted from the beginning")
-                else:
-                    checkpoints[partition_id] = value
-            else:
-                ownership.append(OwnershipRecord(partition_id, metadata.get(OWNER_METADATA) or None, blob.last_modified))
-        return CheckpointSnapshot(checkpoints, tuple(ownership), tuple(notes))
+        return metadata_snapshot(blobs, prefix)
 
 
 class AzureFunctionCheckpointReader:
@@ -279,32 +305,74 @@ class AzureFunctionCheckpointReader:
                     break
         except ResourceNotFoundError:
             return CheckpointSnapshot(notes=(_missing_container_note(self.container.container_name),), container_found=False)
+        return await legacy_snapshot(self.container, found, gate)
 
-        bodies = await _gather_all([gate.call(f"downloading {blob.name}", lambda blob=blob: self._download(blob.name))
-                                    for _, blob in found])
-        checkpoints: dict[str, int] = {}
-        ownership: list[OwnershipRecord] = []
-        notes: list[str] = []
-        for (partition_id, blob), body in zip(found, bodies, strict=True):
-            if body is None:
-                notes.append(f"partition {partition_id}: checkpoint blob disappeared while reading; counted from the beginning")
-                continue
-            parsed = parse_legacy_checkpoint(body)
-            if parsed.problem:
-                notes.append(f"partition {partition_id}: checkpoint {parsed.problem}; counted from the beginning")
-            elif parsed.sequence_number is not None:
-                checkpoints[partition_id] = parsed.sequence_number
-            lease = getattr(blob, "lease", None)
-            leased = getattr(lease, "state", None) == "leased"
-            ownership.append(OwnershipRecord(partition_id, parsed.owner, blob.last_modified, leased=leased))
-        return CheckpointSnapshot(checkpoints, tuple(ownership), tuple(notes))
 
-    async def _download(self, name: str) -> bytes | None:
+class AutoCheckpointReader:
+    """``checkpointStrategy: auto``: finds the layout on every read, then reads it.
+
+    The group's prefixes are listed (one call, two when the configured names have capitals
+    outside the consumer group: ``listing_prefixes``); the same listing gives both layouts' blobs
+    and times, so detection costs nothing over a configured reader, and a migration between
+    layouts is seen at the next run. With both layouts and the current one chosen, a partition
+    with no current checkpoint blob takes its legacy checkpoint (``_with_legacy_fallback``).
+    Only when neither layout is there is the container listed once more, names only and at
+    most ``MAX_LISTED_NAMES``, to say what is there instead.
+    """
+
+    strategy = AUTO
+
+    def __init__(self, container: Any, *, max_listed_names: int = MAX_LISTED_NAMES) -> None:
+        self.container = container
+        self.max_listed_names = max_listed_names
+
+    async def read(self, location: CheckpointLocation, gate: CallGate | None = None) -> CheckpointSnapshot:
+        gate = gate or CallGate()
+        name = self.container.container_name
         try:
-            stream = await self.container.download_blob(name)
-            return await stream.readall()
+            listings = await _gather_all([
+                gate.call(f"listing checkpoints under {prefix}", lambda prefix=prefix: _list(self.container, prefix))
+                for prefix in listing_prefixes(location)])
         except ResourceNotFoundError:
-            return None
+            finding = LayoutFinding(None, looked_under=location.exact_prefixes(), container=name, container_missing=True)
+            return CheckpointSnapshot(container_found=False, layout=finding)
+        blobs = list({blob.name: blob for listing in listings for blob in listing}.values())
+        finding = detect_layout(blobs, location, name)
+        if finding.layout == BLOB_METADATA:
+            snapshot = metadata_snapshot(blobs, location.prefix(lower=True))
+            if len(finding.present) > 1:
+                snapshot, finding = await self._with_legacy_fallback(snapshot, finding, blobs, location, gate)
+        elif finding.layout == AZURE_FUNCTION:
+            snapshot = await legacy_snapshot(self.container, legacy_blobs(blobs, location)[1], gate)
+        else:
+            snapshot = CheckpointSnapshot()
+            finding = replace(finding, found_instead=await self._near_misses(location, gate))
+        return replace(snapshot, layout=finding)
+
+    async def _with_legacy_fallback(self, snapshot: CheckpointSnapshot, finding: LayoutFinding, blobs: list[Any],
+                                    location: CheckpointLocation, gate: CallGate) -> tuple[CheckpointSnapshot, LayoutFinding]:
+        """A partition with a legacy checkpoint and no current one starts where the legacy one
+        says: the Functions extension v5 reads legacy checkpoints for such partitions (its
+        migration path), so counting them from the beginning would over-scale mid-migration.
+        Only those partitions' bodies are downloaded; ownership stays the current layout's."""
+        prefix = location.prefix(lower=True)
+        current = {kind[1] for blob in blobs if (kind := classify_blob_name(blob.name, prefix)) and kind[0] == CHECKPOINT_SEGMENT}
+        missing = [(pid, blob) for pid, blob in legacy_blobs(blobs, location)[1] if pid not in current]
+        if not missing:
+            return snapshot, finding
+        legacy = await legacy_snapshot(self.container, missing, gate)
+        checkpoints = {**legacy.checkpoints, **snapshot.checkpoints}
+        snapshot = replace(snapshot, checkpoints=checkpoints, notes=(*snapshot.notes, *legacy.notes))
+        return snapshot, replace(finding, legacy_fallback=frozenset(legacy.checkpoints))
+
+    async def _near_misses(self, location: CheckpointLocation, gate: CallGate) -> str:
+        """What the container holds instead; a failure here only weakens the note, never the reading."""
+        try:
+            names, truncated = await gate.call(f"listing container {self.container.container_name!r}",
+                                               lambda: _first_names(self.container, self.max_listed_names))
+        except Exception as error:
+            return f"unknown (listing the container failed: {error_text(error)})"
+        return describe_near_misses(names, location, truncated=truncated)
 
 
 async def _gather_all(calls: list[Any]) -> list[Any]:
@@ -316,9 +384,11 @@ async def _gather_all(calls: list[Any]) -> list[Any]:
     return results
 
 
-READERS: dict[str, type] = {BLOB_METADATA: BlobMetadataCheckpointReader, AZURE_FUNCTION: AzureFunctionCheckpointReader}
-#: Stopgap until the layout is detected (issue 15 part 2): "auto", the policy default, reads today's default.
-READERS.setdefault("auto", BlobMetadataCheckpointReader)
+READERS: dict[str, type] = {
+    AUTO: AutoCheckpointReader,
+    BLOB_METADATA: BlobMetadataCheckpointReader,
+    AZURE_FUNCTION: AzureFunctionCheckpointReader,
+}
 
 
 def checkpoint_reader_for(strategy: str, container: Any) -> CheckpointReader:

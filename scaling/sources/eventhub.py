@@ -220,13 +220,16 @@ class EventHubReader:
             )
             for p in properties
         )
+        notes = snapshot.notes
+        if snapshot.layout is not None:  # checkpointStrategy auto: say what it found, first
+            notes = (snapshot.layout.note(partition_ids, snapshot.checkpoints), *notes)
         return SourceReading(
             name=source.name,
             kind=KIND,
             partitions=readings,
             owners=ownership.live_owners,
             unowned_partitions=ownership.unowned_partitions,
-            notes=snapshot.notes,
+            notes=notes,
         )
 
     async def _read_partitions(self, partitions: PartitionSource, gate: CallGate) -> list[PartitionProperties]:

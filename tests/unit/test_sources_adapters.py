@@ -21,7 +21,7 @@ from azure.storage.blob.aio import ContainerClient
 from scaling.domain.policy import SourceSettings, policy_from_dict
 from scaling.settings import Settings, SettingsError, StorageSettings
 from scaling.sources.base import CallGate
-from scaling.sources.checkpoints import AzureFunctionCheckpointReader, BlobMetadataCheckpointReader
+from scaling.sources.checkpoints import AutoCheckpointReader, AzureFunctionCheckpointReader
 from scaling.sources.eventhub import EventHubClients, EventHubPartitionSource, PartitionProperties
 from scaling.sources.factory import build_collector
 from scaling.sources.servicebus import ServiceBusAdminCounter, ServiceBusClients, ServiceBusReader
@@ -231,7 +231,7 @@ def test_build_collector_wires_real_adapters_from_settings_without_io():
     assert isinstance(by_connection.checkpoints.container, ContainerClient)
     assert isinstance(by_connection.partitions.client, EventHubConsumerClient)
     by_identity = eventhub.bind(collector.policy.targets[1].sources[1])
-    assert isinstance(by_identity.checkpoints, BlobMetadataCheckpointReader)
+    assert isinstance(by_identity.checkpoints, AutoCheckpointReader)  # the default: the layout is found, not configured
     assert by_identity.checkpoints.container.url.startswith("https://acct.blob.core.windows.net/azure-webjobs-eventhub")
     assert by_identity.partitions is not by_connection.partitions  # identity vs connection string: two clients
     assert collector.readers["servicebus"].counter_for(collector.policy.targets[1].sources[0]) is not None

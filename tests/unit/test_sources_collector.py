@@ -9,6 +9,7 @@ tests/integration/test_collect_checkpoints.py.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -21,6 +22,7 @@ from scaling.services.collect import Collector
 from scaling.sources.base import CallGate
 from scaling.sources.checkpoints import CheckpointLocation, CheckpointSnapshot, OwnershipRecord
 from scaling.sources.eventhub import EventHubBinding, EventHubReader, PartitionProperties
+from scaling.sources.layouts import LayoutFinding
 from scaling.sources.servicebus import ServiceBusReader
 from scaling.sources.standins import FixedCapacity, StandInHub
 
@@ -109,6 +111,26 @@ def test_backlog_per_partition_follows_the_lag_rules_and_ownership_is_summarised
     assert source.notes == snapshot.notes
     assert sample.backlog == 71 and sample.capacity == 2 and sample.ok
     assert checkpoints.locations == [CheckpointLocation("NS.servicebus.windows.net", "Orders-Hub", "$Default")]
+
+
+@pytest.mark.parametrize(
+    ("finding", "note", "warned"),
+    [
+        pytest.param(LayoutFinding("blobMetadata"), "checkpoint_layout: blobMetadata (1 of 2 partitions; "
+                     "1 partition counts from its beginning)", False, id="found"),
+        pytest.param(LayoutFinding(None, looked_under=("ns/hub/cg/",), container="c", found_instead="an empty container"),
+                     "checkpoint_layout: none under 'ns/hub/cg/' in container 'c' (2 partitions count from their "
+                     "beginning); found instead: an empty container", True, id="none-is-also-a-warning"),
+    ],
+)
+def test_the_layout_found_is_the_first_note_of_the_sample(caplog, finding, note, warned):
+    hub = StandInHub.uniform(2, last_enqueued=9)
+    snapshot = CheckpointSnapshot(checkpoints={"0": 4, "7": 1}, notes=("partition 7: other",), layout=finding)
+    collector = build([target("orders", eventhub("orders"))], {"orders": EventHubBinding(hub, MemoryCheckpoints(snapshot), "ns")})
+    with caplog.at_level(logging.WARNING, logger="scaling.services.collect"):
+        [sample] = asyncio.run(collector.collect())
+    assert sample.sources[0].notes == (note, "partition 7: other")
+    assert (f"collect orders/orders: {note}" in caplog.messages) is warned
 
 
 def test_collected_at_is_the_clock_floored_to_the_second_and_the_id_is_stable():
