@@ -2,9 +2,9 @@
 
 ``simulate_slo_batch(arrivals, targets, scenario)`` gives, for every target that ``supports``
 accepts, the same ``RunResult`` as ``simulate(arrivals, EngineAutoscaler(target), scenario)``:
-one Python loop over collection times, numpy over partitions x candidates inside, on the
-``BatchWorld``. It mirrors the engine's SLO path operation for operation where floating point
-matters:
+one Python loop over collection times, numpy over partitions x candidates inside, on the same
+``Kernel`` the loop runs. It mirrors the engine's SLO path operation for operation where
+floating point matters:
 
 - ``evaluate``: pending and ready capacity, learning the per-instance throughput from
   saturated intervals (``interval_throughput``/``learn_throughput``, only once the capacity has
@@ -38,9 +38,10 @@ from scaling.domain.engine import THROUGHPUT_LEARNING_RATE, allowed_counts, snap
 from scaling.domain.lag import partitions_per_instance
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.slo import CHECKPOINT_DELAY_CEILING, CHECKPOINT_DELAY_DRIFT, NO_RATE
-from scaling.simulation.batched_world import BatchWorld, checked_batch
+from scaling.simulation.batched import checked_batch
+from scaling.simulation.kernel import Kernel
 from scaling.simulation.peers import EPOCH
-from scaling.simulation.world import RunResult, Scenario
+from scaling.simulation.scenario import RunResult, Scenario
 
 _EPOCH_SECONDS = EPOCH.timestamp()
 
@@ -178,7 +179,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         raise ValueError("simulate_slo_batch needs one window and rate window for the whole batch (see batch_key())")
     settings = _Candidates(targets, scenario)
     count, partitions = len(targets), scenario.partitions
-    world = BatchWorld(arrivals, scenario, count)
+    world = Kernel(arrivals, scenario, count)
     minutes, interval = len(world.arrivals), scenario.collection_interval_minutes
     interval_seconds = 60.0 * interval
     window_seconds, rate_window = batch_key(targets[0])
@@ -207,9 +208,9 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     oldest_sum = backlog_sum = np.zeros(count)
     seen = 0
 
-    for minute in range(minutes):
-        world.advance(minute)
-        now = minute + 1
+    for _ in range(minutes):
+        world.advance()
+        now = world.minute
         if now % interval:
             continue
         seen += 1
@@ -339,7 +340,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         if down_rows.size:
             ready_state[down_rows] = np.minimum(ready[down_rows], proposal[down_rows])
         last_action[rows] = moment
-        world.request(rows, wanted, now, counted=now - 1 >= score_from)
+        world.request(rows, wanted)
 
     return world.results(algorithm=algorithm, knobs=knobs, score_from=score_from)
 
