@@ -97,6 +97,7 @@ def assert_batch_gives_each_what_it_gets_alone(simulate_batch, arrivals, targets
         alone = simulate_batch(arrivals, [target], scenario)[0]
         np.testing.assert_array_equal(alone.capacity, result.capacity)
         np.testing.assert_array_equal(alone.age, result.age)
+        np.testing.assert_array_equal(alone.backlog, result.backlog)  # summed in one order whatever the batch
 
 
 def assert_batch_matches_engine(simulate_batch, arrivals, targets, scenario, score_from: int, label) -> int:
