@@ -3,9 +3,9 @@
 ``simulate_batch(arrivals, targets, scenario)`` gives, for every target (a ``rules``-mode
 ``TargetPolicy`` that ``supports`` accepts), the same ``RunResult`` as
 ``simulate(arrivals, EngineAutoscaler(target), scenario)``: one Python loop over minutes, numpy
-over candidates x partitions inside. It mirrors, operation for operation where floating point
-matters, the world (``BatchWorld``: ``World.advance``, ``serve``'s water-filling, provisioning
-delay, the checkpoint delay, the observed integer sequence numbers) and the engine's rules mode
+over candidates x partitions inside. The world is the same ``Kernel`` the loop runs (as a batch
+of one); what is mirrored here, operation for operation where floating point matters, is what
+the autoscaler reads (the observed integer sequence numbers) and the engine's rules mode
 (``_rules_proposal``: windows by collection time, ``min_samples``, ``metric_value``, the
 aggregates with Python's left-to-right sum, tiers, up if any rule says so, down only if all
 agree; ``evaluate``: ``allowed_counts``, ``snap_up``/``snap_down``, bounds, cooldown since the
@@ -15,25 +15,33 @@ Not covered (``supports`` returns False): the SLO mode (``batched_slo.py`` batch
 which callers use the engine, the ``lag_seconds`` metric (it needs the engine's learned
 throughput), rules naming a source other than the simulated hub's, ``min_samples`` below 1 and
 ``min_instances`` below 1.
-
-The per-minute total backlog series (``RunResult.backlog``) is summed over partitions in another
-order than ``World`` sums it, so it agrees to within rounding; everything else is bit for bit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from scaling.domain.engine import allowed_counts, snap_down, snap_up
 from scaling.domain.policy import TargetPolicy
-from scaling.simulation.batched_world import BatchWorld, checked_batch
-from scaling.simulation.world import RunResult, Scenario
+from scaling.simulation.kernel import Kernel
+from scaling.simulation.scenario import RunResult, Scenario
 
 #: The simulated sample's only source (``observation_sample``'s default).
 SIMULATED_SOURCE = "hub"
 _AGGREGATES = {"average": 0, "maximum": 1, "latest": 2}
+
+
+def checked_batch(targets: Sequence[TargetPolicy], knobs: Sequence[str] | None, supports: Callable[[TargetPolicy], bool],
+                  simulator: str) -> tuple[list[TargetPolicy], list[str]]:
+    """The batch's targets and knobs as lists; a ``ValueError`` naming the first target the
+    simulator cannot reproduce."""
+    targets = list(targets)
+    unsupported = [target.name for target in targets if not supports(target)]
+    if unsupported:
+        raise ValueError(f"{simulator} cannot reproduce the engine for {unsupported[0]!r} (see supports())")
+    return targets, list(knobs) if knobs is not None else [""] * len(targets)
 
 
 def supports(target: TargetPolicy) -> bool:
@@ -103,7 +111,7 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
         return []
     tables = _Tables(targets, scenario)
     count = len(targets)
-    world = BatchWorld(arrivals, scenario, count)
+    world = Kernel(arrivals, scenario, count)
     minutes, interval = len(world.arrivals), scenario.collection_interval_minutes
     columns = np.arange(count)
     requested = world.requested  # updated in place by world.request
@@ -139,9 +147,9 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
     samples = 0
     inside = enough = divisor = None
 
-    for minute in range(minutes):
-        world.advance(minute)
-        now = minute + 1
+    for _ in range(minutes):
+        world.advance()
+        now = world.minute
         if now % interval:
             continue
 
@@ -183,7 +191,7 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
         if not go.any():
             continue
         rows = np.flatnonzero(go)
-        world.request(rows, np.where(up[rows], up_wanted[rows], down_wanted[rows]), now, counted=now - 1 >= score_from)
+        world.request(rows, np.where(up[rows], up_wanted[rows], down_wanted[rows]))
         up_free[rows] = moment + tables.cooldown_up[rows]
         down_free[rows] = moment + tables.cooldown_down[rows]
         capacity_changed(rows)

@@ -2,9 +2,9 @@
 
 ``simulate_slo_batch(arrivals, targets, scenario)`` gives, for every target that ``supports``
 accepts, the same ``RunResult`` as ``simulate(arrivals, EngineAutoscaler(target), scenario)``:
-one Python loop over collection times, numpy over partitions x candidates inside, on the
-``BatchWorld``. It mirrors the engine's SLO path operation for operation where floating point
-matters:
+one Python loop over collection times, numpy over partitions x candidates inside, on the same
+``Kernel`` the loop runs. It mirrors the engine's SLO path operation for operation where
+floating point matters:
 
 - ``evaluate``: pending and ready capacity, learning the per-instance throughput from
   saturated intervals (``interval_throughput``/``learn_throughput``, only once the capacity has
@@ -38,9 +38,11 @@ from scaling.domain.engine import THROUGHPUT_LEARNING_RATE, allowed_counts, snap
 from scaling.domain.lag import partitions_per_instance
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.slo import CHECKPOINT_DELAY_CEILING, CHECKPOINT_DELAY_DRIFT, NO_RATE
-from scaling.simulation.batched_world import BatchWorld, checked_batch
+from scaling.simulation.batched import checked_batch
+from scaling.simulation.kernel import Kernel
 from scaling.simulation.peers import EPOCH
-from scaling.simulation.world import RunResult, Scenario
+from scaling.simulation.scenario import RunResult, Scenario
+from scaling.simulation.share_rows import ShareRows
 
 _EPOCH_SECONDS = EPOCH.timestamp()
 
@@ -105,48 +107,6 @@ def _rows_by(keys: Sequence, build) -> np.ndarray:
     return np.array([built[key] if key in built else built.setdefault(key, build(key)) for key in keys], dtype=np.int64)
 
 
-class _Rows:
-    """The rows the engine's per-partition arithmetic runs on.
-
-    Partitions with the same share of arrivals have the same sequence numbers, arrival rates and
-    forecast, and the service rate the engine assumes is the same for every partition. Then each
-    per-partition quantity the engine reduces is monotone in the partition's checkpoint: its
-    oldest-event age (and the predicted ages built on it) and its backlog are largest at the
-    smallest checkpoint, the hold time of a scale-in shortest there, the saturation test
-    strictest at the largest. So each group of equal shares is represented by two rows, its
-    smallest and its largest checkpoint, and the maxima and minima come out as over every
-    partition, bit for bit (floating-point operations are monotone too). Sums (events processed,
-    total backlog) are taken over all partitions. With as many groups as half the partitions or
-    more, every partition is its own row.
-    """
-
-    def __init__(self, weights: np.ndarray) -> None:
-        shares, group = np.unique(weights, return_inverse=True)
-        partitions = len(weights)
-        self.groups: list[np.ndarray] | None = None
-        if 2 * len(shares) < partitions:
-            self.groups = [np.flatnonzero(group == index) for index in range(len(shares))]
-            self.representative = np.repeat([members[0] for members in self.groups], 2)
-        else:
-            self.representative = np.arange(partitions)
-        self.count = len(self.representative)
-
-    def reduce(self, checkpoints: np.ndarray) -> np.ndarray:
-        """(rows, candidates) from (partitions, candidates): per group, smallest then largest."""
-        if self.groups is None:
-            return checkpoints.copy()
-        reduced = np.empty((self.count, checkpoints.shape[1]))
-        if len(self.groups) == 1:
-            checkpoints.min(axis=0, out=reduced[0])
-            checkpoints.max(axis=0, out=reduced[1])
-            return reduced
-        for index, members in enumerate(self.groups):
-            chosen = checkpoints[members]
-            chosen.min(axis=0, out=reduced[2 * index])
-            chosen.max(axis=0, out=reduced[2 * index + 1])
-        return reduced
-
-
 def _predicted_age(age: np.ndarray, backlog: np.ndarray, forecast: np.ndarray, service: np.ndarray,
                    seconds: np.ndarray) -> np.ndarray:
     """``slo.predicted_age`` with a service rate and a duration per candidate (column)."""
@@ -178,14 +138,14 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         raise ValueError("simulate_slo_batch needs one window and rate window for the whole batch (see batch_key())")
     settings = _Candidates(targets, scenario)
     count, partitions = len(targets), scenario.partitions
-    world = BatchWorld(arrivals, scenario, count)
+    world = Kernel(arrivals, scenario, count)
     minutes, interval = len(world.arrivals), scenario.collection_interval_minutes
     interval_seconds = 60.0 * interval
     window_seconds, rate_window = batch_key(targets[0])
     # Samples the engine sees: those inside the window, at most what EngineAutoscaler keeps.
     window_samples = min(math.ceil(window_seconds / interval_seconds), max(int(window_seconds // 60) + 2, 3))
     rate_lag = math.ceil(rate_window / interval_seconds)  # samples back to the rate window's base
-    layout = _Rows(world.weights)
+    layout = ShareRows(world.weights)
     positions = world.enqueued[:, layout.representative, 0] - 1.0  # last enqueued sequence numbers (minute, row)
     enqueued_total = world.enqueued[:, :, 0].sum(axis=1)  # events enqueued in all partitions, per minute
     columns = np.arange(count)
@@ -207,9 +167,9 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     oldest_sum = backlog_sum = np.zeros(count)
     seen = 0
 
-    for minute in range(minutes):
-        world.advance(minute)
-        now = minute + 1
+    for _ in range(minutes):
+        world.advance()
+        now = world.minute
         if now % interval:
             continue
         seen += 1
@@ -339,7 +299,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         if down_rows.size:
             ready_state[down_rows] = np.minimum(ready[down_rows], proposal[down_rows])
         last_action[rows] = moment
-        world.request(rows, wanted, now, counted=now - 1 >= score_from)
+        world.request(rows, wanted)
 
     return world.results(algorithm=algorithm, knobs=knobs, score_from=score_from)
 

@@ -1,48 +1,28 @@
-"""The simulated world of the benchmark: a partitioned hub, consumers on a plan, and a trace.
+"""The simulated world of the benchmark run one minute at a time, with an autoscaler in the loop.
 
-One-minute steps. Each partition is owned by one instance (partition ``p`` by instance
-``p mod n``); an instance serves at most ``mu`` events a minute, shared among its partitions
-without waste. Scale-outs serve after the provisioning delay, scale-ins at once; cost is billed
-per requested instance-minute. The autoscaler sees what ``collect`` would: last-enqueued
-sequence numbers now and checkpoints ``checkpoint_delay_seconds`` behind what was processed. See docs/benchmark.md.
+A partitioned hub, consumers on a plan, and a trace: the world's rules (ownership ``p mod n``,
+water-filling service, provisioning delay, checkpoints trailing what was processed, cost and
+the oldest event's age) are ``Kernel``'s (kernel.py), and ``World`` is a batch of one. Here
+live what the loop adds: loading and scaling traces, what the autoscaler observes (what
+``collect`` would read), and ``simulate``. See docs/benchmark.md.
 """
 
 from __future__ import annotations
 
 import csv
-import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
-#: Backlog (events) below which a partition counts as drained; the fluid model leaves fractions.
-DRAINED = 0.5
+from scaling.simulation.kernel import DRAINED, Kernel, arrival_minutes, serve
+from scaling.simulation.scenario import RunResult, Scenario, scored_result
 
-
-@dataclass(frozen=True, slots=True)
-class Scenario:
-    """The standard scenario of ../shared/BENCHMARK.md unless a run says otherwise."""
-
-    peak_instances: float = 24.0
-    events_per_instance_per_minute: float = 1000.0
-    partitions: int = 32
-    provisioning_delay_minutes: int = 2
-    collection_interval_minutes: int = 1
-    checkpoint_delay_seconds: float = 0.0
-    slo_minutes: float = 5.0
-    initial_capacity: int = 1
-    max_violation_fraction: float = 0.001
-    skew: float = 0.0
-
-    def partition_weights(self) -> np.ndarray:
-        """Share of events per partition: uniform, or geometric with ``skew`` for hot partitions."""
-        if self.skew <= 0:
-            return np.full(self.partitions, 1.0 / self.partitions)
-        raw = np.power(1.0 + self.skew, -np.arange(self.partitions, dtype=float))
-        return raw / raw.sum()
+#: Importers of this module's former contents find them here too.
+__all__ = ["DRAINED", "Autoscaler", "Kernel", "Observation", "RunResult", "Scenario", "World", "arrival_minutes",
+           "load_trace", "per_minute", "scale_trace", "scored_result", "serve", "simulate"]
 
 
 def load_trace(path: str | Path) -> np.ndarray:
@@ -107,205 +87,73 @@ class Autoscaler(Protocol):
     def decide(self, observation: Observation) -> int | None: ...
 
 
-@dataclass(slots=True)
-class RunResult:
-    algorithm: str
-    knob: str
-    minutes: int
-    cost: float
-    fluid_lower_bound: float
-    slo_violation_minutes: int
-    p99_age_minutes: float
-    max_age_minutes: float
-    scale_actions: int
-    final_backlog: float
-    capacity: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
-    serving: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
-    backlog: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
-    age: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
-    arrivals: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
-
-    @property
-    def cost_ratio(self) -> float:
-        return self.cost / self.fluid_lower_bound if self.fluid_lower_bound > 0 else math.inf
-
-    def meets_slo(self, scenario: Scenario) -> bool:
-        return self.slo_violation_minutes <= scenario.max_violation_fraction * self.minutes
-
-    def summary(self, scenario: Scenario) -> dict:
-        """The run's numbers as ``simulate``, the demo and the benchmark report them."""
-        return {
-            "minutes": self.minutes,
-            "cost": self.cost,
-            "fluid_lower_bound": self.fluid_lower_bound,
-            "cost_ratio": round(self.cost_ratio, 4),
-            "slo_violation_minutes": self.slo_violation_minutes,
-            "meets_slo": self.meets_slo(scenario),
-            "scale_actions": self.scale_actions,
-            "p99_age_minutes": round(self.p99_age_minutes, 3),
-            "max_age_minutes": round(self.max_age_minutes, 3),
-            "final_backlog": round(self.final_backlog, 1),
-        }
-
-
-def arrival_minutes(cumulative: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """When the event at each (fractional) position of the cumulative arrivals curve arrived, in
-    minutes: arrivals are spread evenly within a minute."""
-    index = np.clip(np.searchsorted(cumulative, positions, side="right"), 1, len(cumulative) - 1)
-    low, high = cumulative[index - 1], cumulative[index]
-    return index - 1 + np.where(high > low, (positions - low) / np.maximum(high - low, 1e-12), 0.0)
-
-
-def scored_result(scenario: Scenario, *, algorithm: str, knob: str, score_from: int, arrivals: np.ndarray,
-                  capacity: np.ndarray, serving: np.ndarray, backlog: np.ndarray, age: np.ndarray,
-                  scale_actions: int, final_backlog: float) -> RunResult:
-    """A run's numbers from its minute series, scoring only the minutes from ``score_from``."""
-    scored = slice(score_from, len(capacity))
-    ages = age[scored]
-    return RunResult(
-        algorithm=algorithm,
-        knob=knob,
-        minutes=len(capacity) - score_from,
-        cost=float(capacity[scored].sum()),
-        fluid_lower_bound=float(arrivals[scored].sum()) / scenario.events_per_instance_per_minute,
-        slo_violation_minutes=int((ages > scenario.slo_minutes).sum()),
-        p99_age_minutes=float(np.percentile(ages, 99)) if len(ages) else 0.0,
-        max_age_minutes=float(ages.max()) if len(ages) else 0.0,
-        scale_actions=scale_actions,
-        final_backlog=final_backlog,
-        capacity=capacity,
-        serving=serving,
-        backlog=backlog,
-        age=age,
-        arrivals=arrivals,
-    )
-
-
-def serve(demand: np.ndarray, instances: int, rate: float) -> np.ndarray:
-    """Events each partition gets this minute: every instance shares ``rate`` among the
-    partitions it owns (``p mod n``), a quiet partition's unused share going to busy ones."""
-    partitions = len(demand)
-    if instances >= partitions:
-        return np.minimum(demand, rate)
-    owner = np.arange(partitions) % instances
-    served = np.zeros(partitions)
-    room = np.full(instances, float(rate))
-    active = demand > 0
-    while active.any():
-        sharing = np.bincount(owner[active], minlength=instances)
-        share = np.where(sharing > 0, room / np.maximum(sharing, 1), 0.0)
-        give = np.where(active, np.minimum(demand - served, share[owner]), 0.0)
-        served += give
-        room = np.maximum(room - np.bincount(owner, weights=give, minlength=instances), 0.0)
-        active = active & (demand - served > 1e-9) & (room[owner] > 1e-9)
-    return served
-
-
 class World:
-    """The simulated hub and plan, one minute at a time: ``advance()`` processes a minute,
-    ``observe()`` tells what ``collect`` would read, ``request(n)`` is a scale action.
+    """The simulated hub and plan as a batch of one, one minute at a time: ``advance()``
+    processes a minute, ``observe()`` tells what ``collect`` would read, ``request(n)`` is a
+    scale action. The physics is ``Kernel``'s, the same the batched simulators run.
 
-    The benchmark loop (``simulate``) and the local demo both drive this same world.
+    The benchmark loop (``simulate``), the peers and the local demo all drive this world.
     """
 
     def __init__(self, arrivals: np.ndarray, scenario: Scenario) -> None:
         self.scenario = scenario
-        self.arrivals = np.asarray(arrivals, dtype=float)
-        self.weights = scenario.partition_weights()
-        self.cumulative = np.concatenate(([0.0], np.cumsum(self.arrivals)))
-        partitions = scenario.partitions
-        self.backlog = np.zeros(partitions)
-        self.processed = np.zeros(partitions)
-        self._whole, self._partial = divmod(scenario.checkpoint_delay_seconds / 60.0, 1.0)
-        self._positions = [np.zeros(partitions)] * (int(self._whole) + 2)
-        self.requested = scenario.initial_capacity
-        self.ready = scenario.initial_capacity
-        self.pending: list[tuple[int, int]] = []  # (ready minute, count) for scale-outs in flight
-        self.minute = 0
-        minutes = len(self.arrivals)
-        self.capacity_series = np.zeros(minutes, dtype=int)
-        self.serving_series = np.zeros(minutes, dtype=int)
-        self.backlog_series = np.zeros(minutes)
-        self.age_series = np.zeros(minutes)
-        self.action_minutes: list[int] = []
+        self.kernel = kernel = Kernel(arrivals, scenario, 1)
+        self.arrivals, self.weights, self.cumulative = kernel.arrivals, kernel.weights, kernel.cumulative
+        self.capacity_series = kernel.capacity_series[:, 0]
+        self.serving_series = kernel.serving_series[:, 0]
+        self.backlog_series = kernel.backlog_series[:, 0]
+        self.age_series = kernel.age_series[:, 0]
+        self._only = np.zeros(1, dtype=np.int64)
+        self._checkpoints = np.zeros((scenario.partitions, 1))
+
+    @property
+    def minute(self) -> int:
+        """Minutes processed so far (the next minute to process)."""
+        return self.kernel.minute
 
     @property
     def done(self) -> bool:
-        return self.minute >= len(self.arrivals)
+        return self.kernel.done
 
     @property
-    def serving(self) -> int:
-        """Instances processing now: requested ones, less scale-outs still provisioning."""
-        while self.pending and self.pending[0][0] <= self.minute:
-            self.ready = max(self.ready, self.pending.pop(0)[1])
-        return min(self.ready, self.requested)
+    def requested(self) -> int:
+        """The capacity the plan was last asked for (billed from the request)."""
+        return int(self.kernel.requested[0])
+
+    @property
+    def backlog(self) -> np.ndarray:
+        """Events waiting per partition."""
+        return self.kernel.backlog[:, 0]
 
     def advance(self) -> float:
         """Process one minute of arrivals; returns the oldest unprocessed event's age (minutes)."""
-        minute = self.minute
-        serving = self.serving
-        demand = self.backlog + self.arrivals[minute] * self.weights
-        served = serve(demand, serving, self.scenario.events_per_instance_per_minute)
-        self.backlog = demand - served
-        self.processed += served
-        self.minute = now = minute + 1
-        # Oldest unprocessed event per partition: where its cumulative arrivals reach `processed`.
-        waiting = self.backlog > DRAINED
-        age = 0.0
-        if waiting.any():
-            arrived = arrival_minutes(self.cumulative, self.processed[waiting] / self.weights[waiting])
-            age = float(np.max(now - arrived))
-        self.capacity_series[minute] = self.requested
-        self.serving_series[minute] = serving
-        self.backlog_series[minute] = self.backlog.sum()
-        self.age_series[minute] = age
-        self._positions = [*self._positions[1:], self.processed.copy()]
-        return age
+        self.kernel.advance()
+        return float(self.age_series[self.kernel.minute - 1])
 
     def last_enqueued(self) -> np.ndarray:
         """Per-partition last enqueued sequence number (-1 for a partition that never had an event)."""
-        return np.floor(self.weights * self.cumulative[self.minute] + 1e-6).astype(np.int64) - 1
+        return self.kernel.enqueued[self.kernel.minute, :, 0].astype(np.int64) - 1
 
     def checkpoints(self) -> np.ndarray:
-        """Per-partition checkpoint: consumers checkpoint ``checkpoint_delay_seconds`` behind what
-        they processed (processing is even within a minute); -1 before the first event."""
-        whole = int(self._whole)
-        latest, earlier = self._positions[-1 - whole], self._positions[-2 - whole]
-        checkpointed = latest - self._partial * (latest - earlier)
-        return np.floor(checkpointed + 1e-6).astype(np.int64) - 1
+        """Per-partition checkpoint (-1 before the first event), trailing what was processed by
+        the scenario's checkpoint delay."""
+        return self.kernel.checkpoint_positions(self._checkpoints)[:, 0].astype(np.int64) - 1
 
     def observe(self) -> Observation:
         return Observation(minute=self.minute, capacity=self.requested, last_enqueued=self.last_enqueued(),
-                           checkpoint=self.checkpoints(), true_backlog=float(self.backlog.sum()))
+                           checkpoint=self.checkpoints(), true_backlog=float(self.kernel.total_backlog()[0]))
 
     def request(self, wanted: int) -> bool:
         """Apply a scale action at the current minute; returns whether capacity changed."""
         wanted = max(int(wanted), 1)
         if wanted == self.requested:
             return False
-        if wanted > self.requested:
-            self.pending.append((self.minute + self.scenario.provisioning_delay_minutes, wanted))
-            self.pending.sort()
-        else:
-            self.ready = min(self.ready, wanted)
-            self.pending = [(at, min(count, wanted)) for at, count in self.pending]
-        self.requested = wanted
-        self.action_minutes.append(self.minute - 1)
+        self.kernel.request(self._only, np.array([wanted], dtype=np.int64))
         return True
 
     def result(self, *, algorithm: str = "", knob: str = "", score_from: int = 0) -> RunResult:
         """Score the minutes run so far (from ``score_from``); checks that no event was lost."""
-        minutes = self.minute
-        conservation = float(self.cumulative[minutes] - self.processed.sum() - self.backlog.sum())
-        if abs(conservation) > 1e-6 * max(self.cumulative[minutes], 1.0):
-            raise AssertionError(f"events not conserved: {conservation}")
-        return scored_result(
-            self.scenario, algorithm=algorithm, knob=knob, score_from=score_from, arrivals=self.arrivals[:minutes],
-            capacity=self.capacity_series[:minutes], serving=self.serving_series[:minutes],
-            backlog=self.backlog_series[:minutes], age=self.age_series[:minutes],
-            scale_actions=sum(1 for minute in self.action_minutes if minute >= score_from),
-            final_backlog=float(self.backlog.sum()),
-        )
+        return self.kernel.results(algorithm=algorithm, knobs=[knob], score_from=score_from)[0]
 
 
 def simulate(

@@ -1,5 +1,6 @@
-"""The simulated world (scaling/simulation/world.py): water-filling service, provisioning delay,
-billing, SLO accounting, warm-up exclusion, trace loading and conservation of events.
+"""The simulated world run in the loop (scaling/simulation/world.py, the kernel as a batch of one):
+service at the effective capacity, provisioning delay, billing, SLO accounting, warm-up
+exclusion, what the autoscaler observes, trace loading and conservation of events.
 
 Autoscalers here are scripts (minute -> capacity), so every expected series is computed by hand.
 """
@@ -11,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scaling.simulation.world import Observation, Scenario, load_trace, per_minute, scale_trace, serve, simulate
+from scaling.simulation.world import Observation, Scenario, World, load_trace, per_minute, scale_trace, simulate
 
 
 class Script:
@@ -26,30 +27,7 @@ class Script:
         return self.plan.get(observation.minute)
 
 
-# --- serve: each instance shares mu among the partitions it owns (p mod n), without waste ------------------
-
-
-@pytest.mark.parametrize(
-    ("demand", "instances", "rate", "expected"),
-    [
-        # 24 instances on 32 partitions: instances 0-7 own two partitions each (p and p + 24)
-        pytest.param([1000.0] * 32, 24, 1000, [500.0] * 8 + [1000.0] * 16 + [500.0] * 8, id="24-on-32-backlogged"),
-        # a quiet partition's unused share goes to its busy sibling on the same instance
-        pytest.param([100.0, 5000.0], 1, 1000, [100.0, 900.0], id="quiet-sibling"),
-        pytest.param([0.0, 300.0, 2000.0, 2000.0], 2, 1000, [0.0, 300.0, 1000.0, 700.0], id="two-owners"),
-        # three partitions on one instance: 333 each, then the leftover is shared again
-        pytest.param([100.0, 400.0, 1000.0], 1, 1000, [100.0, 400.0, 500.0], id="water-filling-rounds"),
-        pytest.param([10.0, 20.0, 30.0], 1, 1000, [10.0, 20.0, 30.0], id="all-served"),
-        pytest.param([5.0, 2000.0], 2, 1000, [5.0, 1000.0], id="one-instance-each"),
-        pytest.param([5.0, 2000.0], 5, 1000, [5.0, 1000.0], id="more-instances-than-partitions"),
-        pytest.param([0.0] * 4, 3, 1000, [0.0] * 4, id="nothing-to-do"),
-        pytest.param([1000.0] * 32, 1, 1000, [1000.0 / 32] * 32, id="one-instance-32-partitions"),
-    ],
-)
-def test_serve(demand, instances, rate, expected) -> None:
-    served = serve(np.array(demand), instances, rate)
-    assert served == pytest.approx(np.array(expected))
-    assert (served <= np.array(demand) + 1e-9).all()
+# --- serving: even load on p mod n owners (the water-filling itself: test_simulation_kernel.py) ----------------
 
 
 @pytest.mark.parametrize(
@@ -306,3 +284,26 @@ def test_per_minute_refuses_a_resolution_that_does_not_divide_a_minute(seconds_p
         return
     # if it does not refuse, each minute must at least hold one minute of rows
     assert minutes.tolist() == pytest.approx([60 / seconds_per_row] * len(minutes))
+
+
+# --- World: the kernel as a batch of one, driven a minute at a time (the demo's simulated hub) ----------------
+
+
+def test_world_steps_one_minute_at_a_time() -> None:
+    world = World(np.full(6, 2000.0), Scenario(partitions=4, provisioning_delay_minutes=1))
+    assert (world.last_enqueued() == -1).all() and (world.checkpoints() == -1).all()
+    ages = [world.advance(), world.advance()]
+    assert ages == [0.5, 1.0]  # one instance, 2,000/min: after m minutes the oldest waiting event arrived at m / 2
+    assert world.minute == 2 and world.requested == 1
+    assert world.last_enqueued().tolist() == [999] * 4  # 4,000 events in, 1,000 a partition
+    assert world.checkpoints().tolist() == [499] * 4  # 2,000 processed, 500 a partition
+    assert world.request(1) is False  # the same count is not an action
+    assert world.request(3) is True
+    while not world.done:
+        world.advance()
+    assert world.capacity_series.tolist() == [1, 1, 3, 3, 3, 3]
+    assert world.serving_series.tolist() == [1, 1, 1, 3, 3, 3]  # after the 1-minute provisioning delay
+    assert world.backlog_series[1] == pytest.approx(2000.0)
+    assert world.observe().true_backlog == pytest.approx(world.backlog.sum()) == pytest.approx(world.backlog_series[-1])
+    result = world.result(algorithm="a", knob="k")
+    assert (result.scale_actions, result.cost, result.knob) == (1, 14, "k")
