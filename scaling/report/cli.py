@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -37,11 +38,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="the HTML file to write")
     parser.add_argument("--slo-seconds", type=float, help="the SLO line (default: the target's slo in the app's policy, if set)")
     parser.add_argument("--connection-string", help="a storage connection string (Azurite); default: the app settings")
+    parser.add_argument("--history-table", help="the history table (default: metrichistory)")
+    parser.add_argument("--state-table", help="the state table holding the decision log (default: scalerstate)")
 
 
 def read_report(source: ReportSource, target: str, since: datetime, until: datetime, *,
                 slo_seconds: float | None, origin: str) -> ReportData:
-    """The page's rows: samples collected in ``(since, until]`` and decisions logged in ``[since, until]``."""
+    """The page's rows: samples collected and decisions logged from ``since`` to ``until`` (both included)."""
     from scaling.report.history import report_from_history
 
     samples = source.load_window(target, since, until)
@@ -68,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from scaling.report.page import render
     from scaling.report.runs import write_page
     from scaling.settings import SettingsError, StorageSettings
+    from scaling.storage.base import TableNames
     from scaling.storage.factory import build_table_storage
     from scaling.storage.records import utc_now
 
@@ -90,7 +94,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     slo = args.slo_seconds if args.slo_seconds is not None else policy_slo_seconds(os.environ, args.target)
     account = "the storage in --connection-string" if args.connection_string else "the app's storage account"
-    tables = build_table_storage(storage, ensure=False)
+    defaults = TableNames()
+    names = replace(defaults, history=args.history_table or defaults.history, state=args.state_table or defaults.state)
+    tables = build_table_storage(storage, names=names, ensure=False)
     try:
         data = read_report(tables, args.target, since, until, slo_seconds=slo,
                            origin=f"history and decision tables of {account}, {since:%Y-%m-%d %H:%M} – {until:%Y-%m-%d %H:%M} UTC")
