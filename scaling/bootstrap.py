@@ -54,6 +54,14 @@ def build_evaluate_service() -> Any:
     return build(*_settings_and_credential())
 
 
+def build_dead_letter_service() -> Any:
+    from scaling.services.dead_letters import DeadLetterService
+    from scaling.storage.factory import build_table_storage
+
+    settings, credential = _settings_and_credential()
+    return DeadLetterService(build_table_storage(settings, credential))
+
+
 def build_scale_service() -> Any:
     from scaling.plans.factory import build_scale_service as build
 

@@ -9,7 +9,7 @@ are used with ``DefaultAzureCredential`` (user-assigned identity via ``AZURE_CLI
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from scaling.services.evaluate import EvaluateService
@@ -81,4 +81,7 @@ def build_evaluate_service(
         settings.policy,
         clock=clock,
         retention_days=settings.history_retention_days,
+        clock_skew=timedelta(seconds=settings.clock_skew_seconds),
+        reconcile_grace=timedelta(seconds=settings.reconcile_grace_seconds),
+        dry_run=settings.dry_run,
     )
