@@ -40,6 +40,11 @@ class PageErrors:
     def all(self) -> list[str]:
         return [*self.console, *self.exceptions, *self.log]
 
+    def clear(self) -> None:
+        self.console.clear()
+        self.exceptions.clear()
+        self.log.clear()
+
 
 class Chromium:
     """One headless browser with one page; use as a context manager so the process always ends."""

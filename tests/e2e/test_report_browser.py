@@ -93,7 +93,7 @@ def browser():
 
 
 def load(browser: Chromium, page: Path) -> None:
-    browser.errors.console.clear(), browser.errors.exceptions.clear(), browser.errors.log.clear()
+    browser.errors.clear()
     browser.open(page.resolve().as_uri())
     browser.wait_until(f"document.querySelectorAll('#{CHART_ID} .main-svg').length > 0")
     browser.drain_events(1.0)
