@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 TRACES ?= ../shared/traces
 DEMO_ARGS ?=
 
-.PHONY: install test lint demo benchmark docs-benchmark clean
+.PHONY: install test lint demo benchmark docs-benchmark clean chromium
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +23,21 @@ install: $(VENV)/.installed node_modules/.installed
 lint: $(VENV)/.installed
 	$(PY) -m ruff check .
 
-test: install lint
+# Headless Chromium for the report page's browser test (tests/e2e/test_report_browser.py): Debian's
+# package, installed with apt-get when missing (as root, or through sudo). Without apt the browser
+# tests skip and say why.
+chromium:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then \
+		true; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		echo "installing chromium (Debian package) for the report page's browser test"; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; \
+	else \
+		echo "chromium is missing and apt-get is unavailable: the report page's browser tests will be skipped"; \
+	fi
+
+test: install lint chromium
 	$(PY) -m pytest
 
 demo: install

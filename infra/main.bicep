@@ -65,6 +65,9 @@ param maximumInstanceCount int = 40
 @description('Flex Consumption: memory per instance, in MB.')
 param instanceMemoryMB int = 2048
 
+@description('E-mail addresses notified by the alert rules (SLO breached, collector silent, scale writes failing, dead letters, hot or unowned partition); empty: no action group, the alerts still show in Azure Monitor.')
+param alertEmailAddresses array = []
+
 var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
 var tags = {
   'azd-env-name': environmentName
@@ -125,6 +128,19 @@ module monitoring 'app/monitoring.bicep' = {
     location: location
     tags: tags
     publisherPrincipalId: identity.outputs.principalId
+  }
+}
+
+// The operator's views on that telemetry: a workbook per target and the alert rules.
+module operations 'app/operations.bicep' = {
+  name: 'operations'
+  scope: rg
+  params: {
+    location: location
+    tags: tags
+    applicationInsightsId: monitoring.outputs.applicationInsightsId
+    resourceToken: resourceToken
+    alertEmailAddresses: alertEmailAddresses
   }
 }
 
@@ -226,6 +242,7 @@ output AZURE_MANAGED_IDENTITY_NAME string = identity.outputs.name
 output AZURE_MANAGED_IDENTITY_PRINCIPAL_ID string = identity.outputs.principalId
 output AZURE_PLAN_SCALER_ROLE_ID string = planScalerRole.id
 output APPLICATIONINSIGHTS_CONNECTION_STRING string = monitoring.outputs.applicationInsightsConnectionString
+output AZURE_MONITOR_WORKBOOK_ID string = operations.outputs.workbookId
 output AUTOSCALER_POLICY string = string(autoscalerPolicy)
 output COLLECT_SCHEDULE string = collectSchedule
 output SCALER_DRY_RUN string = scalerDryRun ? 'true' : 'false'

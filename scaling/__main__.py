@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench-collect": ("scaling.sources.bench", "time concurrent vs serial collection (stand-in hubs, Azurite checkpoints)"),
     "decisions": ("scaling.storage.cli", "print a target's decision log as a table"),
     "dead-letters": ("scaling.commands.dead_letters", "list the dead-letter table and replay a letter after a fix"),
+    "report": ("scaling.report.cli", "write a target's history and decisions as one self-contained HTML page"),
     "bench-storage": ("scaling.storage.bench", "storage round trips per sample and samples per second on Azurite"),
     "export-history": ("scaling.tuning.export", "export the history table to Parquet"),
     "tune": ("scaling.tuning.cli", "run the Spark tuning job over exported history"),

@@ -62,6 +62,7 @@ resource telemetryPublisher 'Microsoft.Authorization/roleAssignments@2022-04-01'
 }
 
 output applicationInsightsName string = applicationInsights.name
+output applicationInsightsId string = applicationInsights.id
 // A connection string holds an ingestion endpoint and the instrumentation key, which is an
 // identifier and not a credential (local auth is disabled above).
 output applicationInsightsConnectionString string = applicationInsights.properties.ConnectionString

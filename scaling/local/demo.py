@@ -150,6 +150,8 @@ def run(args: argparse.Namespace) -> int:
         print("\ninterrupted: Azurite and the local ARM endpoint were stopped", file=sys.stderr)
         return 130
     print_summary(result, options, sys.stdout)
+    from scaling.report.runs import write_demo_report  # noqa: I001 (the report page, docs/operations-monitoring.md)
+    print(f"  report page: {write_demo_report(result, options)}")
     problems = result.differences or [f"{name}: {count} poison message(s)" for name, count in result.poison.items() if count]
     return 1 if problems else 0
 

@@ -17,6 +17,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--start", type=int, default=0, help="skip the first N minutes of the trace")
     parser.add_argument("--seconds-per-row", type=int, default=60, help="the trace's resolution (1 for per-second traces)")
     parser.add_argument("--series", action="store_true", help="include the minute-by-minute series in the JSON")
+    parser.add_argument("--report", help="also write the run's report page (HTML, as `python -m scaling report`)")
     parser.add_argument("--history-out", help="also write the samples collect would have seen as Parquet history")
     parser.add_argument("--peak-instances", type=float, default=24.0, help="scale the trace so its peak needs this many")
     parser.add_argument("--partitions", type=int, default=32)
@@ -76,5 +77,9 @@ def run(args: argparse.Namespace) -> int:
         from scaling.tuning.history import write_history
 
         write_history(samples, args.history_out)
+    if args.report:
+        from scaling.report.runs import write_simulation_report
+
+        write_simulation_report(args.report, arrivals, target, scenario, origin=f"simulate --trace {args.trace}")
     print(" ".join(f"{key}={value}" for key, value in summary.items() if key not in ("series",)))
     return 0

@@ -373,3 +373,85 @@ def custom_role_definitions(template: Template) -> list[str]:
         if scopes is None:
             problems.append(f"{where}: no assignableScopes")
     return problems
+
+
+# --- the operator's views: workbook and alert rules ----------------------------------------------
+
+#: The telemetry contract (docs/operations-monitoring.md): every metric the app emits to
+#: Application Insights as customMetrics, with its dimensions.
+TELEMETRY_METRICS: dict[str, frozenset[str]] = {
+    "autoscaler.arrival_rate": frozenset({"target", "source"}),
+    "autoscaler.backlog": frozenset({"target", "source"}),
+    "autoscaler.oldest_event_age_seconds": frozenset({"target"}),
+    "autoscaler.slo_seconds": frozenset({"target"}),
+    "autoscaler.predicted_age_seconds": frozenset({"target"}),
+    "autoscaler.throughput_per_instance": frozenset({"target"}),
+    "autoscaler.capacity_desired": frozenset({"target"}),
+    "autoscaler.capacity_requested": frozenset({"target"}),
+    "autoscaler.capacity_observed": frozenset({"target"}),
+    "autoscaler.samples": frozenset({"target"}),
+    "autoscaler.decisions": frozenset({"target", "direction", "reason"}),
+    "autoscaler.collection_failures": frozenset({"target", "source"}),
+    "autoscaler.dead_letters": frozenset({"function"}),
+    "autoscaler.arm_writes": frozenset({"target", "outcome"}),
+    "autoscaler.arm_write_duration_ms": frozenset({"target"}),
+}
+WORKBOOK = "Microsoft.Insights/workbooks"
+QUERY_RULE = "Microsoft.Insights/scheduledQueryRules"
+ACTION_GROUP = "Microsoft.Insights/actionGroups"
+METRIC_NAME = re.compile(r"autoscaler\.[a-z_]+")
+DIMENSION = re.compile(r"customDimensions(?:\.([A-Za-z_]+)|\[\"([A-Za-z_]+)\"\])")
+
+
+def metric_names(query: str) -> set[str]:
+    return set(METRIC_NAME.findall(query))
+
+
+def resolved(template: Template, node: Any) -> Any:
+    """``node`` with every variable reference replaced by its value, recursively."""
+    node = template.resolve(node)
+    if isinstance(node, Mapping):
+        return {key: resolved(template, value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [resolved(template, value) for value in node]
+    return node
+
+
+def workbook_content(template: Template, symbol: str) -> dict[str, Any]:
+    """The workbook's Notebook JSON: ``serializedData: string(<object variable>)``, resolved."""
+    data = template.body(symbol)["properties"]["serializedData"]
+    fn = function(data)
+    if not fn or fn[0] != "string":
+        raise AssertionError(f"{symbol}: serializedData is not string(<object>), got {data!r}")
+    return resolved(template, next(iter(fn[1].values())))
+
+
+def workbook_queries(content: Mapping[str, Any]) -> dict[str, str]:
+    """Every KQL query of a workbook: its query items by name, and each query parameter's."""
+    queries: dict[str, str] = {}
+    for item in content.get("items") or []:
+        body = item.get("content") or {}
+        if item.get("type") == 3:
+            queries[item["name"]] = body["query"]
+        for parameter in body.get("parameters") or []:
+            if parameter.get("query"):
+                queries[f"parameter {parameter['name']}"] = parameter["query"]
+    return queries
+
+
+def query_problems(where: str, query: Any) -> list[str]:
+    """A query over the telemetry contract: customMetrics, only known metric names and, for
+    each, only dimensions the contract gives it (when the query names a single metric)."""
+    if not isinstance(query, str):
+        return [f"{where}: the query is not a literal string: {query!r}"]
+    problems = []
+    if "customMetrics" not in query:
+        problems.append(f"{where}: does not read customMetrics")
+    names = metric_names(query)
+    problems += [f"{where}: unknown metric {name}" for name in sorted(names - set(TELEMETRY_METRICS))]
+    allowed = set().union(*(TELEMETRY_METRICS.get(name, frozenset()) for name in names)) if names else set()
+    for match in DIMENSION.finditer(query):
+        dimension = match.group(1) or match.group(2)
+        if names and dimension not in allowed:
+            problems.append(f"{where}: dimension {dimension} is not one of {sorted(allowed)}")
+    return problems

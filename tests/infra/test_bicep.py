@@ -17,21 +17,31 @@ from pathlib import Path
 import pytest
 
 from tests.infra.bicep_rules import (
+    ACTION_GROUP,
     CUSTOM,
     EXPECTED_ROLES,
+    QUERY_RULE,
+    ROLE_ASSIGNMENT,
     SERVER_FARM,
+    TELEMETRY_METRICS,
     UPPER_SNAKE,
+    WORKBOOK,
     Template,
     app_settings,
     custom_role_definitions,
     function,
     identity_settings,
     key_material,
+    metric_names,
     operator,
+    query_problems,
+    resolved,
     role_assignments,
     storage_hardening,
     unquote,
     walk,
+    workbook_content,
+    workbook_queries,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -613,3 +623,153 @@ resource role 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
     problems = "\n".join(custom_role_definitions(template))
     assert "expected serverfarms read and write only" in problems
     assert "uses subscription()" in problems
+
+
+# --- the operator's views: workbook and alert rules (infra/app/operations.bicep) -------------------
+
+ALERTS = {
+    "slo-breached": {"autoscaler.oldest_event_age_seconds", "autoscaler.slo_seconds"},
+    "collector-silent": {"autoscaler.samples"},
+    "scale-writes-failing": {"autoscaler.arm_writes"},
+    "dead-letters": {"autoscaler.dead_letters"},
+    "partition-problem": {"autoscaler.decisions"},
+}
+#: Workbook charts and the metrics each must show (issue 12: per target, arrivals vs serving
+#: capacity, backlog and oldest age against the SLO, capacity with decisions, reasons table,
+#: collection failures and dead letters).
+CHARTS = {
+    "arrivals": {"autoscaler.arrival_rate", "autoscaler.capacity_observed", "autoscaler.throughput_per_instance"},
+    "backlog": {"autoscaler.backlog"},
+    "age": {"autoscaler.oldest_event_age_seconds", "autoscaler.slo_seconds"},
+    "capacity": {"autoscaler.capacity_desired", "autoscaler.capacity_requested", "autoscaler.capacity_observed",
+                 "autoscaler.decisions"},
+    "reasons": {"autoscaler.decisions"},
+    "failures": {"autoscaler.collection_failures", "autoscaler.dead_letters"},
+}
+
+
+@pytest.fixture(scope="module")
+def operations(templates: dict[str, Template]) -> Template:
+    return templates["app/operations.bicep"]
+
+
+def alert_rules(operations: Template) -> dict[str, dict]:
+    (symbol,) = operations.of_type(QUERY_RULE)
+    loop = operations.resources[symbol]["config"]["loop_type"]["detail"]
+    rules = resolved(operations, loop["array_name"])
+    return {rule["name"]: rule for rule in rules}
+
+
+def test_operations_module_is_wired_to_the_application_insights_component(main: Template,
+                                                                           templates: dict[str, Template]) -> None:
+    (module,) = [m for m in main.modules.values() if m["detail"]["path"] == "app/operations.bicep"]
+    params = module_body(module)["params"]
+    assert operator(params["applicationInsightsId"]) == ("property_accessor", {
+        "operand_1": "monitoring", "operand_2": {"operator": {"type": "property_accessor", "operands": {
+            "operand_1": "outputs", "operand_2": "applicationInsightsId"}}}})
+    assert params["alertEmailAddresses"] == "alertEmailAddresses"
+    assert main.parameters["alertEmailAddresses"] == {**main.parameters["alertEmailAddresses"], "type": "array", "default": []}
+    (component,) = templates["app/monitoring.bicep"].of_type("Microsoft.Insights/components")
+    assert templates["app/monitoring.bicep"].outputs["applicationInsightsId"]["value"] == {
+        "operator": {"type": "property_accessor", "operands": {"operand_1": component, "operand_2": "id"}}}
+    assert "AZURE_MONITOR_WORKBOOK_ID" in main.outputs
+
+
+def test_workbook_is_a_shared_workbook_on_the_component(operations: Template) -> None:
+    ((symbol, body),) = operations.of_type(WORKBOOK).items()
+    assert body["kind"] == "shared"
+    assert function(body["name"])[0] == "guid"  # workbook names must be GUIDs
+    assert body["properties"]["sourceId"] == "applicationInsightsId"
+    assert body["properties"]["category"] == "workbook"
+    content = workbook_content(operations, symbol)
+    assert content["version"] == "Notebook/1.0"
+    assert content["fallbackResourceIds"] == ["applicationInsightsId"]
+
+
+def test_workbook_has_a_target_dropdown_and_every_chart_per_target(operations: Template) -> None:
+    (symbol,) = operations.of_type(WORKBOOK)
+    content = workbook_content(operations, symbol)
+    (parameters,) = [item["content"]["parameters"] for item in content["items"] if item["type"] == 9]
+    by_name = {parameter["name"]: parameter for parameter in parameters}
+    assert by_name["Target"]["type"] == 2 and by_name["Target"]["isRequired"] is True  # a dropdown
+    assert "customDimensions.target" in by_name["Target"]["query"]
+    assert by_name["TimeRange"]["type"] == 4
+    queries = workbook_queries(content)
+    for chart, metrics in CHARTS.items():
+        assert metrics <= metric_names(queries[chart]), chart
+        assert '"{Target}"' in queries[chart], f"{chart} is not filtered to the selected target"
+    items = {item["name"]: item["content"] for item in content["items"] if item["type"] == 3}
+    assert items["reasons"]["visualization"] == "table"
+    assert all(item["timeContextFromParameter"] == "TimeRange" for item in items.values())
+    assert "customDimensions.reason" in queries["reasons"] and "customDimensions.direction" in queries["reasons"]
+
+
+def test_alert_rules_cover_the_operators_conditions(operations: Template) -> None:
+    rules = alert_rules(operations)
+    assert set(rules) == set(ALERTS)
+    for name, metrics in ALERTS.items():
+        assert metric_names(rules[name]["query"]) == metrics, name
+    assert rules["slo-breached"]["window"] == "PT5M" and "age > slo" in rules["slo-breached"]["query"]
+    assert "ago(5m)" in rules["collector-silent"]["query"]
+    assert '"failed"' in rules["scale-writes-failing"]["query"]
+    assert '"hot_partition"' in rules["partition-problem"]["query"] and '"unowned_partitions"' in rules["partition-problem"]["query"]
+    assert all(rule["severity"] in (0, 1, 2, 3, 4) and rule["description"] for rule in rules.values())
+
+
+def test_alert_rules_query_the_component_and_notify_the_optional_action_group(operations: Template) -> None:
+    ((symbol, body),) = operations.of_type(QUERY_RULE).items()
+    props = body["properties"]
+    assert props["scopes"] == ["applicationInsightsId"]
+    assert body["kind"] == "LogAlert" and "identity" not in body  # no principal, nothing granted
+    (criterion,) = props["criteria"]["allOf"]
+    assert criterion["timeAggregation"] == "Count" and criterion["operator"] == "GreaterThan" and criterion["threshold"] == 0
+    assert [d["values"] for d in criterion["dimensions"]] == [["*"]]  # one alert per target (or function)
+    actions = operator(props["actions"]["actionGroups"])
+    assert actions[0] == "conditional" and actions[1]["condition"] == "hasActionGroup" and actions[1]["false_value"] == []
+    (group_symbol,) = operations.of_type(ACTION_GROUP)
+    assert operations.resources[group_symbol]["config"]["condition"] == "hasActionGroup"
+    assert operations.resolve("hasActionGroup") == {"operator": {"type": "not", "operands": {"bool_value": {
+        "function": {"type": "empty", "parameters": {"item_to_test": "alertEmailAddresses"}}}}}}
+    receivers = operations.body(group_symbol)["properties"]["emailReceivers"]
+    assert receivers["loop_type"]["detail"]["array_name"] == "alertEmailAddresses"
+    assert not operations.of_type(ROLE_ASSIGNMENT)
+
+
+def test_every_query_reads_the_telemetry_contract(operations: Template) -> None:
+    (symbol,) = operations.of_type(WORKBOOK)
+    queries = {f"workbook {name}": query for name, query in workbook_queries(workbook_content(operations, symbol)).items()}
+    queries |= {f"alert {name}": rule["query"] for name, rule in alert_rules(operations).items()}
+    problems = [problem for where, query in queries.items() for problem in query_problems(where, query)]
+    assert problems == []
+    used = set().union(*(metric_names(query) for query in queries.values()))
+    assert used == set(TELEMETRY_METRICS), f"never shown or alerted on: {sorted(set(TELEMETRY_METRICS) - used)}"
+
+
+def test_docs_state_the_contract_and_how_to_open_the_workbook() -> None:
+    contract = (ROOT / "docs" / "operations-monitoring.md").read_text(encoding="utf-8")
+    for name, dimensions in TELEMETRY_METRICS.items():
+        line = next((line for line in contract.splitlines() if f"`{name}`" in line), "")
+        assert line, f"docs/operations-monitoring.md does not list {name}"
+        assert all(f"`{dimension}`" in line for dimension in dimensions), f"{name}: dimensions {sorted(dimensions)}"
+    deploy = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+    assert "workbook" in deploy.lower() and "AZURE_MONITOR_WORKBOOK_ID" in deploy
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ('requests | where name == "autoscaler.backlog"', "does not read customMetrics"),
+        ('customMetrics | where name == "autoscaler.backlogg"', "unknown metric autoscaler.backlogg"),
+        ('customMetrics | where name == "autoscaler.samples" | extend s = tostring(customDimensions.source)',
+         "dimension source is not one of ['target']"),
+        ('customMetrics | where name == "autoscaler.dead_letters" | extend t = customDimensions["target"]',
+         "dimension target is not one of ['function']"),
+    ],
+)
+def test_query_checker_rejects(query: str, message: str) -> None:
+    assert any(message in problem for problem in query_problems("q", query))
+
+
+def test_query_checker_accepts_a_contract_query() -> None:
+    query = 'customMetrics | where name == "autoscaler.decisions" | extend r = tostring(customDimensions.reason)'
+    assert query_problems("q", query) == []
