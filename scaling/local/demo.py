@@ -195,7 +195,7 @@ def demo_target(policy_file: Path | None = None, *, partitions: int = 32) -> Any
 def fake_eventhub_connection() -> str:
     """The connection-string setting the source names: its namespace names the checkpoint blobs.
     No Event Hubs client is built from it: the simulated hub is the partition source (no Event
-    Hubs emulator runs here), passed to ``build_collector`` as ``partition_source_for``."""
+    Hubs emulator runs here), passed to ``collector_for`` as ``partition_source_for``."""
     from scaling.local.simhub import EVENT_HUB, NAMESPACE
 
     return f"Endpoint=sb://{NAMESPACE}/;SharedAccessKeyName=demo;SharedAccessKey=local-demo-placeholder;EntityPath={EVENT_HUB}"
@@ -351,17 +351,17 @@ class _DemoRun:
     async def main(self) -> DemoResult:
         import logging
 
+        from scaling.bootstrap import collector_for, evaluate_service_for, scale_service_for
         from scaling.functions import collect as collect_module
         from scaling.functions import evaluate as evaluate_module
         from scaling.functions import scale as scale_module
         from scaling.local.host import LocalFunctionsHost
         from scaling.local.simhub import SimulatedClock, SimulatedConsumers, SimulatedHub
-        from scaling.plans.factory import build_plan_adapter, build_scale_service
+        from scaling.plans.factory import build_plan_adapter
         from scaling.settings import Settings
         from scaling.simulation.peers import EPOCH
         from scaling.simulation.world import World
-        from scaling.sources.factory import build_collector
-        from scaling.storage.factory import build_evaluate_service, build_table_storage
+        from scaling.storage.factory import build_table_storage
 
         arm = self.arm
         arm.arm.add_plan(PLAN_ID, capacity=self.scenario.initial_capacity, tier=PLAN_TIER)
@@ -388,12 +388,12 @@ class _DemoRun:
             await consumers.open()
             # The production services, built by the real factories from the app settings, on the
             # demo's clock; only the Event Hubs partition source is the simulated hub.
-            collector = build_collector(settings, capacity_reader=plan_adapter(), environ=app_settings, clock=clock,
-                                        partition_source_for=lambda source: hub)
+            collector = collector_for(settings, capacity_reader=plan_adapter(), environ=app_settings, clock=clock,
+                                      partition_source_for=lambda source: hub)
             closers.append(collector.aclose)
-            evaluate_service = build_evaluate_service(settings, clock=clock)
+            evaluate_service = evaluate_service_for(settings, clock=clock)
             closers.append(evaluate_service.store.close)
-            scale_service = build_scale_service(settings, plans=plan_adapter(), clock=clock)
+            scale_service = scale_service_for(settings, plans=plan_adapter(), clock=clock)
             closers.append(scale_service.store.close)
             tables = build_table_storage(settings, ensure=False)  # reads the decision log back
             closers.append(tables.close)
