@@ -22,6 +22,7 @@ install: $(VENV)/.installed node_modules/.installed
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports --no-cache
 
 test: install lint
 	$(PY) -m pytest

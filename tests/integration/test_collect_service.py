@@ -14,10 +14,10 @@ from azure.eventhub.extensions.checkpointstoreblobaio import BlobCheckpointStore
 from azure.storage.blob.aio import BlobServiceClient
 
 from scaling.bootstrap import collector_for
+from scaling.commands import bench_collect as bench
 from scaling.domain.policy import policy_from_dict
 from scaling.services.collect import Collector
 from scaling.settings import Settings, StorageSettings
-from scaling.sources import bench
 from scaling.sources.base import CallGate
 from scaling.sources.checkpoints import CheckpointLocation
 from scaling.sources.eventhub import EventHubBinding, EventHubReader
