@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate-policy": ("scaling.domain.cli", "check a policy file and say what is wrong, naming the field"),
     "bench-collect": ("scaling.commands.bench_collect", "time concurrent vs serial collection (stand-in hubs, Azurite checkpoints)"),
     "decisions": ("scaling.storage.cli", "print a target's decision log as a table"),
+    "dead-letters": ("scaling.commands.dead_letters", "list the dead-letter table and replay a letter after a fix"),
     "bench-storage": ("scaling.commands.bench_storage", "storage round trips per sample and samples per second on Azurite"),
     "export-history": ("scaling.tuning.export", "export the history table to Parquet"),
     "tune": ("scaling.tuning.cli", "run the Spark tuning job over exported history"),

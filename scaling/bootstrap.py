@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from scaling.domain.policy import PlanSettings, SourceSettings
@@ -24,6 +24,7 @@ from scaling.settings import Settings
 
 if TYPE_CHECKING:
     from scaling.services.collect import CapacityReader, Collector
+    from scaling.services.dead_letters import DeadLetterService
     from scaling.services.evaluate import EvaluateService
     from scaling.services.scale import ScaleService
     from scaling.storage.base import TableNames
@@ -111,6 +112,9 @@ def evaluate_service_for(
         settings.policy,
         clock=clock,
         retention_days=settings.history_retention_days,
+        clock_skew=timedelta(seconds=settings.clock_skew_seconds),
+        reconcile_grace=timedelta(seconds=settings.reconcile_grace_seconds),
+        dry_run=settings.dry_run,
     )
 
 
@@ -166,3 +170,11 @@ def build_evaluate_service() -> EvaluateService:
 
 def build_scale_service() -> ScaleService:
     return scale_service_for(*_settings_and_credential())
+
+
+def build_dead_letter_service() -> DeadLetterService:
+    from scaling.services.dead_letters import DeadLetterService
+    from scaling.storage.factory import build_table_storage
+
+    settings, credential = _settings_and_credential()
+    return DeadLetterService(build_table_storage(settings, credential))

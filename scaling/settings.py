@@ -6,21 +6,29 @@ before the first trigger instead of inside every invocation.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from scaling.domain.policy import Policy, PolicyError, load_policy_text
 
 METRICS_QUEUE = "metrics"
 ACTIONS_QUEUE = "actions"
+#: Where the Functions host moves a message after maxDequeueCount failed deliveries.
+METRICS_POISON_QUEUE = "metrics-poison"
+ACTIONS_POISON_QUEUE = "actions-poison"
 HISTORY_TABLE = "metrichistory"
 STATE_TABLE = "scalerstate"
 DEAD_LETTER_TABLE = "deadletters"
 APPLIED_TABLE = "appliedactions"
 DEFAULT_SCHEDULE = "0 */1 * * * *"
 STORAGE_SETTING = "AzureWebJobsStorage"
+AZURITE_ACCOUNT = "devstoreaccount1"
+#: Connection-string keys that carry a secret (compared lower-case, as the SDKs parse them).
+SECRET_KEYS = ("accountkey", "sharedaccesssignature")
 
 
 class SettingsError(ValueError):
@@ -39,7 +47,8 @@ def _boolean(environ: Mapping[str, str], name: str, default: bool) -> bool:
     raise SettingsError(f"{name} must be true or false, got {raw!r}")
 
 
-def _number(environ: Mapping[str, str], name: str, default: float, *, minimum: float = 0.0) -> float:
+def _number(environ: Mapping[str, str], name: str, default: float, *, minimum: float = 0.0,
+            maximum: float = float("inf")) -> float:
     raw = environ.get(name)
     if raw is None or raw == "":
         return default
@@ -47,8 +56,10 @@ def _number(environ: Mapping[str, str], name: str, default: float, *, minimum: f
         value = float(raw)
     except ValueError:
         raise SettingsError(f"{name} must be a number, got {raw!r}") from None
-    if value < minimum:
+    if not value >= minimum:  # also refuses NaN
         raise SettingsError(f"{name} must be at least {minimum:g}, got {raw!r}")
+    if value > maximum:
+        raise SettingsError(f"{name} must be at most {maximum:g}, got {raw!r}")
     return value
 
 
@@ -57,6 +68,53 @@ def _schedule(environ: Mapping[str, str]) -> str:
     if len(schedule.split()) != 6:
         raise SettingsError(f"COLLECT_SCHEDULE must be a six-field NCRONTAB expression, got {schedule!r}")
     return schedule
+
+
+def connection_string_parts(connection: str) -> dict[str, str]:
+    """``Key=Value;...`` with lower-case keys: the SDKs match keys without regard to case."""
+    parts: dict[str, str] = {}
+    for segment in connection.split(";"):
+        key, sep, value = segment.partition("=")
+        if sep and key.strip():
+            parts[key.strip().lower()] = value.strip()
+    return parts
+
+
+def _is_loopback_url(url: str) -> bool:
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        return False
+    if not host:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def is_local_azurite(connection: str) -> bool:
+    """True only for Azurite on this machine: ``UseDevelopmentStorage=true``, or the account
+    ``devstoreaccount1`` with every endpoint given explicitly and on loopback (no suffix that would
+    let an SDK build a cloud address for a service without an endpoint)."""
+    parts = connection_string_parts(connection)
+    if parts.get("usedevelopmentstorage", "").lower() == "true":
+        return True
+    endpoints = [value for key, value in parts.items() if key.endswith("endpoint")]
+    return (parts.get("accountname") == AZURITE_ACCOUNT and "endpointsuffix" not in parts
+            and bool(endpoints) and all(_is_loopback_url(url) for url in endpoints))
+
+
+def check_secret_free(name: str, connection: str) -> None:
+    """A connection string with an account key or a SAS is accepted for loopback Azurite only:
+    in Azure the app authenticates with its managed identity, never with a stored secret."""
+    secrets = [key for key in SECRET_KEYS if key in connection_string_parts(connection)]
+    if secrets and not is_local_azurite(connection):
+        kind = "an account key" if "accountkey" in secrets else "a shared access signature"
+        raise SettingsError(f"{name} carries {kind} for something other than local Azurite (loopback endpoints and "
+                            f"account {AZURITE_ACCOUNT}); use identity-based settings ({name}__accountName)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +141,8 @@ class StorageSettings:
                 f"{prefix} is not configured: set {prefix}__accountName (identity-based, in Azure) "
                 f"or {prefix} to an Azurite connection string (local only)"
             )
-        if connection and "AccountKey=" in connection and "devstoreaccount1" not in connection:
-            raise SettingsError(f"{prefix} carries an account key; use identity-based settings ({prefix}__accountName)")
+        if connection:
+            check_secret_free(prefix, connection)
         return cls(connection, account, uris["blob"], uris["queue"], uris["table"],
                    environ.get(f"{prefix}__clientId") or environ.get("AZURE_CLIENT_ID"))
 
@@ -101,6 +159,8 @@ class Settings:
     collect_timeout_seconds: float = 10.0
     arm_endpoint: str = "https://management.azure.com"
     client_id: str | None = None
+    clock_skew_seconds: float = 60.0
+    reconcile_grace_seconds: float = 180.0
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -116,6 +176,8 @@ class Settings:
             collect_timeout_seconds=_number(environ, "COLLECT_TIMEOUT_SECONDS", 10.0, minimum=0.1),
             arm_endpoint=environ.get("ARM_ENDPOINT") or "https://management.azure.com",
             client_id=environ.get("AZURE_CLIENT_ID") or None,
+            clock_skew_seconds=_number(environ, "CLOCK_SKEW_SECONDS", 60.0, minimum=0, maximum=600),
+            reconcile_grace_seconds=_number(environ, "RECONCILE_GRACE_SECONDS", 180.0, minimum=30, maximum=3600),
         )
 
 

@@ -173,6 +173,8 @@ class TargetPolicy:
     scale_up: Step = field(default_factory=lambda: DEFAULT_SCALE_UP)
     scale_down: Step = field(default_factory=lambda: DEFAULT_SCALE_DOWN)
     preset: str | None = None
+    #: What to do when someone else resized the plan: ``adopt`` it or ``revert`` to the desired capacity.
+    on_external_change: str = "adopt"
 
     @property
     def window_seconds(self) -> float:
@@ -417,9 +419,11 @@ def _parse_slo(reader: _Reader) -> SloSettings:
 
 def _parse_target(reader: _Reader) -> TargetPolicy:
     reader.reject_unknown(
-        ("name", "plan", "sources", "bounds", "mode", "preset", "seed", "slo", "rules", "scale_up", "scale_down")
+        ("name", "plan", "sources", "bounds", "mode", "preset", "seed", "slo", "rules", "scale_up", "scale_down",
+         "on_external_change")
     )
     name = reader.string("name", required=True)
+    on_external_change = reader.string("on_external_change", "adopt", choices=("adopt", "revert"))
     plan_reader = reader.child("plan")
     plan_reader.reject_unknown(("resource_id", "kind"))
     resource_id = plan_reader.string("resource_id", required=True)
@@ -459,7 +463,8 @@ def _parse_target(reader: _Reader) -> TargetPolicy:
         seed_reader.reject_unknown(("scale_up_above", "scale_down_below"))
         up, down = _thresholds(seed_reader, "scale_up_above", "scale_down_below", pair_path=seed_reader.path)
         rules = seed_rules(1000.0 if up is None else up, 100.0 if down is None else down)
-        return TargetPolicy(name, plan, sources, bounds, "rules", SloSettings(), rules, SEED_STEP, SEED_STEP, preset)
+        return TargetPolicy(name, plan, sources, bounds, "rules", SloSettings(), rules, SEED_STEP, SEED_STEP, preset,
+                            on_external_change)
 
     rules = tuple(_parse_rule(child, index) for index, child in enumerate(reader.children("rules")))
     for index, rule in enumerate(rules):
@@ -485,6 +490,7 @@ def _parse_target(reader: _Reader) -> TargetPolicy:
         scale_up=_parse_step(reader.child("scale_up"), DEFAULT_SCALE_UP),
         scale_down=_parse_step(reader.child("scale_down"), DEFAULT_SCALE_DOWN),
         preset=preset,
+        on_external_change=on_external_change,
     )
 
 

@@ -14,11 +14,24 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from scaling.domain.lag import PartitionPosition, max_backlog, partition_backlog, total_backlog
+from scaling.domain.lag import MAX_INT64, PartitionPosition, max_backlog, partition_backlog, total_backlog
+from scaling.domain.names import target_name_problem, text_problem
 
 SCHEMA_VERSION = 1
-#: A sample stamped further ahead of the evaluator's clock than this is rejected as malformed.
-MAX_CLOCK_SKEW = timedelta(minutes=10)
+#: A sample stamped further ahead of the evaluator's clock than this is dead-lettered (the
+#: evaluate service's ``CLOCK_SKEW_SECONDS`` setting; this is its default).
+MAX_CLOCK_SKEW = timedelta(seconds=60)
+#: Bounds on every field, so that a sample that parses can be stored and evaluated.
+MAX_CAPACITY = 10_000
+MAX_SOURCES = 64
+MAX_PARTITIONS = 4096
+MAX_NOTES = 64
+MAX_NAME_CHARS = 256
+MAX_TEXT_CHARS = 4096
+MAX_EXTRA_CHARS = 16_000
+#: Times outside these years cannot be keyed or compared safely (and are never real).
+EARLIEST_YEAR = 2000
+LATEST_YEAR = 9000
 
 
 class SampleError(ValueError):
@@ -132,13 +145,21 @@ def format_time(moment: datetime) -> str:
 def parse_time(text: Any, path: str) -> datetime:
     if not isinstance(text, str):
         raise SampleError(f"{path} must be an ISO-8601 string")
+    if len(text) > 64:
+        raise SampleError(f"{path} is not an ISO-8601 time: {text[:64]!r}...")
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as error:
         raise SampleError(f"{path} is not an ISO-8601 time: {text!r}") from error
     if moment.tzinfo is None:
         raise SampleError(f"{path} must carry a UTC offset")
-    return moment.astimezone(UTC)
+    try:
+        moment = moment.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise SampleError(f"{path} {text!r} is out of range once converted to UTC") from None
+    if not EARLIEST_YEAR <= moment.year <= LATEST_YEAR:
+        raise SampleError(f"{path} {text!r} is outside the years {EARLIEST_YEAR}..{LATEST_YEAR}")
+    return moment
 
 
 def sample_to_dict(sample: MetricSample) -> dict[str, Any]:
@@ -178,7 +199,8 @@ def sample_to_dict(sample: MetricSample) -> dict[str, Any]:
     }
 
 
-def _integer(value: Any, path: str, *, allow_none: bool = False, minimum: int | None = None) -> int | None:
+def _integer(value: Any, path: str, *, allow_none: bool = False, minimum: int | None = None,
+             maximum: int = MAX_INT64) -> int | None:
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -188,6 +210,8 @@ def _integer(value: Any, path: str, *, allow_none: bool = False, minimum: int | 
     number = int(value)
     if minimum is not None and number < minimum:
         raise SampleError(f"{path} must be at least {minimum}, got {number}")
+    if number > maximum:
+        raise SampleError(f"{path} must be at most {maximum}, got {number}")
     return number
 
 
@@ -203,65 +227,118 @@ def _required(document: Mapping[str, Any], key: str, path: str) -> Any:
     return document[key]
 
 
-def sample_from_dict(document: Any, *, now: datetime | None = None) -> MetricSample:
-    """Parse and validate a sample; every error names the offending field."""
+def _text(value: Any, path: str, *, max_chars: int = MAX_TEXT_CHARS, allow_none: bool = False,
+          allow_empty: bool = False) -> str | None:
+    if value is None and allow_none:
+        return None
+    problem = text_problem(value, max_chars=max_chars, allow_empty=allow_empty)
+    if problem:
+        raise SampleError(f"{path} {problem}")
+    return value
+
+
+def _identifier(value: Any, path: str) -> str:
+    """A partition id: text, or an integer as the SDK's older callers write it."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_INT64:
+        return str(value)
+    return _text(value, path, max_chars=MAX_NAME_CHARS)
+
+
+def _list(value: Any, path: str, max_items: int) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise SampleError(f"{path} must be a list, got {type(value).__name__}")
+    if len(value) > max_items:
+        raise SampleError(f"{path} has {len(value)} items; at most {max_items}")
+    return value
+
+
+def _texts(value: Any, path: str, max_items: int) -> tuple[str, ...]:
+    return tuple(_text(item, f"{path}[{index}]", allow_empty=True) for index, item in enumerate(_list(value, path, max_items)))
+
+
+def _extra(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise SampleError(f"extra must be an object, got {type(value).__name__}")
+    for key in value:
+        _text(key, "extra key", max_chars=MAX_NAME_CHARS)
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+        text.encode("utf-8")
+    except (ValueError, TypeError) as error:
+        raise SampleError(f"extra cannot be serialised: {error}") from None
+    except UnicodeEncodeError:
+        raise SampleError("extra contains a lone surrogate (not valid Unicode text)") from None
+    if len(text) > MAX_EXTRA_CHARS:
+        raise SampleError(f"extra is {len(text)} characters as JSON; at most {MAX_EXTRA_CHARS}")
+    return dict(value)
+
+
+def _partition(raw: Any, path: str) -> PartitionReading:
+    if not isinstance(raw, Mapping):
+        raise SampleError(f"{path[:-1]} must be an object")
+    return PartitionReading(
+        partition_id=_identifier(_required(raw, "id", path), path + "id"),
+        beginning=_integer(_required(raw, "beginning", path), path + "beginning", minimum=-1),
+        last_enqueued=_integer(_required(raw, "last_enqueued", path), path + "last_enqueued", minimum=-1),
+        checkpoint=_integer(raw.get("checkpoint"), path + "checkpoint", allow_none=True, minimum=-1),
+        backlog=_integer(_required(raw, "backlog", path), path + "backlog", minimum=0, maximum=MAX_INT64 + 1),
+        owner=_text(raw.get("owner"), path + "owner", max_chars=MAX_NAME_CHARS, allow_none=True, allow_empty=True),
+    )
+
+
+def _source(raw: Any, path: str) -> SourceReading:
+    if not isinstance(raw, Mapping):
+        raise SampleError(f"{path[:-1]} must be an object")
+    partitions = _list(raw.get("partitions"), path + "partitions", MAX_PARTITIONS)
+    return SourceReading(
+        name=_text(_required(raw, "name", path), path + "name", max_chars=MAX_NAME_CHARS),
+        kind=_text(_required(raw, "kind", path), path + "kind", max_chars=MAX_NAME_CHARS),
+        ok=_boolean(raw.get("ok", True), path + "ok"),
+        error=_text(raw.get("error"), path + "error", allow_none=True, allow_empty=True),
+        partitions=tuple(_partition(item, f"{path}partitions[{index}].") for index, item in enumerate(partitions)),
+        active_messages=_integer(raw.get("active_messages"), path + "active_messages", allow_none=True, minimum=0),
+        owners=_integer(raw.get("owners"), path + "owners", allow_none=True, minimum=0, maximum=MAX_PARTITIONS),
+        unowned_partitions=_texts(raw.get("unowned_partitions"), path + "unowned_partitions", MAX_PARTITIONS),
+        notes=_texts(raw.get("notes"), path + "notes", MAX_NOTES),
+    )
+
+
+def sample_from_dict(document: Any, *, now: datetime | None = None, clock_skew: timedelta = MAX_CLOCK_SKEW) -> MetricSample:
+    """Parse and validate a sample; every error names the offending field.
+
+    Every field is checked with bounds before anything is stored, so that a sample that parses
+    can be written to Table storage and evaluated (see docs/sample-schema.md). With ``now``, a
+    sample stamped more than ``clock_skew`` ahead of it is refused: it would take the id of a
+    real sample collected later and stand as the window's newest sample until then.
+    """
     if not isinstance(document, Mapping):
         raise SampleError("the message must be a JSON object")
     version = _required(document, "schema_version", "")
     if version != SCHEMA_VERSION:
         raise SampleError(f"schema_version {version!r} is not supported (expected {SCHEMA_VERSION})")
     target = _required(document, "target", "")
-    if not isinstance(target, str) or not target:
-        raise SampleError("target must be a non-empty string")
+    problem = target_name_problem(target)
+    if problem:
+        raise SampleError(f"target {problem}")
     collected_at = parse_time(_required(document, "collected_at", ""), "collected_at")
-    if now is not None and collected_at - now > MAX_CLOCK_SKEW:
-        raise SampleError(f"collected_at {format_time(collected_at)} is in the future (now {format_time(now)})")
-    capacity = _integer(document.get("capacity"), "capacity", allow_none=True, minimum=0)
-    raw_sources = _required(document, "sources", "")
-    if not isinstance(raw_sources, list):
-        raise SampleError("sources must be a list")
-    sources = []
-    for index, raw in enumerate(raw_sources):
-        path = f"sources[{index}]."
-        if not isinstance(raw, Mapping):
-            raise SampleError(f"sources[{index}] must be an object")
-        partitions = []
-        for p_index, raw_partition in enumerate(raw.get("partitions") or []):
-            p_path = f"{path}partitions[{p_index}]."
-            if not isinstance(raw_partition, Mapping):
-                raise SampleError(f"{p_path[:-1]} must be an object")
-            partitions.append(
-                PartitionReading(
-                    partition_id=str(_required(raw_partition, "id", p_path)),
-                    beginning=_integer(_required(raw_partition, "beginning", p_path), p_path + "beginning", minimum=-1),
-                    last_enqueued=_integer(
-                        _required(raw_partition, "last_enqueued", p_path), p_path + "last_enqueued", minimum=-1
-                    ),
-                    checkpoint=_integer(raw_partition.get("checkpoint"), p_path + "checkpoint", allow_none=True, minimum=-1),
-                    backlog=_integer(_required(raw_partition, "backlog", p_path), p_path + "backlog", minimum=0),
-                    owner=raw_partition.get("owner"),
-                )
-            )
-        sources.append(
-            SourceReading(
-                name=str(_required(raw, "name", path)),
-                kind=str(_required(raw, "kind", path)),
-                ok=_boolean(raw.get("ok", True), path + "ok"),
-                error=raw.get("error"),
-                partitions=tuple(partitions),
-                active_messages=_integer(raw.get("active_messages"), path + "active_messages", allow_none=True, minimum=0),
-                owners=_integer(raw.get("owners"), path + "owners", allow_none=True, minimum=0),
-                unowned_partitions=tuple(str(x) for x in raw.get("unowned_partitions") or ()),
-                notes=tuple(str(x) for x in raw.get("notes") or ()),
-            )
-        )
+    if now is not None and collected_at - now > clock_skew:
+        raise SampleError(f"collected_at {format_time(collected_at)} is in the future: "
+                          f"{(collected_at - now).total_seconds():.0f} s ahead of the evaluator's clock ({format_time(now)}); at most {clock_skew.total_seconds():.0f} s "
+                          "of clock skew is tolerated")
+    capacity = _integer(document.get("capacity"), "capacity", allow_none=True, minimum=0, maximum=MAX_CAPACITY)
+    raw_sources = _list(_required(document, "sources", ""), "sources", MAX_SOURCES)
+    sources = tuple(_source(raw, f"sources[{index}].") for index, raw in enumerate(raw_sources))
     sample = MetricSample(
         target=target,
         collected_at=collected_at,
         capacity=capacity,
-        sources=tuple(sources),
-        capacity_error=document.get("capacity_error"),
-        extra=dict(document.get("extra") or {}),
+        sources=sources,
+        capacity_error=_text(document.get("capacity_error"), "capacity_error", allow_none=True, allow_empty=True),
+        extra=_extra(document.get("extra")),
     )
     declared_id = document.get("sample_id")
     if declared_id is not None and declared_id != sample.sample_id:
@@ -269,10 +346,10 @@ def sample_from_dict(document: Any, *, now: datetime | None = None) -> MetricSam
     return sample
 
 
-def parse_sample(body: str | bytes, *, now: datetime | None = None) -> MetricSample:
+def parse_sample(body: str | bytes, *, now: datetime | None = None, clock_skew: timedelta = MAX_CLOCK_SKEW) -> MetricSample:
     """Parse a queue message body into a sample, or raise ``SampleError`` naming the problem."""
     try:
         document = json.loads(body)
     except (ValueError, UnicodeDecodeError) as error:
         raise SampleError(f"the message is not valid JSON: {error}") from error
-    return sample_from_dict(document, now=now)
+    return sample_from_dict(document, now=now, clock_skew=clock_skew)

@@ -13,6 +13,7 @@ from typing import Protocol
 import azure.functions as func
 
 from scaling.functions import ServiceSlot
+from scaling.services.dead_letters import LAST_ERRORS
 from scaling.settings import ACTIONS_QUEUE, STORAGE_SETTING
 
 logger = logging.getLogger(__name__)
@@ -43,5 +44,10 @@ set_service = _slot.set
 @blueprint.function_name("scale")
 @blueprint.queue_trigger(arg_name="msg", queue_name=ACTIONS_QUEUE, connection=STORAGE_SETTING)
 def scale(msg: func.QueueMessage) -> None:
-    outcome = get_service().handle(msg.get_body(), dequeue_count=msg.dequeue_count or 1, message_id=msg.id)
+    body = msg.get_body()
+    try:
+        outcome = get_service().handle(body, dequeue_count=msg.dequeue_count or 1, message_id=msg.id)
+    except Exception as error:  # the queue redelivers; the poison handler reports the last error
+        LAST_ERRORS.remember(body, error)
+        raise
     logger.info("scale: message %s -> %s", msg.id, outcome.status)

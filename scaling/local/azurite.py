@@ -100,17 +100,34 @@ class Azurite:
                     time.sleep(0.1)
         return self.endpoints
 
+    def restart(self, *, fresh_ports: bool = False, timeout: float = 30.0) -> AzuriteEndpoints:
+        """Stop and start again with no data ("storage restarted empty": persistence is in memory),
+        on the same ports so that clients and proxies pointing at them reconnect, or on new free
+        ports with ``fresh_ports`` (a proxy in front then needs ``retarget``)."""
+        self._stop_process()
+        if self._own_location:
+            shutil.rmtree(self.location, ignore_errors=True)
+            self.location = tempfile.mkdtemp(prefix="azurite-")
+        if fresh_ports:
+            self.endpoints = AzuriteEndpoints(_free_port(), _free_port(), _free_port())
+        return self.start(timeout)
+
     def stop(self) -> None:
+        self._stop_process()
+        if self._own_location:
+            shutil.rmtree(self.location, ignore_errors=True)
+
+    def _stop_process(self) -> None:
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+                self.process.wait(timeout=10)
+        if self.process is not None and self.process.stderr is not None:
+            self.process.stderr.close()
         self.process = None
-        if self._own_location:
-            shutil.rmtree(self.location, ignore_errors=True)
 
     @property
     def running(self) -> bool:

@@ -17,8 +17,12 @@ identity in Azure); ``base_url`` is the ARM endpoint (``ARM_ENDPOINT``).
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import logging
+import math
 import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from azure.core.exceptions import (
@@ -48,18 +52,55 @@ DEFAULT_ARM_ENDPOINT = "https://management.azure.com"
 #: Besides azure-core's defaults (408, 429, 500, 502, 503, 504): ARM answers 409 while another
 #: operation on the plan is in progress.
 EXTRA_RETRY_STATUSES = (409,)
+#: What the management client raises besides ``AzureError``: ``DeserializationError`` and a
+#: malformed header in the LRO poller are ``ValueError``s, a malformed body a ``TypeError`` or
+#: ``KeyError``. All become ``PlanError`` so the scale service records them like any ARM failure.
+CLIENT_ERRORS = (AzureError, ValueError, TypeError, KeyError, AttributeError)
+
+
+#: Headers that carry a server's requested delay, and the unit of each (seconds or milliseconds).
+RETRY_AFTER_HEADERS = (("retry-after", 1.0), ("retry-after-ms", 1000.0), ("x-ms-retry-after-ms", 1000.0))
+
+
+def parse_retry_after(value: str | None, now: datetime) -> float | None:
+    """Seconds to wait from a Retry-After value (seconds, possibly fractional, or an HTTP date);
+    ``None`` when it is neither (azure-core raises ``ValueError`` there), so the caller backs off
+    as if no header had come. Negative values and past dates mean "now" (0)."""
+    text = (value or "").strip()
+    if not text:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+        if when.tzinfo is None:  # "-0000": UTC by RFC 5322
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - now).total_seconds()
+    if math.isnan(seconds):
+        return None
+    return max(seconds, 0.0)
 
 
 class BoundedRetryPolicy(RetryPolicy):
-    """azure-core's retry policy with the server's Retry-After capped at ``max_retry_after``."""
+    """azure-core's retry policy with the server's Retry-After capped at ``max_retry_after`` and a
+    malformed one ignored (the default back-off applies) instead of failing the call."""
 
-    def __init__(self, *, max_retry_after: float = 60.0, **kwargs: Any) -> None:
+    def __init__(self, *, max_retry_after: float = 60.0, clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.max_retry_after = max_retry_after
+        self.clock = clock
 
     def get_retry_after(self, response: Any) -> float | None:
-        value = super().get_retry_after(response)
-        return None if value is None else min(value, self.max_retry_after)
+        headers = {str(name).lower(): value for name, value in response.http_response.headers.items()}
+        for header, per_second in RETRY_AFTER_HEADERS:
+            if headers.get(header):
+                value = parse_retry_after(headers[header], self.clock())
+                return None if value is None else min(value / per_second, self.max_retry_after)
+        return None
 
 
 def _error_text(error: Exception) -> str:
@@ -134,7 +175,7 @@ class AppServicePlanAdapter:
             poller = self._client(plan.subscription_id).app_service_plans.begin_create_or_update(
                 plan.resource_group, plan.name, model)
             result = poller.result(timeout=self.lro_timeout)
-        except AzureError as error:
+        except CLIENT_ERRORS as error:
             raise self._translate(error, resource_id, f"setting capacity {capacity}") from error
         if result is None or not poller.done():
             raise PlanError(f"plan {resource_id}: setting capacity {capacity} did not finish within {self.lro_timeout:g}s")
@@ -161,10 +202,10 @@ class AppServicePlanAdapter:
     def _get(self, plan: PlanSettings) -> Any:
         try:
             return self._client(plan.subscription_id).app_service_plans.get(plan.resource_group, plan.name)
-        except AzureError as error:
+        except CLIENT_ERRORS as error:
             raise self._translate(error, plan.resource_id, "reading") from error
 
-    def _translate(self, error: AzureError, resource_id: str, doing: str) -> PlanError:
+    def _translate(self, error: Exception, resource_id: str, doing: str) -> PlanError:
         if isinstance(error, ResourceNotFoundError):
             return PlanNotFoundError(f"plan {resource_id} not found (404) while {doing}: check the policy's "
                                      "plan.resource_id and that the identity can read it", status_code=404)

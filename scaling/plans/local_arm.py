@@ -179,6 +179,12 @@ class LocalArmEndpoint:
     arm: LocalArm
     credential: StaticTokenCredential
 
+    @property
+    def address(self) -> tuple[str, int]:
+        """``(host, port)`` of the endpoint, for a TCP-level proxy in front of it."""
+        host, _, port = self.base_url.removeprefix("https://").rpartition(":")
+        return host, int(port)
+
     def client_kwargs(self) -> dict[str, Any]:
         """What ``AppServicePlanAdapter`` needs to trust the local certificate."""
         return {"connection_verify": self.ca_file}
@@ -194,6 +200,9 @@ def serve_local_arm(arm: LocalArm | None = None) -> Iterator[LocalArmEndpoint]:
     authority = trustme.CA()
     certificate = authority.issue_cert("127.0.0.1", "localhost")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    # No TLS 1.3 session tickets: the server then sends nothing the client did not ask for, which
+    # is what lets a byte-level fault proxy (tests/faultproxy.py) tell a reply from a ticket.
+    context.num_tickets = 0
     certificate.configure_cert(context)
     with tempfile.TemporaryDirectory(prefix="local-arm-") as folder:
         ca_file = str(Path(folder) / "ca.pem")

@@ -22,13 +22,16 @@ from __future__ import annotations
 import logging
 import random
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from scaling.domain.decisions import Decision
+from scaling.domain.decisions import HOLD, UP, Decision
 from scaling.domain.engine import evaluate
+from scaling.domain.names import safe_text
 from scaling.domain.policy import Policy, TargetPolicy
+from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, DesiredCapacity, Reconciliation, reconcile
 from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample, SampleError, parse_sample
 from scaling.storage.base import ConcurrencyConflict, EntityTooLarge, EvaluateStore
 from scaling.storage.records import (
@@ -39,6 +42,7 @@ from scaling.storage.records import (
     action_for,
     body_text,
     restore_learning,
+    target_of,
     utc_now,
 )
 
@@ -48,6 +52,9 @@ FUNCTION_NAME = "evaluate"
 #: Samples evaluated this long before the window's start are still remembered (clock skew
 #: between workers, a policy whose window grows).
 EVALUATED_MARGIN = timedelta(minutes=10)
+#: How long the plan may differ from the desired capacity before the target is re-issued: one
+#: collect interval for the action to travel, one for the plan read, and a minute to spare.
+RECONCILE_GRACE = timedelta(minutes=3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +83,7 @@ class _Plan:
     decision: Decision
     action: ActionMessage | None
     purge: bool
+    reconciliation: Reconciliation | None = None
 
 
 def decision_time(now: datetime, stored: StoredState) -> datetime:
@@ -105,6 +113,9 @@ class EvaluateService:
         retention_limit: int = 500,
         max_attempts: int = 10,
         cache_state: bool = True,
+        clock_skew: timedelta = MAX_CLOCK_SKEW,
+        reconcile_grace: timedelta = RECONCILE_GRACE,
+        dry_run: bool = False,
     ) -> None:
         self.store = store
         self.policy = policy
@@ -114,6 +125,9 @@ class EvaluateService:
         self.retention_limit = retention_limit
         self.max_attempts = max_attempts
         self.cache_state = cache_state
+        self.clock_skew = clock_skew
+        self.reconcile_grace = reconcile_grace
+        self.dry_run = dry_run
         self._cache: dict[str, StoredState] = {}
 
     # --- the entry point -----------------------------------------------------------------------
@@ -121,9 +135,13 @@ class EvaluateService:
     def handle(self, body: str | bytes, *, dequeue_count: int = 1, message_id: str | None = None) -> EvaluateOutcome:
         now = self.clock()
         try:
-            sample = parse_sample(body, now=now)
+            sample = parse_sample(body, now=now, clock_skew=self.clock_skew)
         except SampleError as error:
             return self._dead_letter(body, str(error), now, dequeue_count, message_id)
+        except (ValueError, TypeError, OverflowError, RecursionError) as error:
+            # Validation missed a case: still a bad message, not a reason to retry it five times.
+            return self._dead_letter(body, f"unreadable sample ({type(error).__name__}: {error})", now, dequeue_count,
+                                     message_id)
         try:
             target = self.policy.target(sample.target)
         except KeyError:
@@ -151,30 +169,43 @@ class EvaluateService:
             return EvaluateOutcome("late", sample_id=sample.sample_id, target=target.name)
 
         stored = stored or self._cached(target.name) or self.store.load_state(target.name)
-        for attempt in range(1, self.max_attempts + 1):
+        # Each commit of this invocation carries a fresh token: after a conflict, a state that
+        # carries ours means our commit landed and only its reply was lost (azure-core retried the
+        # transaction and the retry failed its ETag); anything else was another writer.
+        writer = uuid.uuid4().hex
+        plan = None
+        attempt = 0
+        while True:
+            attempt += 1
             if stored.was_evaluated(sample.collected_at):
-                self._remember(stored)
-                return self._already_evaluated(stored, sample, dequeue_count, attempt)
-            history = self.store.load_window(target.name, window_start, now + MAX_CLOCK_SKEW)
+                if plan is None or stored.written_by != writer:
+                    self._remember(stored)
+                    return self._already_evaluated(stored, sample, dequeue_count, attempt)
+                logger.warning("evaluate %s: the commit for sample %s landed although its reply was lost",
+                               target.name, sample.sample_id)
+                saved = stored
+                break
+            if attempt > self.max_attempts:
+                raise ConcurrencyConflict(f"evaluate {target.name}: gave up on sample {sample.sample_id} after "
+                                          f"{self.max_attempts} conflicting writes; the queue will redeliver it")
+            history = self.store.load_window(target.name, window_start, now + self.clock_skew)
             plan = self._plan(target, stored, sample, history, decision_time(now, stored), window_start)
             try:
-                saved = self.store.commit(plan.stored, plan.records)
+                saved = self.store.commit(replace(plan.stored, written_by=writer), plan.records)
+                break
             except ConcurrencyConflict:
                 logger.info("evaluate %s: state changed under sample %s (attempt %d); re-reading",
                             target.name, sample.sample_id, attempt)
                 self._cache.pop(target.name, None)
                 time.sleep(random.uniform(0, 0.01 * attempt))
                 stored = self.store.load_state(target.name)
-                continue
-            self._remember(saved)
-            if plan.purge:
-                self._purge(target.name, now)
-            self._log(plan, sample)
-            messages = (plan.action.to_json(),) if plan.action else ()
-            return EvaluateOutcome("evaluated", messages, sample.sample_id, target.name, plan.decision,
-                                   plan.action, attempts=attempt)
-        raise ConcurrencyConflict(f"evaluate {target.name}: gave up on sample {sample.sample_id} after "
-                                  f"{self.max_attempts} conflicting writes; the queue will redeliver it")
+        self._remember(saved)
+        if plan.purge:
+            self._purge(target.name, now)
+        self._log(plan, sample)
+        messages = (plan.action.to_json(),) if plan.action else ()
+        return EvaluateOutcome("evaluated", messages, sample.sample_id, target.name, plan.decision,
+                               plan.action, attempts=attempt)
 
     # --- steps ------------------------------------------------------------------------------------
 
@@ -184,6 +215,12 @@ class EvaluateService:
         if not any(item.sample_id == sample.sample_id for item in history):
             history = [*history, sample]
         decision = evaluate(target, old, history, now)
+        newest = max((item for item in history if item.collected_at <= now + self.clock_skew),
+                     key=lambda item: item.collected_at, default=sample)
+        reconciliation = None if self.dry_run else reconcile(
+            stored.desired, newest.capacity, newest.collected_at, grace=self.reconcile_grace,
+            on_external_change=target.on_external_change)
+        desired = reconciliation.desired if reconciliation else stored.desired
         new_state = decision.state or old
         if old.last_sample_at is not None and new_state.last_sample_at is not None \
                 and new_state.last_sample_at <= old.last_sample_at:
@@ -201,17 +238,51 @@ class EvaluateService:
             records.append(DecisionRecord.from_decision(decision, sample.sample_id, action))
             next_stored = replace(next_stored.with_outbox(sample.sample_id, action),
                                   latest_decision_id=decision.decision_id, latest_decided_at=decision.evaluated_at)
+            # A new decision supersedes whatever the reconciliation wanted to re-issue.
+            desired = DesiredCapacity.decided(action.target_capacity, decision.decision_id, now, decision.current_capacity)
+            reconciliation = None
         elif decision.reason_code != old.last_reason_code:
             records.append(DecisionRecord.from_decision(decision, sample.sample_id, None))
+        if reconciliation is not None and reconciliation.kind in (REISSUE, EXTERNAL_CHANGE):
+            action, record = self._reconciled(target, reconciliation, sample.sample_id, now)
+            records.append(record)
+            if action is not None:
+                next_stored = replace(next_stored.with_outbox(sample.sample_id, action),
+                                      latest_decision_id=action.decision_id, latest_decided_at=now)
         purge = stored.retention_at is None or now - stored.retention_at >= self.retention_every
-        next_stored = replace(next_stored, state=new_state, updated_at=now,
+        next_stored = replace(next_stored, state=new_state, updated_at=now, desired=desired,
                               retention_at=now if purge else stored.retention_at)
-        return _Plan(next_stored, tuple(records), decision, action, purge)
+        return _Plan(next_stored, tuple(records), decision, action, purge, reconciliation)
+
+    def _reconciled(self, target: TargetPolicy, reconciliation: Reconciliation, trigger: str,
+                    now: datetime) -> tuple[ActionMessage | None, DecisionRecord]:
+        """The decision-log row of a re-issue or an external change, and the action to send (if any)."""
+        desired = reconciliation.desired
+        assert desired is not None and reconciliation.observed is not None
+        code = "reconcile" if reconciliation.kind == REISSUE else EXTERNAL_CHANGE
+        metrics = {"observed_capacity": reconciliation.observed, "desired_capacity": desired.capacity,
+                   "desired_decision_id": desired.decision_id, "reissues": desired.reissues}
+        action = None
+        if reconciliation.acts:
+            action = ActionMessage(decision_id=reconciliation.reissue_id, target=target.name,
+                                   plan_resource_id=target.plan.resource_id, target_capacity=desired.capacity,
+                                   direction=reconciliation.direction or UP,
+                                   reason=f"{code}: {'; '.join(reconciliation.reasons)}", decided_at=now)
+        record_id = reconciliation.reissue_id or desired.decision_id
+        record = DecisionRecord(target.name, record_id, now, trigger, acts=action is not None,
+                                direction=action.direction if action else HOLD, reason_code=code,
+                                reasons=reconciliation.reasons, metrics=metrics,
+                                capacity_before=reconciliation.observed,
+                                capacity_after=desired.capacity, action=action)
+        return action, record
 
     def _already_evaluated(self, stored: StoredState, sample: MetricSample, dequeue_count: int, attempt: int) -> EvaluateOutcome:
+        # A redelivery re-sends the action this sample decided (the output binding's send may have
+        # failed after the commit); ``scale`` applies a decision id at most once. A plain
+        # duplicate delivery sends nothing.
         recorded = stored.outbox_for(sample.sample_id) if dequeue_count > 1 else None
         if recorded is not None:
-            logger.warning("evaluate %s: sample %s redelivered (dequeue count %d); re-sending recorded action %s",
+            logger.warning("evaluate %s: sample %s seen again (dequeue count %d); re-sending recorded action %s",
                            sample.target, sample.sample_id, dequeue_count, recorded.decision_id)
             return EvaluateOutcome("resent", (recorded.to_json(),), sample.sample_id, sample.target,
                                    action=recorded, attempts=attempt)
@@ -229,8 +300,11 @@ class EvaluateService:
 
     def _dead_letter(self, body: str | bytes, error: str, now: datetime, dequeue_count: int,
                      message_id: str | None, *, target: str | None = None) -> EvaluateOutcome:
+        error = safe_text(error)
         logger.error("evaluate: message %s dead-lettered: %s", message_id or "?", error)
-        self.store.dead_letter(DeadLetter(FUNCTION_NAME, body_text(body), error, now, dequeue_count, message_id))
+        text = body_text(body)
+        self.store.dead_letter(DeadLetter(FUNCTION_NAME, text, error, now, dequeue_count, message_id,
+                                          target=target or target_of(text)))
         return EvaluateOutcome("dead_lettered", target=target, error=error)
 
     def _log(self, plan: _Plan, sample: MetricSample) -> None:

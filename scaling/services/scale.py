@@ -16,11 +16,13 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from scaling.domain.decisions import HOLD
+from scaling.domain.names import safe_text
 from scaling.domain.policy import Policy, TargetPolicy
 from scaling.plans.base import PlanAdapter, PlanError, clamp_capacity
 from scaling.storage.base import ConcurrencyConflict, ScaleStore
@@ -38,6 +40,7 @@ from scaling.storage.records import (
     DeadLetter,
     body_text,
     parse_action,
+    target_of,
     utc_now,
 )
 
@@ -86,6 +89,9 @@ class ScaleService:
             action = parse_action(body)
         except ActionError as error:
             return self._dead_letter(body, str(error), now, dequeue_count, message_id)
+        except (ValueError, TypeError, OverflowError, RecursionError) as error:
+            return self._dead_letter(body, f"unreadable action ({type(error).__name__}: {error})", now, dequeue_count,
+                                     message_id)
         try:
             target = self.policy.target(action.target)
         except KeyError:
@@ -99,7 +105,8 @@ class ScaleService:
             logger.info("scale %s: decision %s already handled (%s); acknowledged", target.name, action.decision_id, record.status)
             return ScaleOutcome("duplicate", action.decision_id, target.name, record.capacity_before, record.capacity_after,
                                 record.status)
-        if record is not None and record.status == APPLYING and now - record.claimed_at < self.claim_lease:
+        if record is not None and record.status == APPLYING and now - record.claimed_at < self.claim_lease \
+                and not record.claimed_by_earlier_delivery(message_id, dequeue_count):
             logger.info("scale %s: decision %s is being applied by another worker since %s", target.name,
                         action.decision_id, record.claimed_at.isoformat())
             return ScaleOutcome("in_progress", action.decision_id, target.name)
@@ -110,12 +117,17 @@ class ScaleService:
         claim = AppliedRecord(target.name, action.decision_id, STALE if stale else APPLYING, action.decided_at,
                               action.target_capacity, now, attempts=(record.attempts + 1) if record else 1,
                               finished_at=now if stale else None,
-                              detail=f"superseded by decision {stored.latest_decision_id}" if stale else None)
+                              detail=f"superseded by decision {stored.latest_decision_id}" if stale else None,
+                              claimed_by=uuid.uuid4().hex, message_id=message_id, dequeue_count=dequeue_count)
         try:
             claim = self.store.claim_applied(claim) if record is None else self.store.save_applied(replace(claim, etag=record.etag))
         except ConcurrencyConflict:
-            logger.info("scale %s: decision %s was claimed concurrently; acknowledged", target.name, action.decision_id)
-            return ScaleOutcome("in_progress", action.decision_id, target.name)
+            # Ours, if azure-core retried a claim whose reply was lost; someone else's otherwise.
+            current = self.store.get_applied(target.name, action.decision_id)
+            if current is None or current.claimed_by != claim.claimed_by:
+                logger.info("scale %s: decision %s was claimed concurrently; acknowledged", target.name, action.decision_id)
+                return ScaleOutcome("in_progress", action.decision_id, target.name)
+            claim = current
         if stale:
             logger.info("scale %s: action %s (%s) is older than the latest decision %s (%s); skipped as stale",
                         target.name, action.decision_id, action.decided_at.isoformat(), stored.latest_decision_id,
@@ -127,7 +139,10 @@ class ScaleService:
         try:
             status, before, after, detail = self._apply(action, target, seen)
         except PlanError as error:
-            return self._failed(action, target, claim, error, now, seen.get("capacity"))
+            confirmed = self._confirm_write(action, seen, error)
+            if confirmed is None:
+                return self._failed(action, target, claim, error, now, seen.get("capacity"))
+            status, before, after, detail = confirmed
         except BaseException:
             self._abandon(claim)
             raise
@@ -157,6 +172,7 @@ class ScaleService:
         if wanted != action.target_capacity:
             notes.append(f"clamped {action.target_capacity} -> {wanted} (policy {bounds.min_instances}..{bounds.max_instances}, "
                          f"{info.sku_tier} {info.sku_name} allows {info.minimum_capacity}..{info.max_instances})")
+        seen["wanted"] = wanted
         if info.capacity == wanted:
             notes.append(f"plan already at {wanted}; nothing written")
             logger.info("scale %s: plan %s already at %d; nothing written", target.name, info.resource_id, wanted)
@@ -165,6 +181,24 @@ class ScaleService:
         logger.info("scale %s: plan %s %s -> %s (decision %s: %s)", target.name, info.resource_id, info.capacity,
                     after.capacity, action.decision_id, action.reason)
         return APPLIED, info.capacity, after.capacity, "; ".join(notes) or None
+
+    def _confirm_write(self, action: ActionMessage, seen: dict[str, int],
+                       error: PlanError) -> tuple[str, int | None, int, str | None] | None:
+        """After a failed write, read the plan once: an ARM write can succeed while its reply is
+        lost or late (a read timeout, a reset connection). ``None`` when the plan does not have
+        the capacity asked for (the failure was real) or cannot be read."""
+        wanted = seen.get("wanted")
+        if wanted is None or "capacity" not in seen:
+            return None
+        try:
+            info = self.plans.get_plan(action.plan_resource_id)
+        except PlanError:
+            return None
+        if info.capacity != wanted:
+            return None
+        detail = f"the write answered {error} but the plan has {wanted}: applied"
+        logger.warning("scale %s: %s (decision %s)", action.target, detail, action.decision_id)
+        return APPLIED, seen["capacity"], wanted, detail
 
     def _failed(self, action: ActionMessage, target: TargetPolicy, claim: AppliedRecord, error: PlanError,
                 now: datetime, capacity: int | None) -> ScaleOutcome:
@@ -213,6 +247,8 @@ class ScaleService:
 
     def _dead_letter(self, body: str | bytes, error: str, now: datetime, dequeue_count: int,
                      message_id: str | None) -> ScaleOutcome:
+        error = safe_text(error)
         logger.error("scale: message %s dead-lettered: %s", message_id or "?", error)
-        self.store.dead_letter(DeadLetter(FUNCTION_NAME, body_text(body), error, now, dequeue_count, message_id))
+        text = body_text(body)
+        self.store.dead_letter(DeadLetter(FUNCTION_NAME, text, error, now, dequeue_count, message_id, target=target_of(text)))
         return ScaleOutcome("dead_lettered", detail=error)

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
+from scaling.domain.names import table_key
 from scaling.domain.samples import MetricSample
 from scaling.settings import APPLIED_TABLE, DEAD_LETTER_TABLE, HISTORY_TABLE, STATE_TABLE
 from scaling.storage.records import AppliedRecord, DeadLetter, DecisionRecord, StoredState, epoch_seconds
@@ -62,7 +63,7 @@ class TableNames:
 
 def partition_key(target: str) -> str:
     """A target name as a PartitionKey: ``/ \\ # ?``, ``%`` and control characters are escaped."""
-    return quote(target, safe=" !$&'()*+,-.:;=@_~[]{}^`|\"<>")
+    return table_key(target)
 
 
 def target_from_key(key: str) -> str:

@@ -102,9 +102,22 @@ class MemoryStorage:
             rows = [row for row in rows if row.evaluated_at >= since]
         return rows[:limit] if limit is not None else rows
 
-    def dead_letter(self, letter: DeadLetter) -> None:
+    def dead_letter(self, letter: DeadLetter) -> bool:
         with self._lock:
+            if any(known.function == letter.function and known.letter_id == letter.letter_id for known in self.letters):
+                return False
             self.letters.append(letter)
+            return True
+
+    def dead_letters_for(self, function: str | None = None) -> list[DeadLetter]:
+        with self._lock:
+            return sorted((letter for letter in self.letters if function in (None, letter.function)),
+                          key=lambda letter: letter.received_at)
+
+    def mark_replayed(self, letter: DeadLetter, at: datetime) -> None:
+        with self._lock:
+            self.letters = [replace(known, replayed_at=at) if known.letter_id == letter.letter_id else known
+                            for known in self.letters]
 
     def get_applied(self, target: str, decision_id: str) -> AppliedRecord | None:
         with self._lock:

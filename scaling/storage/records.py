@@ -13,6 +13,7 @@ Table layout and the reasons behind it: docs/storage.md.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -21,10 +22,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scaling.domain.decisions import DOWN, HOLD, UP, Decision, ScalerState
+from scaling.domain.names import DECISION_ID, safe_text, target_name_problem, text_problem
 from scaling.domain.policy import TargetPolicy
-from scaling.domain.samples import format_time, parse_time
+from scaling.domain.reconcile import DesiredCapacity
+from scaling.domain.samples import MAX_CAPACITY, format_time, parse_time
 
 ACTION_SCHEMA_VERSION = 1
+#: An action's reason is the decision's reasons joined; longer text is cut when the action is made.
+MAX_REASON_CHARS = 8_000
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 #: Fields of ``ScalerState`` that the engine learns from the window. Re-evaluating a window whose
@@ -101,7 +106,7 @@ def action_for(decision: Decision, target: TargetPolicy) -> ActionMessage:
         raise ValueError(f"decision {decision.decision_id} does not act")
     reason = decision.reason_code
     if decision.reasons:
-        reason = f"{reason}: {'; '.join(decision.reasons)}"
+        reason = f"{reason}: {'; '.join(decision.reasons)}"[:MAX_REASON_CHARS]
     return ActionMessage(
         decision_id=decision.decision_id,
         target=decision.target,
@@ -122,19 +127,26 @@ def action_from_dict(document: Any) -> ActionMessage:
     for key in ("decision_id", "target", "plan_resource_id", "direction", "decided_at", "target_capacity"):
         if key not in document:
             raise ActionError(f"{key} is missing")
-    for key in ("decision_id", "target", "plan_resource_id"):
-        if not isinstance(document[key], str) or not document[key]:
-            raise ActionError(f"{key} must be a non-empty string")
+    for key, max_chars in (("decision_id", 128), ("plan_resource_id", 1024)):
+        problem = text_problem(document[key], max_chars=max_chars)
+        if problem:
+            raise ActionError(f"{key} {problem}")
+    if not DECISION_ID.fullmatch(document["decision_id"]):
+        raise ActionError(f"decision_id must be letters, digits, '-' and '_', got {document['decision_id']!r:.80}")
+    problem = target_name_problem(document["target"])
+    if problem:
+        raise ActionError(f"target {problem}")
     capacity = document["target_capacity"]
     if isinstance(capacity, bool) or not isinstance(capacity, int | float) or not math.isfinite(capacity) \
-            or int(capacity) != capacity or capacity < 1:
-        raise ActionError(f"target_capacity must be a positive integer, got {capacity!r}")
+            or int(capacity) != capacity or not 1 <= capacity <= MAX_CAPACITY:
+        raise ActionError(f"target_capacity must be a positive integer at most {MAX_CAPACITY}, got {capacity!r:.40}")
     direction = document["direction"]
     if direction not in (UP, DOWN):
         raise ActionError(f"direction must be {UP!r} or {DOWN!r}, got {direction!r}")
     reason = document.get("reason", "")
-    if not isinstance(reason, str):
-        raise ActionError("reason must be a string")
+    problem = text_problem(reason, max_chars=MAX_REASON_CHARS, allow_empty=True)
+    if problem:
+        raise ActionError(f"reason {problem}")
     try:
         decided_at = parse_time(document["decided_at"], "decided_at")
     except ValueError as error:
@@ -211,6 +223,9 @@ class StoredState:
     again (``scale`` then applies it, or skips it as stale if a newer one exists).
     ``latest_decision_id``/``latest_decided_at`` name the newest acting decision (never reset;
     ``scale`` skips older actions as stale). ``retention_at`` is when history was last pruned.
+    ``desired`` is the capacity the plan should have (level-triggered reconciliation).
+    ``written_by`` is the token of the invocation that wrote it last (to recognise one's own
+    commit after a lost reply).
     """
 
     state: ScalerState
@@ -221,6 +236,8 @@ class StoredState:
     latest_decided_at: datetime | None = None
     retention_at: datetime | None = None
     updated_at: datetime | None = None
+    desired: DesiredCapacity | None = None
+    written_by: str | None = None
 
     @property
     def target(self) -> str:
@@ -266,7 +283,23 @@ def stored_state_to_document(stored: StoredState) -> dict[str, Any]:
         "latest_decided_at": format_time(stored.latest_decided_at) if stored.latest_decided_at else None,
         "retention_at": format_time(stored.retention_at) if stored.retention_at else None,
         "updated_at": format_time(stored.updated_at) if stored.updated_at else None,
+        "desired": desired_to_dict(stored.desired) if stored.desired else None,
+        "written_by": stored.written_by,
     }
+
+
+def desired_to_dict(desired: DesiredCapacity) -> dict[str, Any]:
+    return {"capacity": desired.capacity, "decision_id": desired.decision_id, "set_at": format_time(desired.set_at),
+            "capacity_before": desired.capacity_before, "issued_at": format_time(desired.issued_at),
+            "confirmed": desired.confirmed, "reissues": desired.reissues}
+
+
+def desired_from_dict(document: Mapping[str, Any]) -> DesiredCapacity:
+    return DesiredCapacity(capacity=int(document["capacity"]), decision_id=str(document["decision_id"]),
+                           set_at=parse_time(document["set_at"], "desired.set_at"),
+                           capacity_before=document.get("capacity_before"),
+                           issued_at=parse_time(document["issued_at"], "desired.issued_at"),
+                           confirmed=bool(document.get("confirmed")), reissues=int(document.get("reissues") or 0))
 
 
 def stored_state_from_document(document: Mapping[str, Any], target: str, etag: str | None) -> StoredState:
@@ -279,6 +312,8 @@ def stored_state_from_document(document: Mapping[str, Any], target: str, etag: s
         latest_decided_at=_time_or_none(document.get("latest_decided_at"), "latest_decided_at"),
         retention_at=_time_or_none(document.get("retention_at"), "retention_at"),
         updated_at=_time_or_none(document.get("updated_at"), "updated_at"),
+        desired=desired_from_dict(document["desired"]) if document.get("desired") else None,
+        written_by=document.get("written_by"),
     )
 
 
@@ -357,7 +392,11 @@ def json_text(value: Any) -> str:
 
 @dataclass(frozen=True, slots=True)
 class AppliedRecord:
-    """What ``scale`` did with one decision (``appliedactions``, PartitionKey target, RowKey id)."""
+    """What ``scale`` did with one decision (``appliedactions``, PartitionKey target, RowKey id).
+
+    ``claimed_by`` is the token of the invocation holding the claim (to recognise its own claim
+    after a lost reply); ``message_id``/``dequeue_count`` the delivery that claimed it.
+    """
 
     target: str
     decision_id: str
@@ -371,10 +410,19 @@ class AppliedRecord:
     finished_at: datetime | None = None
     attempts: int = 1
     etag: str | None = None
+    claimed_by: str | None = None
+    message_id: str | None = None
+    dequeue_count: int = 1
 
     @property
     def final(self) -> bool:
         return self.status in FINAL_STATUSES
+
+    def claimed_by_earlier_delivery(self, message_id: str | None, dequeue_count: int) -> bool:
+        """Whether this claim was left by an earlier delivery of the same queue message. The queue
+        redelivers only once that delivery has ended (it failed, or its worker died), so its
+        claim can be taken over at once instead of waiting for the lease."""
+        return message_id is not None and self.message_id == message_id and self.dequeue_count < dequeue_count
 
 
 # --- dead letters ------------------------------------------------------------------------------
@@ -382,7 +430,12 @@ class AppliedRecord:
 
 @dataclass(frozen=True, slots=True)
 class DeadLetter:
-    """A message that could not be used: kept with its error, never retried, never dropped."""
+    """A message that could not be used: kept with its error, never retried, never dropped.
+
+    ``letter_id`` is a function of the function, the message's queue id and its body, so that recording the same message twice (a redelivery after an ambiguous
+    write) keeps one row. ``origin`` is ``handler`` (refused by the function) or ``poison``
+    (drained from a poison queue). ``replayed_at`` is set when an operator re-queued it.
+    """
 
     function: str
     body: str
@@ -390,9 +443,28 @@ class DeadLetter:
     received_at: datetime
     dequeue_count: int = 1
     message_id: str | None = None
+    target: str | None = None
+    origin: str = "handler"
+    replayed_at: datetime | None = None
+
+    @property
+    def letter_id(self) -> str:
+        identity = f"{self.function}|{self.origin}|{self.message_id or ''}|{self.body}"
+        return hashlib.sha256(identity.encode("utf-8", "backslashreplace")).hexdigest()[:24]
 
 
 def body_text(body: str | bytes) -> str:
+    """The message body as storable text (undecodable bytes and lone surrogates replaced)."""
     if isinstance(body, bytes):
         return body.decode("utf-8", errors="replace")
-    return body
+    return safe_text(body)
+
+
+def target_of(body: str) -> str | None:
+    """The ``target`` a message body names, if it is readable enough to say (for listing)."""
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return None
+    target = document.get("target") if isinstance(document, dict) else None
+    return target if isinstance(target, str) and target_name_problem(target) is None else None

@@ -11,18 +11,18 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from azure.core import MatchConditions
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 from azure.data.tables import EdmType, TableClient, TableTransactionError, UpdateMode
 
 from scaling.domain.decisions import ScalerState
+from scaling.domain.names import safe_text
 from scaling.domain.samples import MetricSample, SampleError, format_time, parse_time, sample_from_dict
 from scaling.storage.base import (
     STATE_ROW,
@@ -42,13 +42,13 @@ from scaling.storage.records import (
     StoredState,
     action_from_dict,
     decision_row_key,
-    epoch_millis,
     json_text,
     stored_state_from_document,
     stored_state_to_document,
 )
 
 logger = logging.getLogger(__name__)
+Result = TypeVar("Result")
 
 #: Parsed history samples kept in memory (a window of 10-30 samples for each of ~100 targets).
 PARSED_CACHE_SIZE = 2048
@@ -73,6 +73,15 @@ def _int(value: Any) -> int | None:
 
 def _time(value: Any, name: str) -> datetime | None:
     return None if value in (None, "") else parse_time(value, name)
+
+
+def table_missing(error: BaseException) -> bool:
+    """Whether a storage error says the table does not exist (storage restarted empty, or a
+    table deleted under a running worker)."""
+    if getattr(error, "status_code", None) != 404:
+        return False
+    code = getattr(error, "error_code", None)
+    return getattr(code, "value", code) == "TableNotFound" or "TableNotFound" in str(error)
 
 
 def _drop_none(entity: dict[str, Any]) -> dict[str, Any]:
@@ -129,6 +138,18 @@ class TableStorage:
         for client in (self.history, self.state, self.dead_letters, self.applied):
             client.close()
 
+    def _recovering(self, operation: Callable[[], Result]) -> Result:
+        """Run ``operation``; if a table is missing, create the tables and run it once more, so
+        that a running worker recovers by itself when storage comes back empty."""
+        try:
+            return operation()
+        except (HttpResponseError, TableTransactionError) as error:
+            if not table_missing(error):
+                raise
+            logger.warning("a table is missing (%s); re-creating the tables", getattr(error, "error_code", error))
+            self.ensure_tables()
+            return operation()
+
     # --- history ----------------------------------------------------------------------------------
 
     def add_sample(self, sample: MetricSample) -> bool:
@@ -144,7 +165,7 @@ class TableStorage:
             **split_text("sample", sample.to_json()),
         }
         try:
-            self.history.create_entity(_drop_none(entity))
+            self._recovering(lambda: self.history.create_entity(_drop_none(entity)))
         except ResourceExistsError:
             return False
         self._remember_parsed((entity["PartitionKey"], entity["RowKey"]), sample)
@@ -169,7 +190,7 @@ class TableStorage:
                  f"and RowKey gt {quote_literal(history_bound(start))} "
                  f"and RowKey lt {quote_literal(f'{int(history_bound(end)) + 1:012d}')}")
         samples = []
-        for entity in self.history.query_entities(query):
+        for entity in self._recovering(lambda: list(self.history.query_entities(query))):
             key = (entity["PartitionKey"], entity["RowKey"])
             sample = self._parsed_sample(key)
             if sample is None:
@@ -201,7 +222,7 @@ class TableStorage:
 
     def load_state(self, target: str) -> StoredState:
         try:
-            entity = self.state.get_entity(partition_key(target), STATE_ROW)
+            entity = self._recovering(lambda: self.state.get_entity(partition_key(target), STATE_ROW))
         except ResourceNotFoundError:
             return StoredState(state=_fresh_state(target))
         document = json.loads(join_text(entity, "document") or "{}")
@@ -230,7 +251,7 @@ class TableStorage:
                                               "match_condition": MatchConditions.IfNotModified})]
         operations.extend(("upsert", _decision_entity(record), {"mode": UpdateMode.REPLACE}) for record in decisions)
         try:
-            result = self.state.submit_transaction(operations)
+            result = self._recovering(lambda: self.state.submit_transaction(operations))
         except TableTransactionError as error:
             if error.status_code in CONFLICT_STATUSES:
                 raise ConcurrencyConflict(f"state of {stored.target!r} changed: {error.error_code}") from error
@@ -268,7 +289,8 @@ class TableStorage:
 
     # --- dead letters ------------------------------------------------------------------------------
 
-    def dead_letter(self, letter: DeadLetter) -> None:
+    def dead_letter(self, letter: DeadLetter) -> bool:
+        """Record ``letter`` once (create-if-absent on its id); ``False`` if it was already there."""
         body = letter.body
         truncated = False
         limit = 32_000 * 14
@@ -276,30 +298,39 @@ class TableStorage:
             body, truncated = body[:limit], True
         entity = _drop_none({
             "PartitionKey": letter.function,
-            "RowKey": f"{epoch_millis(letter.received_at):013d}-{uuid.uuid4().hex[:12]}",
-            "error": letter.error[:MAX_DETAIL],
+            "RowKey": letter.letter_id,
+            "error": safe_text(letter.error)[:MAX_DETAIL],
             "received_at": letter.received_at,
             "dequeue_count": letter.dequeue_count,
             "message_id": letter.message_id,
+            "target": letter.target,
+            "origin": letter.origin,
             "body_length": len(letter.body),
             "body_truncated": truncated,
             **split_text("body", body),
         })
-        self.dead_letters.create_entity(entity)
+        try:
+            self._recovering(lambda: self.dead_letters.create_entity(entity))
+        except ResourceExistsError:
+            return False
+        return True
 
-    def dead_letters_for(self, function: str) -> list[DeadLetter]:
-        letters = []
-        for entity in self.dead_letters.query_entities(f"PartitionKey eq {quote_literal(function)}"):
-            letters.append(DeadLetter(function=function, body=join_text(entity, "body") or "", error=entity["error"],
-                                      received_at=entity["received_at"], dequeue_count=_int(entity.get("dequeue_count")) or 1,
-                                      message_id=entity.get("message_id")))
-        return letters
+    def dead_letters_for(self, function: str | None = None) -> list[DeadLetter]:
+        """Dead letters of one function (or all), oldest first."""
+        query = f"PartitionKey eq {quote_literal(function)}" if function else None
+        entities = self.dead_letters.query_entities(query) if query else self.dead_letters.list_entities()
+        letters = [_letter_from_entity(entity) for entity in entities]
+        return sorted(letters, key=lambda letter: letter.received_at)
+
+    def mark_replayed(self, letter: DeadLetter, at: datetime) -> None:
+        self.dead_letters.update_entity({"PartitionKey": letter.function, "RowKey": letter.letter_id,
+                                         "replayed_at": format_time(at)}, mode=UpdateMode.MERGE)
 
     # --- applied actions -----------------------------------------------------------------------
 
     def get_applied(self, target: str, decision_id: str) -> AppliedRecord | None:
         try:
-            entity = self.applied.get_entity(partition_key(target), decision_id)
+            entity = self._recovering(lambda: self.applied.get_entity(partition_key(target), decision_id))
         except ResourceNotFoundError:
             return None
         return AppliedRecord(
@@ -315,6 +346,9 @@ class TableStorage:
             finished_at=_time(entity.get("finished_at"), "finished_at"),
             attempts=_int(entity.get("attempts")) or 1,
             etag=entity.metadata["etag"],
+            claimed_by=entity.get("claimed_by"),
+            message_id=entity.get("message_id"),
+            dequeue_count=_int(entity.get("dequeue_count")) or 1,
         )
 
     def _applied_entity(self, record: AppliedRecord) -> dict[str, Any]:
@@ -330,11 +364,14 @@ class TableStorage:
             "detail": record.detail[:MAX_DETAIL] if record.detail else None,
             "finished_at": format_time(record.finished_at) if record.finished_at else None,
             "attempts": record.attempts,
+            "claimed_by": record.claimed_by,
+            "message_id": record.message_id,
+            "dequeue_count": record.dequeue_count,
         })
 
     def claim_applied(self, record: AppliedRecord) -> AppliedRecord:
         try:
-            metadata = self.applied.create_entity(self._applied_entity(record))
+            metadata = self._recovering(lambda: self.applied.create_entity(self._applied_entity(record)))
         except ResourceExistsError as error:
             raise ConcurrencyConflict(f"decision {record.decision_id} is already claimed") from error
         return _replace_etag(record, metadata.get("etag"))
@@ -384,6 +421,13 @@ def _decision_entity(record: DecisionRecord) -> dict[str, Any]:
         **split_text("reasons", json_text(list(record.reasons))),
         **split_text("metrics", json_text(record.metrics)),
     })
+
+
+def _letter_from_entity(entity: dict[str, Any]) -> DeadLetter:
+    return DeadLetter(function=entity["PartitionKey"], body=join_text(entity, "body") or "", error=entity.get("error", ""),
+                      received_at=entity["received_at"], dequeue_count=_int(entity.get("dequeue_count")) or 1,
+                      message_id=entity.get("message_id"), target=entity.get("target"),
+                      origin=entity.get("origin", "handler"), replayed_at=_time(entity.get("replayed_at"), "replayed_at"))
 
 
 def _decision_from_entity(target: str, entity: dict[str, Any]) -> DecisionRecord:

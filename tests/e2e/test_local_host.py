@@ -58,18 +58,20 @@ def test_queue_options_defaults_and_errors(tmp_path):
         QueueOptions.from_host_json(tmp_path / "host.json")
 
 
-def test_the_function_app_indexes_three_functions_with_their_bindings():
+def test_the_function_app_indexes_its_functions_with_their_bindings():
     import function_app
 
     specs = {spec.name: spec for spec in index_functions(function_app.app)}
-    assert set(specs) == {"collect", "evaluate", "scale"}
+    assert set(specs) == {"collect", "evaluate", "scale", "evaluate_poison", "scale_poison"}
+    assert specs["evaluate_poison"].trigger["queueName"] == "metrics-poison"
+    assert specs["scale_poison"].trigger["queueName"] == "actions-poison"
     assert specs["collect"].trigger["type"] == "timerTrigger" and specs["collect"].is_async
     assert [o["queueName"] for o in specs["collect"].outputs] == ["metrics"]
     assert specs["evaluate"].trigger["queueName"] == "metrics"
     assert [o["queueName"] for o in specs["evaluate"].outputs] == ["actions"]
     assert specs["scale"].trigger["queueName"] == "actions" and not specs["scale"].outputs
     # Indexing twice on the same app works (get_functions() alone refuses a second call).
-    assert len(index_functions(function_app.app)) == 3
+    assert len(index_functions(function_app.app)) == 5
 
 
 # --- against Azurite ----------------------------------------------------------------------------

@@ -116,10 +116,12 @@ class _DemoRun:
         from scaling.bootstrap import collector_for, evaluate_service_for, scale_service_for
         from scaling.functions import collect as collect_module
         from scaling.functions import evaluate as evaluate_module
+        from scaling.functions import poison as poison_module
         from scaling.functions import scale as scale_module
         from scaling.local.host import LocalFunctionsHost
         from scaling.local.simhub import SimulatedClock, SimulatedConsumers, SimulatedHub
         from scaling.plans.factory import build_plan_adapter
+        from scaling.services.dead_letters import DeadLetterService
         from scaling.settings import Settings
         from scaling.simulation.peers import EPOCH
         from scaling.simulation.world import World
@@ -135,7 +137,7 @@ class _DemoRun:
         world = World(self.arrivals, self.scenario)
         hub = SimulatedHub(world)
         consumers = SimulatedConsumers(world, self.connection_string)
-        modules = (collect_module, evaluate_module, scale_module)
+        modules = (collect_module, evaluate_module, scale_module, poison_module)
         previous = tuple(module.set_service(None) for module in modules)
         closers: list[Any] = [consumers.close]
         host = None
@@ -159,7 +161,8 @@ class _DemoRun:
             closers.append(scale_service.store.close)
             tables = build_table_storage(settings, ensure=False)  # reads the decision log back
             closers.append(tables.close)
-            for module, service in zip(modules, (collector, evaluate_service, scale_service), strict=True):
+            dead_letters = DeadLetterService(evaluate_service.store, clock=clock)
+            for module, service in zip(modules, (collector, evaluate_service, scale_service, dead_letters), strict=True):
                 module.set_service(service)
             app = _function_app(app_settings)
             logging.disable(logging.WARNING)  # azure.functions warns that auth levels do not apply to non-HTTP functions
