@@ -22,6 +22,7 @@ install: $(VENV)/.installed node_modules/.installed
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports --no-cache
 
 # Headless Chromium for the report page's browser test (tests/e2e/test_report_browser.py): Debian's
 # package, installed with apt-get when missing (as root, or through sudo). Without apt the browser

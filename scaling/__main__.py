@@ -12,15 +12,15 @@ import importlib
 import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "simulate": ("scaling.simulation.cli", "replay one trace through the simulated hub and plan with one policy"),
+    "simulate": ("scaling.commands.simulate", "replay one trace through the simulated hub and plan with one policy"),
     "benchmark": ("scaling.simulation.benchmark", "compare every algorithm on traces in the standard scenario"),
     "validate-policy": ("scaling.domain.cli", "check a policy file and say what is wrong, naming the field"),
     "policy-schema": ("scaling.domain.cli:schema", "print the policy file's JSON Schema (policy.schema.json)"),
-    "bench-collect": ("scaling.sources.bench", "time concurrent vs serial collection (stand-in hubs, Azurite checkpoints)"),
+    "bench-collect": ("scaling.commands.bench_collect", "time concurrent vs serial collection (stand-in hubs, Azurite checkpoints)"),
     "decisions": ("scaling.storage.cli", "print a target's decision log as a table"),
     "dead-letters": ("scaling.commands.dead_letters", "list the dead-letter table and replay a letter after a fix"),
     "report": ("scaling.report.cli", "write a target's history and decisions as one self-contained HTML page"),
-    "bench-storage": ("scaling.storage.bench", "storage round trips per sample and samples per second on Azurite"),
+    "bench-storage": ("scaling.commands.bench_storage", "storage round trips per sample and samples per second on Azurite"),
     "export-history": ("scaling.tuning.export", "export the history table to Parquet"),
     "tune": ("scaling.tuning.cli", "run the Spark tuning job over exported history"),
     "bench-tune": ("scaling.tuning.bench", "candidate-policy-minutes per second on local[1] vs local[2]"),

@@ -1,18 +1,33 @@
 """The composition root: the one place that turns app settings into services and SDK clients.
 
-The blueprints ask for their service here on first use and cache it for the life of the worker;
-tests and the local demo install their own through each blueprint's ``set_service``. Settings
-are validated when the Functions host loads the app (``validate_at_startup``), so a wrong value
-fails the start-up with a message naming the setting rather than every invocation later.
+Adapters (``sources/``, ``storage/``, ``plans/``) build their own clients from settings
+(``factory.py`` in each); only here are they handed to the use cases in ``services/``. The
+blueprints ask for their service here on first use (``build_*_service``) and cache it for the
+life of the worker; tests and the local demo build theirs with ``*_for(settings, ...)`` and
+install them through each blueprint's ``set_service``. Settings are validated when the
+Functions host loads the app (``validate_at_startup``), so a wrong value fails the start-up with
+a message naming the setting rather than every invocation later.
+
+Imports of services and adapters happen inside the builders: a blueprint loads only what its
+own function needs.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
+from scaling.domain.policy import PlanSettings, SourceSettings
 from scaling.settings import Settings
+
+if TYPE_CHECKING:
+    from scaling.services.collect import CapacityReader, Collector
+    from scaling.services.dead_letters import DeadLetterService
+    from scaling.services.evaluate import EvaluateService
+    from scaling.services.scale import ScaleService
+    from scaling.storage.base import TableNames
 
 #: Variables the Functions host (Azure or Core Tools) sets; their presence means "running in a host".
 HOST_MARKERS = ("AZURE_FUNCTIONS_ENVIRONMENT", "WEBSITE_INSTANCE_ID", "FUNCTIONS_WORKER_RUNTIME")
@@ -31,6 +46,108 @@ def validate_at_startup(environ: Mapping[str, str] | None = None) -> Settings | 
     return Settings.from_environment(environ)
 
 
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+# --- services from settings (tests, the local demo, and the blueprints below) -----------------
+
+
+class UnwiredCapacityReader:
+    """Stands in until a real capacity reader is passed: every read fails with a clear error,
+    so samples carry ``capacity_error`` instead of the collector crashing."""
+
+    async def current_capacity(self, plan: PlanSettings) -> int:
+        from scaling.sources.base import ReadError
+
+        raise ReadError(f"no capacity reader is configured for plan {plan.name!r}")
+
+
+def collector_for(
+    settings: Settings,
+    credential: Any = None,
+    *,
+    capacity_reader: CapacityReader | None = None,
+    environ: Mapping[str, str] | None = None,
+    clock: Callable[[], datetime] = utc_now,
+    partition_source_for: Callable[[SourceSettings], Any] | None = None,
+) -> Collector:
+    """The collector for ``settings.policy`` over the real source readers.
+
+    ``credential`` is an async token credential (one is created, and closed by
+    ``Collector.aclose``, when ``None`` and some source needs one); ``capacity_reader`` is the
+    plan adapter (without it every sample reports a ``capacity_error``);
+    ``partition_source_for`` replaces the Event Hubs client per source (the local demo).
+    """
+    from scaling.services.collect import Collector
+    from scaling.sources.factory import build_source_readers
+
+    sources = build_source_readers(settings, credential, environ=environ, partition_source_for=partition_source_for)
+    return Collector(
+        settings.policy,
+        sources.readers,
+        capacity_reader or UnwiredCapacityReader(),
+        concurrency=settings.collect_concurrency,
+        timeout_seconds=settings.collect_timeout_seconds,
+        clock=clock,
+        closers=sources.closers,
+    )
+
+
+def evaluate_service_for(
+    settings: Settings,
+    credential: Any = None,
+    *,
+    store: Any = None,
+    clock: Callable[[], datetime] = utc_now,
+    names: TableNames | None = None,
+) -> EvaluateService:
+    """The evaluate service: Table storage (unless ``store``), the policy, retention from settings."""
+    from scaling.services.evaluate import EvaluateService
+    from scaling.storage.base import TableNames
+    from scaling.storage.factory import build_table_storage
+
+    return EvaluateService(
+        store if store is not None else build_table_storage(settings, credential, names=names or TableNames()),
+        settings.policy,
+        clock=clock,
+        retention_days=settings.history_retention_days,
+        clock_skew=timedelta(seconds=settings.clock_skew_seconds),
+        reconcile_grace=timedelta(seconds=settings.reconcile_grace_seconds),
+        dry_run=settings.dry_run,
+    )
+
+
+def scale_service_for(
+    settings: Settings,
+    credential: Any = None,
+    *,
+    store: Any = None,
+    plans: Any = None,
+    clock: Callable[[], datetime] = utc_now,
+    names: TableNames | None = None,
+) -> ScaleService:
+    """The scale service: Table storage and the ARM adapter (unless ``store``/``plans``),
+    ``SCALER_DRY_RUN``."""
+    from scaling.plans.factory import build_plan_adapter
+    from scaling.services.scale import ScaleService
+    from scaling.storage.base import TableNames
+    from scaling.storage.factory import build_credential, build_table_storage
+
+    if plans is None:
+        plans = build_plan_adapter(settings, credential if credential is not None else build_credential(settings))
+    return ScaleService(
+        store if store is not None else build_table_storage(settings, credential, names=names or TableNames()),
+        plans,
+        settings.policy,
+        dry_run=settings.dry_run,
+        clock=clock,
+    )
+
+
+# --- services from the app settings (the blueprints) ------------------------------------------
+
+
 def _settings_and_credential() -> tuple[Settings, Any]:
     """The settings now, and a synchronous credential for Table/Queue storage and ARM (the
     user-assigned managed identity in Azure). Each blueprint caches the service built from them."""
@@ -40,29 +157,24 @@ def _settings_and_credential() -> tuple[Settings, Any]:
     return settings, build_credential(settings)
 
 
-def build_collect_service() -> Any:
+def build_collect_service() -> Collector:
     from scaling.plans.factory import build_plan_adapter
-    from scaling.sources.factory import build_collector
 
     settings, credential = _settings_and_credential()
-    return build_collector(settings, capacity_reader=build_plan_adapter(settings, credential))
+    return collector_for(settings, capacity_reader=build_plan_adapter(settings, credential))
 
 
-def build_evaluate_service() -> Any:
-    from scaling.storage.factory import build_evaluate_service as build
-
-    return build(*_settings_and_credential())
+def build_evaluate_service() -> EvaluateService:
+    return evaluate_service_for(*_settings_and_credential())
 
 
-def build_dead_letter_service() -> Any:
+def build_scale_service() -> ScaleService:
+    return scale_service_for(*_settings_and_credential())
+
+
+def build_dead_letter_service() -> DeadLetterService:
     from scaling.services.dead_letters import DeadLetterService
     from scaling.storage.factory import build_table_storage
 
     settings, credential = _settings_and_credential()
     return DeadLetterService(build_table_storage(settings, credential))
-
-
-def build_scale_service() -> Any:
-    from scaling.plans.factory import build_scale_service as build
-
-    return build(*_settings_and_credential())

@@ -1,40 +1,32 @@
 """The rule engine: ``evaluate(policy, state, history, now) -> Decision``.
 
-Pure and deterministic: time comes in as ``now``, state comes in and goes out as values. Two
-modes share the bookkeeping (duplicates, ordering, bounds, cooldowns, learning throughput):
+Pure and deterministic: time comes in as ``now``, state comes in and goes out as values. The
+engine does the bookkeeping every mode shares (duplicates, ordering, bounds, cooldowns, the
+action budget, learning throughput) and asks the target's mode, through ``modes.py``, what it
+wants:
 
-- ``rules``: threshold rules over a window (the seed design and what Azure Monitor can express,
-  plus per-instance and lag-seconds metrics, tiers and combined rules);
-- ``slo``: keeps the oldest unprocessed event younger than the SLO using the arrival rate, the
-  learned per-instance throughput and the event ages, and spends the SLO budget to absorb noise
-  (see ``slo.py``).
+- ``rules`` (``rules.py``): threshold rules over a window (the seed design and what Azure
+  Monitor can express, plus per-instance and lag-seconds metrics, tiers and combined rules);
+- ``slo`` (``slo.py``): keeps the oldest unprocessed event younger than the SLO using the arrival
+  rate, the learned per-instance throughput and the event ages, and spends the SLO budget to
+  absorb noise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from scaling.domain.decisions import DOWN, HOLD, UP, Decision, ScalerState, decision_id_for
 from scaling.domain.lag import balanced_counts
-from scaling.domain.policy import Rule, TargetPolicy
+from scaling.domain.modes import mode_of
+from scaling.domain.policy import TargetPolicy
+from scaling.domain.proposal import Situation
 from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample
 
 #: Weight of a new saturated observation in the learned per-instance throughput.
 THROUGHPUT_LEARNING_RATE = 0.3
-
-
-@dataclass(frozen=True, slots=True)
-class Proposal:
-    """One mode's wish before bounds and cooldowns: a capacity, or ``None`` to hold."""
-
-    capacity: int | None
-    direction: str
-    reason_code: str
-    reasons: tuple[str, ...]
-    metrics: dict
-    state: ScalerState | None = None
 
 
 def window_samples(history: Iterable[MetricSample], target: str, now: datetime, window_seconds: float) -> list[MetricSample]:
@@ -140,74 +132,6 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
     return replace(state, throughput_per_instance=learned, throughput_observations=state.throughput_observations + 1)
 
 
-# --- threshold rules -------------------------------------------------------------------------
-
-
-def metric_value(rule: Rule, sample: MetricSample, throughput_per_instance: float | None) -> float | None:
-    """The rule's metric for one sample, or ``None`` when it cannot be computed."""
-    sources = [source for source in sample.sources if source.ok and (rule.source is None or source.name == rule.source)]
-    if not sources:
-        return None
-    backlog = float(sum(source.backlog for source in sources))
-    if rule.metric == "backlog":
-        return backlog
-    if sample.capacity is None:  # per-instance metrics mean nothing without the capacity
-        return None
-    capacity = sample.capacity
-    if rule.metric == "backlog_per_instance":
-        return backlog / max(capacity, 1)
-    if throughput_per_instance is None or throughput_per_instance <= 0:
-        return None
-    return backlog / (throughput_per_instance * max(capacity, 1))
-
-
-def aggregate(values: Sequence[float], how: str) -> float:
-    if how == "maximum":
-        return max(values)
-    if how == "latest":
-        return values[-1]
-    return sum(values) / len(values)
-
-
-def _rules_proposal(target: TargetPolicy, samples: Sequence[MetricSample], now: datetime,
-                    capacity: int, throughput: float | None) -> Proposal:
-    up_votes: list[tuple[int, str]] = []
-    down_votes: list[str] = []
-    holds: list[str] = []
-    metrics: dict = {}
-    hold_code = "within_thresholds"
-    for rule in target.rules:
-        start = now - timedelta(seconds=rule.window_seconds)
-        in_window = [s for s in samples if s.collected_at > start]
-        values = [v for v in (metric_value(rule, s, throughput) for s in in_window) if v is not None]
-        up_threshold, down_threshold = rule.thresholds_for(capacity)
-        if len(values) < rule.min_samples:
-            holds.append(f"{rule.name}: only {len(values)} of {rule.min_samples} samples in the {rule.window_seconds}s window")
-            hold_code = "too_few_samples"
-            continue
-        up_value = aggregate(values, rule.scale_up_aggregate or rule.aggregate)
-        down_value = aggregate(values, rule.scale_down_aggregate or rule.aggregate)
-        metrics.setdefault("rules", {})[rule.name] = {"metric": rule.metric, "scale_up_value": round(up_value, 3),
-                              "scale_down_value": round(down_value, 3), "samples": len(values),
-                              "scale_up_above": up_threshold, "scale_down_below": down_threshold}
-        if up_threshold is not None and up_value > up_threshold:
-            up_votes.append((target.scale_up.size(capacity),
-                             f"{rule.name}: {rule.scale_up_aggregate or rule.aggregate} {rule.metric} {up_value:.1f} > {up_threshold:g}"))
-        elif down_threshold is not None and down_value < down_threshold:
-            down_votes.append(f"{rule.name}: {rule.scale_down_aggregate or rule.aggregate} {rule.metric} {down_value:.1f} < {down_threshold:g}")
-        else:
-            holds.append(f"{rule.name}: {rule.metric} {up_value:.1f} within thresholds")
-    if up_votes:
-        step = max(size for size, _ in up_votes)
-        return Proposal(capacity + step, UP, "rule_scale_up", tuple(reason for _, reason in up_votes), metrics)
-    if down_votes and len(down_votes) == len(target.rules):
-        return Proposal(capacity - target.scale_down.size(capacity), DOWN, "rule_scale_down", tuple(down_votes), metrics)
-    if down_votes:
-        holds.append("scale-in needs every rule to agree")
-        hold_code = "rules_disagree" if hold_code == "within_thresholds" else hold_code
-    return Proposal(None, HOLD, hold_code, tuple(holds), metrics)
-
-
 # --- the engine ------------------------------------------------------------------------------
 
 
@@ -232,8 +156,6 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     Never scales in when a source failed or the window is short of samples; a scale-out uses
     whatever data is there. Returns a decision whose ``state`` is the state to persist.
     """
-    from scaling.domain.slo import slo_proposal  # local import: slo builds on this module
-
     samples = window_samples(history, target.name, now, target.window_seconds or 600)
     if not samples:
         return _hold(target, decision_id_for(target.name, f"empty@{now.isoformat()}"), now, state.capacity,
@@ -266,10 +188,8 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     if latest.capacity_error:
         failed.append(f"capacity: {latest.capacity_error}")
 
-    if target.mode == "slo":
-        proposal = slo_proposal(target, samples, now, capacity, ready_capacity, state, throughput, counts)
-    else:
-        proposal = _rules_proposal(target, samples, now, capacity, throughput)
+    mode = mode_of(target)
+    proposal = mode.propose(target, Situation(samples, now, capacity, ready_capacity, state, throughput, counts))
     state = proposal.state or state
     metrics = {"capacity": capacity, "ready_capacity": ready_capacity, "backlog": latest.backlog,
                "partitions": partitions, "throughput_per_instance": throughput, "throughput_source": throughput_source,
@@ -300,7 +220,7 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
                          {**metrics, "cooldown_until": cooldown_until.isoformat()}, state)
 
     tokens = action_tokens(target, state, now)
-    if target.mode == "slo" and proposal.direction == DOWN and tokens < 2:
+    if mode.budgets_scale_in and proposal.direction == DOWN and tokens < 2:
         return _hold(target, decision_id, now, capacity, "action_budget",
                      [*proposal.reasons, f"action budget: {tokens:.2f} of {target.slo.max_actions_per_hour:g} per hour left; "
                       "a scale-in needs 2 (itself and the scale-out likely to follow)"], metrics, state)

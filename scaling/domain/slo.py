@@ -26,10 +26,10 @@ from datetime import datetime
 
 import numpy as np
 
-from scaling.domain.decisions import DOWN, HOLD, UP, ScalerState
-from scaling.domain.engine import Proposal
+from scaling.domain.decisions import DOWN, HOLD, UP
 from scaling.domain.lag import partitions_per_instance
 from scaling.domain.policy import TargetPolicy
+from scaling.domain.proposal import Proposal, Situation
 from scaling.domain.samples import MetricSample
 
 NO_RATE = 1e-9
@@ -171,8 +171,10 @@ def _sample_interval(samples: Sequence[MetricSample]) -> float:
     return max(gaps[len(gaps) // 2], 1.0)
 
 
-def slo_proposal(target: TargetPolicy, samples: Sequence[MetricSample], now: datetime, capacity: int,
-                 ready_capacity: int, state: ScalerState, throughput: float | None, counts: Sequence[int]) -> Proposal:
+def propose(target: TargetPolicy, situation: Situation) -> Proposal:
+    """Scale out when the SLO is at risk, in to the cheapest count that holds (module docstring)."""
+    samples, now, capacity, ready_capacity = situation.samples, situation.now, situation.capacity, situation.ready_capacity
+    state, throughput, counts = situation.state, situation.throughput, situation.counts
     slo = target.slo
     latest = samples[-1]
     if throughput is None or throughput <= 0:

@@ -1,4 +1,7 @@
-"""Thin blueprints, one per function; each holds its service in a ``ServiceSlot``."""
+"""Thin blueprints, one per function; each holds its service in a ``ServiceSlot``.
+
+The top of the deployed app: may import ``bootstrap`` (lazily, to build the service on first
+use), ``settings`` and the services' types; only ``function_app.py`` and ``local`` import it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """A small local Functions host: runs the functions of ``function_app.py`` in-process on Azurite.
 
+(What it reads first, host.json and the function bindings, is in ``bindings.py``; the timer
+schedules in ``schedule.py``.)
+
 Azure Functions Core Tools cannot be installed here, so this host plays the part the real
 Functions host plays in Azure or under ``func start``, for the trigger and binding kinds the app
 uses, with the semantics ``host.json`` configures:
@@ -30,192 +33,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import json
 import logging
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from scaling.local.bindings import FunctionSpec, QueueOptions, host_out_class, index_functions
+from scaling.local.schedule import Schedule
 
 logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[2]
 POISON_SUFFIX = "-poison"
-
-
-# --- host.json ----------------------------------------------------------------------------------
-
-
-def _timespan_seconds(value: Any, name: str) -> float:
-    """``hh:mm:ss`` (or ``d.hh:mm:ss``) as in host.json, in seconds."""
-    text = str(value)
-    match = re.fullmatch(r"(?:(\d+)\.)?(\d+):(\d+):(\d+(?:\.\d+)?)", text)
-    if not match:
-        raise ValueError(f"host.json {name} must be a timespan hh:mm:ss, got {value!r}")
-    days, hours, minutes, seconds = match.groups()
-    return int(days or 0) * 86400 + int(hours) * 3600 + int(minutes) * 60 + float(seconds)
-
-
-@dataclass(frozen=True, slots=True)
-class QueueOptions:
-    """``extensions.queues`` of host.json (defaults as the Functions queue extension's)."""
-
-    visibility_timeout_seconds: float = 0.0
-    batch_size: int = 16
-    max_dequeue_count: int = 5
-    message_encoding: str = "base64"
-
-    @classmethod
-    def from_host_json(cls, path: str | Path) -> QueueOptions:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-        queues = (document.get("extensions") or {}).get("queues") or {}
-        encoding = str(queues.get("messageEncoding", "base64")).lower()
-        if encoding not in ("base64", "none"):
-            raise ValueError(f"host.json extensions.queues.messageEncoding must be base64 or none, got {encoding!r}")
-        return cls(
-            visibility_timeout_seconds=_timespan_seconds(queues.get("visibilityTimeout", "00:00:00"), "visibilityTimeout"),
-            batch_size=int(queues.get("batchSize", 16)),
-            max_dequeue_count=int(queues.get("maxDequeueCount", 5)),
-            message_encoding=encoding,
-        )
-
-
-# --- NCRONTAB (the timer trigger's six-field schedule) ------------------------------------------
-
-_MONTHS = {name: index for index, name in enumerate(
-    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1)}
-_DAYS = {name: index for index, name in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))}
-_FIELDS = (("second", 0, 59, {}), ("minute", 0, 59, {}), ("hour", 0, 23, {}), ("day", 1, 31, {}),
-           ("month", 1, 12, _MONTHS), ("day-of-week", 0, 6, _DAYS))
-
-
-def _field_values(text: str, name: str, low: int, high: int, names: Mapping[str, int]) -> frozenset[int]:
-    def number(token: str) -> int:
-        value = names.get(token.lower()) if not token.isdigit() else int(token)
-        if value is None:
-            raise ValueError(f"schedule {name} field: {token!r} is not a number")
-        if name == "day-of-week" and value == 7:
-            value = 0
-        if not low <= value <= high:
-            raise ValueError(f"schedule {name} field: {value} is outside {low}-{high}")
-        return value
-
-    values: set[int] = set()
-    for part in text.split(","):
-        span, _, step_text = part.partition("/")
-        step = int(step_text) if step_text else 1
-        if step < 1:
-            raise ValueError(f"schedule {name} field: step {step_text!r} must be at least 1")
-        if span == "*":
-            first, last = low, high
-        elif "-" in span:
-            first_text, last_text = span.split("-", 1)
-            first, last = number(first_text), number(last_text)
-        else:
-            first = number(span)
-            last = high if step_text else first
-        values.update(range(first, last + 1, step))
-    return frozenset(values)
-
-
-@dataclass(frozen=True, slots=True)
-class Schedule:
-    """A six-field NCRONTAB expression: ``{second} {minute} {hour} {day} {month} {day-of-week}``."""
-
-    expression: str
-    fields: tuple[frozenset[int], ...]
-
-    @classmethod
-    def parse(cls, expression: str) -> Schedule:
-        parts = expression.split()
-        if len(parts) != 6:
-            raise ValueError(f"schedule {expression!r} must have six fields (second minute hour day month day-of-week)")
-        return cls(expression, tuple(_field_values(part, name, low, high, names)
-                                     for part, (name, low, high, names) in zip(parts, _FIELDS, strict=True)))
-
-    def _minute_matches(self, moment: datetime) -> bool:
-        _, minutes, hours, days, months, weekdays = self.fields
-        return (moment.minute in minutes and moment.hour in hours and moment.day in days
-                and moment.month in months and (moment.isoweekday() % 7) in weekdays)
-
-    def occurrences(self, after: datetime, until: datetime, limit: int = 1_000_000) -> int:
-        """How many occurrences fall in ``(after, until]`` (counted up to ``limit``)."""
-        count = 0
-        minute = after.replace(second=0, microsecond=0)
-        while minute <= until and count < limit:
-            if self._minute_matches(minute):
-                for second in self.fields[0]:
-                    moment = minute + timedelta(seconds=second)
-                    if after < moment <= until:
-                        count += 1
-            minute += timedelta(minutes=1)
-        return count
-
-
-# --- the functions of the app -------------------------------------------------------------------
-
-
-class OutValue:
-    """The ``func.Out`` the host hands to a function for an output binding."""
-
-    def __init__(self) -> None:
-        self.value: Any = None
-
-    def set(self, val: Any) -> None:
-        self.value = val
-
-    def get(self) -> Any:
-        return self.value
-
-
-def _out_class() -> type:
-    import azure.functions as func
-
-    class HostOut(OutValue, func.Out):  # a real func.Out, so isinstance checks in user code hold
-        pass
-
-    return HostOut
-
-
-@dataclass(frozen=True, slots=True)
-class FunctionSpec:
-    """One indexed function: its name, user code, trigger binding and output bindings."""
-
-    name: str
-    user_function: Callable[..., Any]
-    trigger: Mapping[str, Any]
-    outputs: tuple[Mapping[str, Any], ...]
-
-    @property
-    def trigger_type(self) -> str:
-        return str(self.trigger["type"])
-
-    @property
-    def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.user_function)
-
-
-def index_functions(app: Any) -> list[FunctionSpec]:
-    """Every function of ``app`` with the bindings its ``function.json`` declares.
-
-    ``FunctionApp.get_functions()`` may be called once per app (a second call raises a duplicate
-    function name error), so the previous indexing is reset first.
-    """
-    app.functions_bindings = None
-    specs = []
-    for function in app.get_functions():
-        document = json.loads(function.get_function_json())
-        bindings = document.get("bindings") or []
-        triggers = [b for b in bindings if str(b.get("type", "")).endswith("Trigger")]
-        if len(triggers) != 1:
-            raise ValueError(f"function {function.get_function_name()!r} must have exactly one trigger, has {len(triggers)}")
-        outputs = tuple(b for b in bindings if str(b.get("direction", "")).upper() == "OUT")
-        specs.append(FunctionSpec(function.get_function_name(), function.get_user_function(), triggers[0], outputs))
-    return specs
 
 
 # --- the host -----------------------------------------------------------------------------------
@@ -257,7 +91,7 @@ class LocalFunctionsHost:
                        for spec in self.functions if spec.trigger_type == "timerTrigger"}
         self.queue_triggered = [spec for spec in self.functions if spec.trigger_type == "queueTrigger"]
         self.stats = HostStats()
-        self._out = _out_class()
+        self._out = host_out_class()
         self._clients: dict[tuple[str, str], Any] = {}
         self._last_tick: datetime | None = None
         self._dirty: set[str] = set()  # queues sent to since they were last polled

@@ -1,4 +1,6 @@
-"""Builds the real collector from settings: SDK clients, checkpoint readers, source readers.
+"""Builds the real source readers from settings: SDK clients, checkpoint readers, one reader per
+source kind. The composition root (``scaling.bootstrap.collector_for``) hands them to the
+collector service.
 
 No I/O happens here, so building is cheap and safe at the first invocation; a configuration
 problem (a ``connectionFromEnv``/``storageConnectionFromEnv`` variable that is not set) raises
@@ -10,23 +12,15 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from scaling.domain.policy import PlanSettings, SourceSettings
-from scaling.services.collect import CapacityReader, Collector
+from scaling.domain.policy import SourceSettings
 from scaling.settings import Settings, SettingsError
-from scaling.sources.base import Clock, ReadError, utc_now
+from scaling.sources.base import SourceReader
 from scaling.sources.checkpoints import checkpoint_reader_for
 from scaling.sources.eventhub import EventHubBinding, EventHubClients, EventHubReader
 from scaling.sources.servicebus import ServiceBusClients, ServiceBusReader
-
-
-class UnwiredCapacityReader:
-    """Stands in until a real capacity reader is passed: every read fails with a clear error,
-    so samples carry ``capacity_error`` instead of the collector crashing."""
-
-    async def current_capacity(self, plan: PlanSettings) -> int:
-        raise ReadError(f"no capacity reader is configured for plan {plan.name!r}")
 
 
 class BlobContainers:
@@ -65,21 +59,27 @@ def _uses_identity(source: SourceSettings) -> bool:
     return source.kind == "eventhub" and not source.storage_connection_from_env
 
 
-def build_collector(
+@dataclass(frozen=True, slots=True)
+class SourceReaders:
+    """The readers for every configured source kind, and what closes the credential created for
+    them (the readers close their own SDK clients)."""
+
+    readers: tuple[SourceReader, ...]
+    closers: tuple[Callable[[], Any], ...]
+
+
+def build_source_readers(
     settings: Settings,
     credential: Any = None,
     *,
-    capacity_reader: CapacityReader | None = None,
     environ: Mapping[str, str] | None = None,
-    clock: Clock = utc_now,
     partition_source_for: Callable[[SourceSettings], Any] | None = None,
-) -> Collector:
-    """The production collector for ``settings.policy``.
+) -> SourceReaders:
+    """The source readers for ``settings.policy``.
 
     ``credential`` is an async token credential; when ``None`` and some source needs one, a
     ``DefaultAzureCredential`` (``azure.identity.aio``, with ``AZURE_CLIENT_ID`` as the managed
-    identity when set) is created and closed by ``Collector.aclose``. ``capacity_reader`` is the
-    plan adapter from scaling/plans; without it every sample reports a ``capacity_error``.
+    identity when set) is created, and its ``close`` is among the returned closers.
     ``partition_source_for`` replaces the Event Hubs client per source (the local demo's
     simulated hub); everything else is built from the settings as in Azure.
     """
@@ -124,17 +124,9 @@ def build_collector(
                     raise
                 raise SettingsError(f"{path}: {error}") from None
 
-    readers = [
+    readers = (
         EventHubReader(bindings.__getitem__, ownership_expiry_seconds=settings.ownership_expiry_seconds,
                        closers=(hubs.aclose, containers.aclose)),
         ServiceBusReader(buses.counter_for, closers=(buses.aclose,)),
-    ]
-    return Collector(
-        settings.policy,
-        readers,
-        capacity_reader or UnwiredCapacityReader(),
-        concurrency=settings.collect_concurrency,
-        timeout_seconds=settings.collect_timeout_seconds,
-        clock=clock,
-        closers=owned,
     )
+    return SourceReaders(readers, tuple(owned))

@@ -1,4 +1,5 @@
-"""Builds the real storage clients and the evaluate service from settings.
+"""Builds the real storage clients from settings (the services that use them are built in the
+composition root, ``scaling.bootstrap``).
 
 Locally ``AzureWebJobsStorage`` is an Azurite connection string; in Azure the identity-based
 settings (``AzureWebJobsStorage__accountName`` or ``__tableServiceUri``/``__queueServiceUri``)
@@ -8,14 +9,10 @@ are used with ``DefaultAzureCredential`` (user-assigned identity via ``AZURE_CLI
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime, timedelta
 from typing import Any
 
-from scaling.services.evaluate import EvaluateService
 from scaling.settings import Settings, SettingsError, StorageSettings
 from scaling.storage.base import TableNames
-from scaling.storage.records import utc_now
 from scaling.storage.tables import TableStorage
 
 
@@ -65,23 +62,3 @@ def build_queue_client(settings: Settings | StorageSettings, queue_name: str, cr
         raise SettingsError("AzureWebJobsStorage__queueServiceUri (or __accountName) is required for identity-based storage")
     return QueueClient(storage.queue_service_uri, queue_name, credential=credential or build_credential(settings),
                        **codecs, **client_kwargs)
-
-
-def build_evaluate_service(
-    settings: Settings,
-    credential: Any = None,
-    *,
-    store: Any = None,
-    clock: Callable[[], datetime] = utc_now,
-    names: TableNames = TableNames(),
-) -> EvaluateService:
-    """The production evaluate service: Table storage, the policy, retention from settings."""
-    return EvaluateService(
-        store if store is not None else build_table_storage(settings, credential, names=names),
-        settings.policy,
-        clock=clock,
-        retention_days=settings.history_retention_days,
-        clock_skew=timedelta(seconds=settings.clock_skew_seconds),
-        reconcile_grace=timedelta(seconds=settings.reconcile_grace_seconds),
-        dry_run=settings.dry_run,
-    )

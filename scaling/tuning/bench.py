@@ -5,7 +5,7 @@ targets with the simulator (real traces, different sizes and partition counts; c
 by the KEDA-style peer, which is fast), then for ``local[1]`` and ``local[2]``:
 
 - runs the DataFrame transforms over the whole history (seconds reported);
-- simulates, through the Spark tasks of the job (``job.simulate_all``), two sets of candidates
+- simulates, through the Spark tasks of the job (``planning.simulate_all``), two sets of candidates
   for every target, one after the other, each in the job's batched simulators:
   - threshold-rule candidates (``--rule-grid``, by default 810 per target) on the last
     ``--rule-minutes`` minutes;
@@ -109,16 +109,19 @@ def measure(master: str, history: str, grid: str, rule_grid: str, sim_minutes: i
     from scaling.simulation.candidates import Candidate
     from scaling.simulation.peers import simulated_target
     from scaling.simulation.world import Scenario
-    from scaling.tuning import job
+    from scaling.tuning.planning import plan_tasks, simulate_all
+    from scaling.tuning.recovery import recover_histories
+    from scaling.tuning.spark_io import build_session
     from scaling.tuning.tasks import CURRENT, HistoryScenario, TargetWork, batched
+    from scaling.tuning.transforms import read_history_df
 
-    spark = job.build_session(master, f"bench-tune-{master}", {"spark.ui.enabled": "false", "spark.driver.memory": "3g"})
+    spark = build_session(master, f"bench-tune-{master}", {"spark.ui.enabled": "false", "spark.driver.memory": "3g"})
     spark.sparkContext.setLogLevel("ERROR")
     try:
         load_before = os.getloadavg()
         started = time.perf_counter()
         print(f"{master}: transforms over the history...", file=sys.stderr, flush=True)
-        histories, _ = job.recover_histories(spark, job.read_history_df(spark, history), steady_samples=4)
+        histories, _ = recover_histories(spark, read_history_df(spark, history), steady_samples=4)
         transform_seconds = time.perf_counter() - started
         slo_works, rule_works = {}, {}
         recovered = {}
@@ -141,21 +144,21 @@ def measure(master: str, history: str, grid: str, rule_grid: str, sim_minutes: i
             for work in (rule_works[item.target], slo_works[item.target]):
                 assert all(batched(work, index) for index in range(len(work.candidates)))
         print(f"{master}: transforms took {transform_seconds:.0f}s; simulating...", file=sys.stderr, flush=True)
-        job.simulate_all(spark, {name: _first(work) for name, work in list(slo_works.items())[:1]})  # warm the workers up
-        job.simulate_all(spark, {name: _first(work) for name, work in list(rule_works.items())[:1]})
+        simulate_all(spark, {name: _first(work) for name, work in list(slo_works.items())[:1]})  # warm the workers up
+        simulate_all(spark, {name: _first(work) for name, work in list(rule_works.items())[:1]})
         runs = {}
         for kind, works in (("rules_batched", rule_works), ("slo_batched", slo_works)):
             load = os.getloadavg()[0]
             # The fastest of ``repeat`` runs: other work on the machine only ever slows a run down.
             attempts = []
             for attempt in range(repeat):
-                rows, seconds = job.simulate_all(spark, works)
+                rows, seconds = simulate_all(spark, works)
                 attempts.append((seconds, rows))
                 print(f"{master}: {kind}: run {attempt + 1} of {repeat}: {seconds:.1f}s", file=sys.stderr, flush=True)
             seconds, rows = min(attempts, key=lambda attempt: attempt[0])
             minutes = sum(row["simulated_minutes"] for row in rows)
             task_seconds = sum(row["seconds"] for row in rows)
-            runs[kind] = {"targets": len(works), "candidates": len(rows), "tasks": len(job.plan_tasks(
+            runs[kind] = {"targets": len(works), "candidates": len(rows), "tasks": len(plan_tasks(
                               works, spark.sparkContext.defaultParallelism, 3)),
                           "minutes_per_candidate": len(next(iter(works.values())).arrivals),
                           "candidate_policy_minutes": minutes, "simulation_seconds": round(seconds, 2),

@@ -96,7 +96,9 @@ def test_capacity_rose_during_the_surge_and_fell_after_it(demo):
 
 def test_no_message_ended_in_a_poison_queue(demo):
     _, result, _ = demo
-    assert result.poison == {"metrics-poison": 0, "actions-poison": 0}
+    # every queue trigger has a poison queue, the poison drains' own included (metrics-poison-poison, ...)
+    assert {"metrics-poison", "actions-poison"} <= set(result.poison)
+    assert not any(result.poison.values()), result.poison
 
 
 def test_the_plot_is_a_png_and_the_decision_csv_is_what_the_table_holds(demo):

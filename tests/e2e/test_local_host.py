@@ -14,7 +14,9 @@ import azure.functions as func
 import pytest
 from azure.storage.queue import QueueClient
 
-from scaling.local.host import POISON_SUFFIX, LocalFunctionsHost, QueueOptions, Schedule, index_functions
+from scaling.local.bindings import QueueOptions, index_functions
+from scaling.local.host import POISON_SUFFIX, LocalFunctionsHost
+from scaling.local.schedule import Schedule
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -13,14 +13,14 @@ from datetime import UTC, datetime
 from azure.eventhub.extensions.checkpointstoreblobaio import BlobCheckpointStore
 from azure.storage.blob.aio import BlobServiceClient
 
+from scaling.bootstrap import collector_for
+from scaling.commands import bench_collect as bench
 from scaling.domain.policy import policy_from_dict
 from scaling.services.collect import Collector
 from scaling.settings import Settings, StorageSettings
-from scaling.sources import bench
 from scaling.sources.base import CallGate
 from scaling.sources.checkpoints import CheckpointLocation
 from scaling.sources.eventhub import EventHubBinding, EventHubReader
-from scaling.sources.factory import build_collector
 from scaling.sources.standins import FixedCapacity, StandInHub
 
 EH_CONNECTION = "Endpoint=sb://Orders-NS.servicebus.windows.net/;SharedAccessKeyName=listen;SharedAccessKey=bm90LWEta2V5"
@@ -37,7 +37,7 @@ def test_factory_checkpoint_readers_read_real_blobs_for_both_strategies(storage_
     ]}]}
     settings = Settings(policy=policy_from_dict(document),
                         storage=StorageSettings(storage_connection_string, None, None, None, None, None))
-    collector = build_collector(settings, environ={"ORDERS_EH": EH_CONNECTION, "CHECKPOINTS": storage_connection_string})
+    collector = collector_for(settings, environ={"ORDERS_EH": EH_CONNECTION, "CHECKPOINTS": storage_connection_string})
     current_source, legacy_source = collector.policy.targets[0].sources
     current = collector.readers["eventhub"].bind(current_source)
     legacy = collector.readers["eventhub"].bind(legacy_source)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from datetime import UTC, datetime, timedelta
 
+from scaling.commands import bench_storage as bench
 from scaling.domain.decisions import ScalerState
 from scaling.services.evaluate import EvaluateService
-from scaling.storage import bench, cli
+from scaling.storage import cli
 from scaling.storage.base import TableNames
 from scaling.storage.records import StoredState
 from scaling.storage.synthetic import policy_of, queue_sample, rules_target

@@ -128,20 +128,21 @@ def test_applied_claims_are_create_if_absent_and_etag_guarded(tables):
 
 
 def test_factories_build_the_services_from_settings(azurite, unique_name):
-    from scaling.plans.factory import build_plan_adapter, build_scale_service
+    from scaling.bootstrap import evaluate_service_for, scale_service_for
+    from scaling.plans.factory import build_plan_adapter
     from scaling.plans.local_arm import StaticTokenCredential
     from scaling.plans.memory import InMemoryPlans
     from scaling.settings import Settings, StorageSettings
-    from scaling.storage.factory import build_evaluate_service, build_queue_client, build_table_storage
+    from scaling.storage.factory import build_queue_client, build_table_storage
     from scaling.storage.synthetic import policy_of, rules_target
 
     local = StorageSettings(azurite.connection_string, None, None, None, None, None)
     settings = Settings(policy=policy_of(rules_target("orders")), storage=local, dry_run=True,
                         arm_endpoint="https://management.example")
     names = TableNames.with_prefix(unique_name)
-    evaluate = build_evaluate_service(settings, names=names)
+    evaluate = evaluate_service_for(settings, names=names)
     assert evaluate.handle(queue_sample("orders", datetime.now(UTC), 5).to_json()).status == "evaluated"
-    scale = build_scale_service(settings, StaticTokenCredential(), plans=InMemoryPlans(), names=names)
+    scale = scale_service_for(settings, StaticTokenCredential(), plans=InMemoryPlans(), names=names)
     assert scale.dry_run and scale.store.names == names
     queue = build_queue_client(settings, unique_name)
     queue.create_queue()

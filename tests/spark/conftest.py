@@ -8,7 +8,7 @@ import pytest
 @pytest.fixture(scope="session")
 def spark():
     pytest.importorskip("pyspark")
-    from scaling.tuning.job import build_session
+    from scaling.tuning.spark_io import build_session
 
     session = build_session("local[2]", "scaling-tests", {
         "spark.ui.enabled": "false",

@@ -14,7 +14,9 @@ from scaling.simulation.peers import observation_sample, simulated_target
 from scaling.simulation.world import Scenario, simulate
 from scaling.tuning import job
 from scaling.tuning.history import write_history
+from scaling.tuning.recovery import recover_histories
 from scaling.tuning.synthetic import daily_wave, simulated_samples
+from scaling.tuning.transforms import read_history_df
 
 pytestmark = pytest.mark.spark
 
@@ -35,7 +37,7 @@ def samples():
 
 
 def recovered(spark, directory):
-    histories, messages = job.recover_histories(spark, job.read_history_df(spark, str(directory)), steady_samples=4)
+    histories, messages = recover_histories(spark, read_history_df(spark, str(directory)), steady_samples=4)
     return {h.target: h for h in histories}, messages
 
 

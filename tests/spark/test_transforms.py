@@ -9,7 +9,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from scaling.domain.samples import MetricSample, PartitionReading, SourceReading
 from scaling.tuning.history import write_history
-from scaling.tuning.job import (
+from scaling.tuning.transforms import (
     minute_arrivals,
     partition_deltas,
     read_history_df,

@@ -118,7 +118,7 @@ def test_supports_only_what_it_reproduces() -> None:
 
 def test_tuning_tasks_give_the_same_rows_batched_as_through_the_engine() -> None:
     from scaling.simulation.candidates import Candidate, all_candidates
-    from scaling.tuning.job import plan_tasks
+    from scaling.tuning.planning import plan_tasks
     from scaling.tuning.tasks import CURRENT, TargetWork, batch_group, run_chunk, simulate_candidate
 
     scenario = Scenario(partitions=8, peak_instances=6.0, checkpoint_delay_seconds=10.0)

@@ -18,12 +18,12 @@ from azure.eventhub.aio import EventHubConsumerClient
 from azure.servicebus.aio.management import ServiceBusAdministrationClient
 from azure.storage.blob.aio import ContainerClient
 
+from scaling.bootstrap import collector_for
 from scaling.domain.policy import SourceSettings, policy_from_dict
 from scaling.settings import Settings, SettingsError, StorageSettings
 from scaling.sources.base import CallGate
 from scaling.sources.checkpoints import AutoCheckpointReader, AzureFunctionCheckpointReader
 from scaling.sources.eventhub import EventHubClients, EventHubPartitionSource, PartitionProperties
-from scaling.sources.factory import build_collector
 from scaling.sources.servicebus import ServiceBusAdminCounter, ServiceBusClients, ServiceBusReader
 
 EH_CONNECTION = "Endpoint=sb://orders-ns.servicebus.windows.net/;SharedAccessKeyName=listen;SharedAccessKey=bm90LWEta2V5"
@@ -220,8 +220,8 @@ def settings_for(document: dict) -> Settings:
 ENVIRON = {"ORDERS_EH": EH_CONNECTION, "CHECKPOINTS": AZURITE, "JOBS_SB": SB_CONNECTION}
 
 
-def test_build_collector_wires_real_adapters_from_settings_without_io():
-    collector = build_collector(settings_for(policy_document()), credential=StaticTokenCredential(), environ=ENVIRON)
+def test_collector_for_wires_real_adapters_from_settings_without_io():
+    collector = collector_for(settings_for(policy_document()), credential=StaticTokenCredential(), environ=ENVIRON)
     assert (collector.concurrency, collector.timeout_seconds) == (3, 2.5)
     eventhub = collector.readers["eventhub"]
     assert eventhub.ownership_expiry_seconds == 45
@@ -246,20 +246,20 @@ def test_build_collector_wires_real_adapters_from_settings_without_io():
         ("JOBS_SB", r"^JOBS_SB \(connectionFromEnv of source 'jobs'\) is not set \(targets\[1\]\.sources\[0\]\)"),
     ],
 )
-def test_build_collector_names_the_missing_setting(missing, message):
+def test_collector_for_names_the_missing_setting(missing, message):
     environ = {key: value for key, value in ENVIRON.items() if key != missing}
     with pytest.raises(SettingsError, match=message):
-        build_collector(settings_for(policy_document()), credential=StaticTokenCredential(), environ=environ)
+        collector_for(settings_for(policy_document()), credential=StaticTokenCredential(), environ=environ)
 
 
-def test_build_collector_names_a_connection_string_without_endpoint():
+def test_collector_for_names_a_connection_string_without_endpoint():
     environ = {**ENVIRON, "ORDERS_EH": "SharedAccessKeyName=listen;SharedAccessKey=bm90LWEta2V5"}
     with pytest.raises(SettingsError, match=r"^targets\[0\]\.sources\[0\]: ORDERS_EH \(connectionFromEnv of source 'orders'\) has no Endpoint"):
-        build_collector(settings_for(policy_document()), credential=StaticTokenCredential(), environ=environ)
+        collector_for(settings_for(policy_document()), credential=StaticTokenCredential(), environ=environ)
 
 
-def test_build_collector_creates_and_closes_a_default_credential_when_identity_is_needed():
-    collector = build_collector(settings_for(policy_document()), environ=ENVIRON)
+def test_collector_for_creates_and_closes_a_default_credential_when_identity_is_needed():
+    collector = collector_for(settings_for(policy_document()), environ=ENVIRON)
     from azure.identity.aio import DefaultAzureCredential
 
     credential = collector.readers["eventhub"].bind(collector.policy.targets[1].sources[1]).checkpoints.container.credential

@@ -1,0 +1,56 @@
+"""``python -m scaling demo``: options in, the run, the summary out (exit 1 when the demo and
+simulate disagree or a message was poisoned).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from scaling.local.demo.config import DEFAULT_MINUTES, DEFAULT_START, DEFAULT_TRACE, DemoError, DemoOptions
+from scaling.local.demo.display import print_summary
+from scaling.report.runs import write_demo_report
+from scaling.local.demo.run import run_demo
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--trace", type=Path, default=DEFAULT_TRACE,
+                        help="per-minute trace CSV (default: ../shared/traces/worldcup98/per_minute.csv beside the repo)")
+    parser.add_argument("--minutes", type=int, default=DEFAULT_MINUTES,
+                        help=f"simulated minutes to run (default {DEFAULT_MINUTES}: to midnight, through the day's surge)")
+    parser.add_argument("--start", type=int, default=DEFAULT_START,
+                        help=f"minute offset into the trace (default {DEFAULT_START}: WC98 1998-06-10 10:00 UTC)")
+    parser.add_argument("--speed", type=float, default=0.0,
+                        help="simulated minutes per real second (default 0: as fast as possible)")
+    parser.add_argument("--policy", type=Path,
+                        help="a policy file whose first target's settings (mode, slo, rules, bounds, steps) replace "
+                             "the default policy's; plan and source stay the demo's local ones")
+    parser.add_argument("--out", type=Path, default=Path("out"), help="where the plot and CSV files go (default out/)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar or live table, only the summary")
+
+
+def run(args: argparse.Namespace) -> int:
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if args.minutes is not None and args.minutes < 1:
+        print("error: --minutes must be at least 1", file=sys.stderr)
+        return 2
+    if args.speed < 0:
+        print("error: --speed must not be negative", file=sys.stderr)
+        return 2
+    options = DemoOptions(trace=args.trace, minutes=args.minutes, start=args.start, speed=args.speed,
+                          policy=args.policy, out=args.out, live=not args.quiet)
+    try:
+        result = run_demo(options)
+    except DemoError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: Azurite and the local ARM endpoint were stopped", file=sys.stderr)
+        return 130
+    print_summary(result, options, sys.stdout)
+    print(f"  report page: {write_demo_report(result, options)}")
+    problems = result.differences or [f"{name}: {count} poison message(s)" for name, count in result.poison.items() if count]
+    return 1 if problems else 0
