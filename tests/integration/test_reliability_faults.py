@@ -7,7 +7,9 @@ says how); everything else is real."""
 from __future__ import annotations
 
 import csv
+import json
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -203,6 +205,10 @@ def wc98_day() -> list[float]:
     return [float(row["arrivals"]) for row in rows[:1440]]
 
 
+#: What the property test injected and saw, over all examples (written to out/reliability-faults.json
+#: for docs/reliability.md).
+FAULT_TOTALS: Counter[str] = Counter()
+OUT = Path(__file__).resolve().parents[2] / "out"
 FAULTS = ("none", "commit_503", "commit_reset", "claim_503", "claim_reset", "put_reset", "storage_down", "arm_unobserved",
           "action_lost", "duplicate")
 
@@ -242,6 +248,8 @@ def test_property_a_random_fault_schedule_over_a_day_converges(rig, proxies, sch
     plan twice, and the poison queues are empty."""
     arrivals = wc98_day()
     world = rig()
+    FAULT_TOTALS["examples"] += 1
+    FAULT_TOTALS.update(fault for fault in schedule if fault != "none")
     for index, fault in enumerate(schedule):
         inject(world, proxies, fault)
         try:
@@ -260,3 +268,8 @@ def test_property_a_random_fault_schedule_over_a_day_converges(rig, proxies, sch
     assert world.metrics.messages == [] and world.actions.messages == []
     assert world.unaccounted_samples() == set()
     assert max(world.writes_by_decision.values(), default=0) <= 1
+    FAULT_TOTALS["samples"] += len(world.samples_sent)
+    FAULT_TOTALS["dead_letters"] += len(world.direct.dead_letters_for())
+    FAULT_TOTALS["converged"] += 1
+    OUT.mkdir(exist_ok=True)
+    (OUT / "reliability-faults.json").write_text(json.dumps(dict(FAULT_TOTALS), indent=1, sort_keys=True))

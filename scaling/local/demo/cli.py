@@ -10,8 +10,8 @@ from pathlib import Path
 
 from scaling.local.demo.config import DEFAULT_MINUTES, DEFAULT_START, DEFAULT_TRACE, DemoError, DemoOptions
 from scaling.local.demo.display import print_summary
-from scaling.report.runs import write_demo_report
 from scaling.local.demo.run import run_demo
+from scaling.report.runs import write_demo_report
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
