@@ -1,6 +1,8 @@
 """The policy model: frozen dataclasses whose annotations (pydantic v2) carry every field's
 description and bounds, so that one definition gives the validation of a policy file and its JSON
-Schema (``python -m scaling policy-schema``).
+Schema (``python -m scaling policy-schema``). One piece on purpose (~490 lines): the model is the
+schema, and the classes refer to each other (a target holds its sources, bounds, rules and
+steps); splitting them would only scatter the one definition a policy author reads.
 
 The classes stay plain dataclasses: code that builds them directly (simulator, tuning, tests) is
 not validated, exactly as before; a *document* is validated by ``validate_document`` in

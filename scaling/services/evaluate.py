@@ -95,6 +95,15 @@ def decision_time(now: datetime, stored: StoredState) -> datetime:
     return now
 
 
+def with_layout_notes(record: DecisionRecord, sample: MetricSample) -> DecisionRecord:
+    """The record with the sample's ``checkpoint_layout`` notes (what the collector found in the
+    checkpoint store, per source) added to its reasons, so that the decision log says which
+    layout the backlog was read from, or that none matched."""
+    notes = tuple(f"{source.name}: {note}" for source in sample.sources for note in source.notes
+                  if note.startswith("checkpoint_layout"))
+    return replace(record, reasons=(*record.reasons, *notes)) if notes else record
+
+
 class EvaluateService:
     """Evaluates samples against ``policy`` with ``store`` (Table storage or memory).
 
@@ -235,14 +244,14 @@ class EvaluateService:
             new_state = old
         elif decision.acts:
             action = action_for(decision, target)
-            records.append(DecisionRecord.from_decision(decision, sample.sample_id, action))
+            records.append(with_layout_notes(DecisionRecord.from_decision(decision, sample.sample_id, action), sample))
             next_stored = replace(next_stored.with_outbox(sample.sample_id, action),
                                   latest_decision_id=decision.decision_id, latest_decided_at=decision.evaluated_at)
             # A new decision supersedes whatever the reconciliation wanted to re-issue.
             desired = DesiredCapacity.decided(action.target_capacity, decision.decision_id, now, decision.current_capacity)
             reconciliation = None
         elif decision.reason_code != old.last_reason_code:
-            records.append(DecisionRecord.from_decision(decision, sample.sample_id, None))
+            records.append(with_layout_notes(DecisionRecord.from_decision(decision, sample.sample_id, None), sample))
         if reconciliation is not None and reconciliation.kind in (REISSUE, EXTERNAL_CHANGE):
             action, record = self._reconciled(target, reconciliation, sample.sample_id, now)
             records.append(record)

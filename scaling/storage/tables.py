@@ -1,5 +1,9 @@
 """The storage contracts over Azure Table storage (azure-data-tables; Azurite locally).
 
+One adapter class over the four tables, on purpose one piece (~450 lines): it owns one set of
+clients and one recovery path (tables re-created when storage comes back empty), and each
+table's entity mapping stands next to the queries that read it.
+
 Round trips per sample in steady state (see docs/storage.md): one insert into the history
 table, one range query for the window, one entity-group transaction for the state and the
 decision rows. The state entity's ETag is kept by the caller between evaluations, so the state

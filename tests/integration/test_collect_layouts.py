@@ -16,13 +16,13 @@ import pytest
 from azure.eventhub.extensions.checkpointstoreblobaio import BlobCheckpointStore
 from azure.storage.blob.aio import BlobServiceClient, ContainerClient
 
+from scaling.bootstrap import collector_for as build_collector
 from scaling.domain.policy import policy_from_dict
 from scaling.domain.samples import parse_sample
 from scaling.settings import Settings, StorageSettings
 from scaling.sources.base import CallGate
 from scaling.sources.checkpoints import AutoCheckpointReader
 from scaling.sources.eventhub import EventHubBinding, EventHubReader
-from scaling.sources.factory import build_collector
 from scaling.sources.standins import FixedCapacity, StandInHub
 
 from .test_collect_checkpoints import CountingContainer, legacy_body

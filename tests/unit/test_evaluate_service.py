@@ -296,3 +296,20 @@ def test_state_written_by_someone_else_is_picked_up_after_the_conflict():
     outcome = deliver(service, clock, queue_sample("orders", minute(1), 500, capacity=None))
     assert outcome.status == "evaluated" and outcome.attempts == 2
     assert store.states["orders"].state.capacity == 7
+
+
+def test_the_checkpoint_layout_note_reaches_the_decision_log() -> None:
+    from dataclasses import replace as replaced
+
+    from scaling.storage.synthetic import hub_sample
+
+    store = MemoryStorage()
+    target = rules_target("orders", min_samples=1)
+    clock = Clock(T0 + timedelta(seconds=5))
+    service = EvaluateService(store, policy_of(target), clock=clock)
+    sample = hub_sample("orders", T0, [10, 20], capacity=2)
+    source = replaced(sample.sources[0], notes=("checkpoint_layout: blobMetadata (2 of 2 partitions)", "other"))
+    service.handle(replaced(sample, sources=(source,)).to_json())
+    [row] = store.decisions("orders")
+    assert f"{source.name}: checkpoint_layout: blobMetadata (2 of 2 partitions)" in row.reasons
+    assert not any("other" in reason for reason in row.reasons)
