@@ -147,6 +147,15 @@ class StorageSettings:
                    environ.get(f"{prefix}__clientId") or environ.get("AZURE_CLIENT_ID"))
 
 
+def command_storage(connection_string: str | None, environ: Mapping[str, str] | None = None) -> StorageSettings:
+    """The storage an operator command uses: ``--connection-string`` (checked like the app
+    setting: keys and SAS only for loopback Azurite) or else the app settings."""
+    environ = os.environ if environ is None else environ
+    if connection_string:
+        return StorageSettings.from_environment({STORAGE_SETTING: connection_string})
+    return StorageSettings.from_environment(environ)
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     policy: Policy

@@ -10,11 +10,11 @@ back on its function's queue after a fix and marks it replayed. Storage comes fr
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Iterable
 from typing import TextIO
 
+from scaling.storage.cli import write_table
 from scaling.storage.records import DeadLetter
 
 
@@ -35,24 +35,18 @@ def render(letters: Iterable[DeadLetter], out: TextIO, *, max_error: int = 100) 
     rows = [[letter.letter_id[:12], letter.received_at.strftime("%Y-%m-%d %H:%M:%S"), letter.function, letter.origin,
              letter.target or "?", str(letter.dequeue_count),
              letter.replayed_at.strftime("%Y-%m-%d %H:%M") if letter.replayed_at else "",
-             letter.error if len(letter.error) <= max_error else letter.error[:max_error - 1] + "…"] for letter in letters]
-    widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(len(header))]
-    out.write("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip() + "\n")
-    out.write("  ".join("-" * w for w in widths) + "\n")
-    for row in rows:
-        out.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n")
-    return len(rows)
+             letter.error] for letter in letters]
+    return write_table(header, rows, out, max_width=max_error)
 
 
 def run(args: argparse.Namespace) -> int:
     from scaling.services.dead_letters import DeadLetterService
-    from scaling.settings import SettingsError, StorageSettings
+    from scaling.settings import SettingsError, command_storage
     from scaling.storage.base import TableNames
     from scaling.storage.factory import build_queue_client, build_table_storage
 
     try:
-        storage = (StorageSettings(args.connection_string, None, None, None, None, None) if args.connection_string
-                   else StorageSettings.from_environment(os.environ))
+        storage = command_storage(args.connection_string)
     except SettingsError as error:
         print(f"error: {error} (or pass --connection-string)", file=sys.stderr)
         return 2

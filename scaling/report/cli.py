@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from scaling.domain.samples import parse_time
     from scaling.report.page import render
     from scaling.report.runs import write_page
-    from scaling.settings import SettingsError, StorageSettings
+    from scaling.settings import SettingsError, command_storage
     from scaling.storage.base import TableNames
     from scaling.storage.factory import build_table_storage
     from scaling.storage.records import utc_now
@@ -85,10 +85,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: --since must be before --until", file=sys.stderr)
         return 2
     try:
-        if args.connection_string:
-            storage = StorageSettings(args.connection_string, None, None, None, None, None)
-        else:
-            storage = StorageSettings.from_environment(os.environ)
+        storage = command_storage(args.connection_string)
     except SettingsError as error:
         print(f"error: {error} (or pass --connection-string)", file=sys.stderr)
         return 2

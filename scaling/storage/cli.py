@@ -11,7 +11,6 @@ with ``scale_down_below`` (shown when different). Storage comes from ``--connect
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
@@ -92,6 +91,11 @@ def render(records: Iterable[DecisionRecord], out: TextIO, *, max_width: int = 8
     if not rows:
         out.write("no decisions logged\n")
         return 0
+    return write_table(header, rows, out, max_width=max_width)
+
+
+def write_table(header: list[str], rows: list[list[str]], out: TextIO, *, max_width: int = 80) -> int:
+    """Rows as aligned columns under ``header``, cells clipped to ``max_width``; returns the rows."""
     clipped = [[cell if len(cell) <= max_width else cell[: max_width - 1] + "…" for cell in row] for row in rows]
     widths = [max(len(header[i]), *(len(row[i]) for row in clipped)) for i in range(len(header))]
     out.write("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip() + "\n")
@@ -103,7 +107,7 @@ def render(records: Iterable[DecisionRecord], out: TextIO, *, max_width: int = 8
 
 def run(args: argparse.Namespace) -> int:
     from scaling.domain.samples import parse_time
-    from scaling.settings import SettingsError, StorageSettings
+    from scaling.settings import SettingsError, command_storage
     from scaling.storage.base import TableNames
     from scaling.storage.factory import build_table_storage
 
@@ -113,10 +117,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     try:
-        if args.connection_string:
-            storage = StorageSettings(args.connection_string, None, None, None, None, None)
-        else:
-            storage = StorageSettings.from_environment(os.environ)
+        storage = command_storage(args.connection_string)
     except SettingsError as error:
         print(f"error: {error} (or pass --connection-string)", file=sys.stderr)
         return 2

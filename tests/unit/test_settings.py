@@ -79,3 +79,15 @@ def test_the_error_names_the_setting_it_was_read_from() -> None:
 )
 def test_what_counts_as_local_azurite(connection: str, local: bool) -> None:
     assert is_local_azurite(connection) is local
+
+
+def test_a_command_connection_string_is_guarded_like_the_app_setting() -> None:
+    from scaling.settings import command_storage
+
+    with pytest.raises(SettingsError, match="AzureWebJobsStorage"):
+        command_storage("DefaultEndpointsProtocol=https;AccountName=prod;AccountKey=c2VjcmV0;EndpointSuffix=core.windows.net")
+    local = ("DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=a2V5;"
+             "BlobEndpoint=http://127.0.0.1:1/devstoreaccount1;QueueEndpoint=http://127.0.0.1:2/devstoreaccount1;"
+             "TableEndpoint=http://127.0.0.1:3/devstoreaccount1;")
+    assert command_storage(local).connection_string == local
+    assert command_storage(None, {"AzureWebJobsStorage__accountName": "prod"}).account_name == "prod"
