@@ -17,15 +17,8 @@ from typing import Any, Protocol
 
 from scaling.domain.policy import PlanSettings, Policy, SourceSettings, TargetPolicy
 from scaling.domain.samples import MetricSample, SourceReading
-from scaling.domain.telemetry import (
-    CAPACITY_OBSERVED,
-    COLLECTION_FAILURES,
-    TARGET_ATTRIBUTE,
-)
-from scaling.services.telemetry import (
-    NO_TELEMETRY,
-    Telemetry,
-)
+from scaling.domain.telemetry import CAPACITY_OBSERVED, COLLECTION_FAILURES, TARGET_ATTRIBUTE
+from scaling.services.telemetry import NO_TELEMETRY, Telemetry
 from scaling.sources.base import CallGate, Clock, SourceReader, error_text, utc_now
 from scaling.sources.layouts import NO_LAYOUT_NOTE
 

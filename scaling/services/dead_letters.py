@@ -22,13 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from scaling.domain.telemetry import (
-    DEAD_LETTERS,
-)
-from scaling.services.telemetry import (
-    NO_TELEMETRY,
-    Telemetry,
-)
+from scaling.domain.telemetry import DEAD_LETTERS
+from scaling.services.telemetry import NO_TELEMETRY, Telemetry
 from scaling.settings import ACTIONS_QUEUE, METRICS_QUEUE
 from scaling.storage.records import DeadLetter, body_text, target_of, utc_now
 

@@ -47,12 +47,7 @@ from scaling.domain.telemetry import (
     TARGET_ATTRIBUTE,
     THROUGHPUT_PER_INSTANCE,
 )
-from scaling.services.telemetry import (
-    NO_TELEMETRY,
-    Span,
-    Telemetry,
-    number,
-)
+from scaling.services.telemetry import NO_TELEMETRY, Span, Telemetry, number
 from scaling.storage.base import ConcurrencyConflict, EntityTooLarge, EvaluateStore
 from scaling.storage.records import (
     ActionMessage,

@@ -34,10 +34,7 @@ from scaling.domain.telemetry import (
     TARGET_ATTRIBUTE,
 )
 from scaling.plans.base import PlanAdapter, PlanError, clamp_capacity
-from scaling.services.telemetry import (
-    NO_TELEMETRY,
-    Telemetry,
-)
+from scaling.services.telemetry import NO_TELEMETRY, Telemetry
 from scaling.storage.base import ConcurrencyConflict, ScaleStore
 from scaling.storage.records import (
     ABANDONED,

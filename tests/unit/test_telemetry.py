@@ -9,6 +9,7 @@ import asyncio
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
@@ -36,6 +37,7 @@ from scaling.telemetry import monitor
 from scaling.telemetry.otel import OpenTelemetry
 from tests.helpers import Clock
 
+ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 5, 4, 3, 0, tzinfo=UTC)
 PLAN = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Web/serverfarms/{}"
 NAMESPACE = "NS.servicebus.windows.net"
@@ -249,3 +251,16 @@ def test_the_trace_context_in_messages_is_optional_and_bounded(run: Run) -> None
     assert "traceparent" not in parse_action(json.dumps(without)).to_dict()
     with pytest.raises(ActionError, match="traceparent"):
         parse_action(json.dumps({**run.first_action, "traceparent": 7}))
+
+
+def test_the_contract_in_code_is_the_one_the_workbook_and_alerts_query() -> None:
+    from tests.infra.bicep_rules import TELEMETRY_METRICS
+
+    assert {spec.name: frozenset(spec.dimensions) for spec in METRICS} == TELEMETRY_METRICS
+
+
+def test_the_functions_host_and_worker_run_in_opentelemetry_mode() -> None:
+    host = json.loads((ROOT / "host.json").read_text(encoding="utf-8"))
+    assert host["telemetryMode"] == "OpenTelemetry"
+    function_bicep = (ROOT / "infra" / "app" / "function.bicep").read_text(encoding="utf-8")
+    assert "name: 'PYTHON_ENABLE_OPENTELEMETRY'\n          value: 'true'" in function_bicep
