@@ -385,10 +385,11 @@ class EvaluateService:
         record, name = self.telemetry.record, {"target": target.name}
         decision, metrics = plan.decision, plan.decision.metrics or {}
         record(SAMPLES, 1, name)
-        direction, reason = decision.direction, decision.reason_code
-        reconciled = plan.reconciliation
+        # The direction of what was sent (a decision already acted on is not counted as a second
+        # scale); the reason of a re-issue or an external change when the reconciliation spoke.
+        direction = plan.action.direction if plan.action else HOLD
+        reason, reconciled = decision.reason_code, plan.reconciliation
         if reconciled is not None and reconciled.kind in (REISSUE, EXTERNAL_CHANGE):
-            direction = plan.action.direction if plan.action else HOLD
             reason = "reconcile" if reconciled.kind == REISSUE else EXTERNAL_CHANGE
         record(DECISIONS, 1, {**name, "direction": direction, "reason": reason})
         for source in sample.sources:

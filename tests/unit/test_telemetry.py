@@ -264,3 +264,26 @@ def test_the_functions_host_and_worker_run_in_opentelemetry_mode() -> None:
     assert host["telemetryMode"] == "OpenTelemetry"
     function_bicep = (ROOT / "infra" / "app" / "function.bicep").read_text(encoding="utf-8")
     assert "name: 'PYTHON_ENABLE_OPENTELEMETRY'\n          value: 'true'" in function_bicep
+
+
+def test_a_reissue_counts_as_a_decision_with_reason_reconcile_in_the_decision_s_trace() -> None:
+    from tests.unit.test_reconcile_service import Loop
+
+    reader, exporter, tracer_provider = InMemoryMetricReader(), InMemorySpanExporter(), TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    telemetry = OpenTelemetry(MeterProvider(metric_readers=[reader]), tracer_provider)
+    loop = Loop(telemetry=telemetry)
+    loop.step(500)
+    loop.lose = 1
+    loop.step(5000)  # decides 3; the action is lost
+    while loop.capacity() != 3:
+        loop.step(500)  # the reconciliation re-issues after the grace
+    reissue = loop.sent[-1]["decision_id"]
+    points = Run(reader, exporter, {}, {}).points()
+    orders = {"target": "orders"}
+    assert points[("autoscaler.decisions", frozenset({**orders, "direction": "up", "reason": "reconcile"}.items()))] == 1
+    assert points[("autoscaler.arm_writes", frozenset({**orders, "outcome": "applied"}.items()))] == 1
+    [scale] = [s for s in exporter.get_finished_spans() if s.name == "scale"]
+    [evaluate] = [s for s in exporter.get_finished_spans() if s.attributes.get(DECISION_ID_ATTRIBUTE) == reissue
+                  and s.name == "evaluate"]
+    assert scale.attributes[DECISION_ID_ATTRIBUTE] == reissue and scale.parent.span_id == evaluate.context.span_id
