@@ -20,6 +20,7 @@ CLIENT_ID_SETTING = "AZURE_CLIENT_ID"
 
 _lock = threading.Lock()
 _configured: OpenTelemetry | None = None
+_failed = False
 
 
 def entra_credential(client_id: str | None) -> Any:
@@ -47,12 +48,18 @@ def telemetry_from_environment(
     connection_string = (environ.get(CONNECTION_STRING_SETTING) or "").strip()
     if not connection_string:
         return None
+    global _failed
     with _lock:
-        if _configured is None:
+        if _configured is None and not _failed:
             from scaling.telemetry.otel import OpenTelemetry
 
-            configure(connection_string=connection_string, credential=credential_for(environ.get(CLIENT_ID_SETTING) or None),
-                      logger_name="scaling")
+            try:
+                configure(connection_string=connection_string,
+                          credential=credential_for(environ.get(CLIENT_ID_SETTING) or None), logger_name="scaling")
+            except Exception:  # scaling must go on without telemetry; say so once
+                logger.exception("telemetry: configuring Azure Monitor failed; this worker reports no telemetry")
+                _failed = True
+                return None
             logger.info("telemetry: exporting to Azure Monitor with Entra ID authentication")
             _configured = OpenTelemetry()
         return _configured
@@ -60,6 +67,6 @@ def telemetry_from_environment(
 
 def forget_configuration() -> None:
     """Tests only: the next call configures again."""
-    global _configured
+    global _configured, _failed
     with _lock:
-        _configured = None
+        _configured, _failed = None, False

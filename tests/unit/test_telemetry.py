@@ -287,3 +287,20 @@ def test_a_reissue_counts_as_a_decision_with_reason_reconcile_in_the_decision_s_
     [evaluate] = [s for s in exporter.get_finished_spans() if s.attributes.get(DECISION_ID_ATTRIBUTE) == reissue
                   and s.name == "evaluate"]
     assert scale.attributes[DECISION_ID_ATTRIBUTE] == reissue and scale.parent.span_id == evaluate.context.span_id
+
+
+def test_a_failing_configuration_leaves_scaling_running_without_telemetry(caplog: pytest.LogCaptureFixture) -> None:
+    calls = []
+
+    def broken(**options) -> None:
+        calls.append(options)
+        raise ValueError("malformed connection string")
+
+    monitor.forget_configuration()
+    try:
+        for _ in range(2):
+            assert monitor.telemetry_from_environment({"APPLICATIONINSIGHTS_CONNECTION_STRING": "x"}, configure=broken,
+                                                      credential_for=lambda client_id: None) is None
+    finally:
+        monitor.forget_configuration()
+    assert len(calls) == 1 and "configuring Azure Monitor failed" in caplog.text
