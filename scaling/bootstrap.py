@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from scaling.services.dead_letters import DeadLetterService
     from scaling.services.evaluate import EvaluateService
     from scaling.services.scale import ScaleService
+    from scaling.services.telemetry import Telemetry
     from scaling.storage.base import TableNames
 
 #: Variables the Functions host (Azure or Core Tools) sets; their presence means "running in a host".
@@ -50,6 +51,20 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def telemetry_for(environ: Mapping[str, str] | None = None) -> Telemetry:
+    """Azure Monitor (configured once per process) when ``APPLICATIONINSIGHTS_CONNECTION_STRING``
+    is set, with the managed identity; the no-op telemetry otherwise (local runs, tests)."""
+    from scaling.telemetry.monitor import telemetry_from_environment
+
+    return _or_none(telemetry_from_environment(os.environ if environ is None else environ))
+
+
+def _or_none(telemetry: Telemetry | None) -> Telemetry:
+    from scaling.services.telemetry import NO_TELEMETRY
+
+    return NO_TELEMETRY if telemetry is None else telemetry
+
+
 # --- services from settings (tests, the local demo, and the blueprints below) -----------------
 
 
@@ -71,6 +86,7 @@ def collector_for(
     environ: Mapping[str, str] | None = None,
     clock: Callable[[], datetime] = utc_now,
     partition_source_for: Callable[[SourceSettings], Any] | None = None,
+    telemetry: Telemetry | None = None,
 ) -> Collector:
     """The collector for ``settings.policy`` over the real source readers.
 
@@ -91,6 +107,7 @@ def collector_for(
         timeout_seconds=settings.collect_timeout_seconds,
         clock=clock,
         closers=sources.closers,
+        telemetry=_or_none(telemetry),
     )
 
 
@@ -101,6 +118,7 @@ def evaluate_service_for(
     store: Any = None,
     clock: Callable[[], datetime] = utc_now,
     names: TableNames | None = None,
+    telemetry: Telemetry | None = None,
 ) -> EvaluateService:
     """The evaluate service: Table storage (unless ``store``), the policy, retention from settings."""
     from scaling.services.evaluate import EvaluateService
@@ -115,6 +133,7 @@ def evaluate_service_for(
         clock_skew=timedelta(seconds=settings.clock_skew_seconds),
         reconcile_grace=timedelta(seconds=settings.reconcile_grace_seconds),
         dry_run=settings.dry_run,
+        telemetry=_or_none(telemetry),
     )
 
 
@@ -126,6 +145,7 @@ def scale_service_for(
     plans: Any = None,
     clock: Callable[[], datetime] = utc_now,
     names: TableNames | None = None,
+    telemetry: Telemetry | None = None,
 ) -> ScaleService:
     """The scale service: Table storage and the ARM adapter (unless ``store``/``plans``),
     ``SCALER_DRY_RUN``."""
@@ -142,6 +162,7 @@ def scale_service_for(
         settings.policy,
         dry_run=settings.dry_run,
         clock=clock,
+        telemetry=_or_none(telemetry),
     )
 
 
@@ -161,15 +182,15 @@ def build_collect_service() -> Collector:
     from scaling.plans.factory import build_plan_adapter
 
     settings, credential = _settings_and_credential()
-    return collector_for(settings, capacity_reader=build_plan_adapter(settings, credential))
+    return collector_for(settings, capacity_reader=build_plan_adapter(settings, credential), telemetry=telemetry_for())
 
 
 def build_evaluate_service() -> EvaluateService:
-    return evaluate_service_for(*_settings_and_credential())
+    return evaluate_service_for(*_settings_and_credential(), telemetry=telemetry_for())
 
 
 def build_scale_service() -> ScaleService:
-    return scale_service_for(*_settings_and_credential())
+    return scale_service_for(*_settings_and_credential(), telemetry=telemetry_for())
 
 
 def build_dead_letter_service() -> DeadLetterService:
@@ -177,4 +198,4 @@ def build_dead_letter_service() -> DeadLetterService:
     from scaling.storage.factory import build_table_storage
 
     settings, credential = _settings_and_credential()
-    return DeadLetterService(build_table_storage(settings, credential))
+    return DeadLetterService(build_table_storage(settings, credential), telemetry=telemetry_for())

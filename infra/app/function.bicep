@@ -147,6 +147,13 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
           name: 'APPLICATIONINSIGHTS_AUTHENTICATION_STRING'
           value: 'ClientId=${identityClientId};Authorization=AAD'
         }
+        // The Python worker's OpenTelemetry switch (host.json has "telemetryMode": "OpenTelemetry"):
+        // the invocation's trace context reaches the app, whose spans and metrics the Azure Monitor
+        // distro exports (scaling/telemetry/monitor.py).
+        {
+          name: 'PYTHON_ENABLE_OPENTELEMETRY'
+          value: 'true'
+        }
         {
           name: 'AUTOSCALER_POLICY'
           value: autoscalerPolicy

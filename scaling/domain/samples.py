@@ -29,6 +29,8 @@ MAX_NOTES = 64
 MAX_NAME_CHARS = 256
 MAX_TEXT_CHARS = 4096
 MAX_EXTRA_CHARS = 16_000
+#: A W3C traceparent is 55 characters; room for a future version, never a payload.
+MAX_TRACEPARENT_CHARS = 128
 #: Times outside these years cannot be keyed or compared safely (and are never real).
 EARLIEST_YEAR = 2000
 LATEST_YEAR = 9000
@@ -95,6 +97,8 @@ class MetricSample:
     schema_version: int = SCHEMA_VERSION
     capacity_error: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: The W3C ``traceparent`` of the collect span, so evaluate and scale join its trace.
+    traceparent: str | None = None
 
     def __post_init__(self) -> None:
         if self.collected_at.tzinfo is None:
@@ -196,6 +200,7 @@ def sample_to_dict(sample: MetricSample) -> dict[str, Any]:
             for source in sample.sources
         ],
         **({"extra": dict(sample.extra)} if sample.extra else {}),
+        **({"traceparent": sample.traceparent} if sample.traceparent else {}),
     }
 
 
@@ -339,6 +344,7 @@ def sample_from_dict(document: Any, *, now: datetime | None = None, clock_skew: 
         sources=sources,
         capacity_error=_text(document.get("capacity_error"), "capacity_error", allow_none=True, allow_empty=True),
         extra=_extra(document.get("extra")),
+        traceparent=_text(document.get("traceparent"), "traceparent", max_chars=MAX_TRACEPARENT_CHARS, allow_none=True),
     )
     declared_id = document.get("sample_id")
     if declared_id is not None and declared_id != sample.sample_id:

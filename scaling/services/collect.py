@@ -17,6 +17,8 @@ from typing import Any, Protocol
 
 from scaling.domain.policy import PlanSettings, Policy, SourceSettings, TargetPolicy
 from scaling.domain.samples import MetricSample, SourceReading
+from scaling.domain.telemetry import CAPACITY_OBSERVED, COLLECTION_FAILURES, TARGET_ATTRIBUTE
+from scaling.services.telemetry import NO_TELEMETRY, Telemetry
 from scaling.sources.base import CallGate, Clock, SourceReader, error_text, utc_now
 from scaling.sources.layouts import NO_LAYOUT_NOTE
 
@@ -49,6 +51,7 @@ class Collector:
         timeout_seconds: float = 10.0,
         clock: Clock = utc_now,
         closers: Iterable[Callable[[], Any]] = (),
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self.policy = policy
         self.readers: dict[str, SourceReader] = (
@@ -59,6 +62,7 @@ class Collector:
         self.timeout_seconds = timeout_seconds
         self.clock = clock
         self._closers = list(closers)
+        self.telemetry = telemetry
 
     async def collect(self, now: datetime | None = None) -> list[MetricSample]:
         """One sample per target, in policy order."""
@@ -81,18 +85,31 @@ class Collector:
         return [sample.to_json() for sample in await self.collect(now)]
 
     async def _collect_target(self, target: TargetPolicy, gate: CallGate, moment: datetime) -> MetricSample:
-        capacity_result, *readings = await asyncio.gather(
-            self._read_capacity(target.plan, gate),
-            *(self._read_source(source, gate, moment) for source in target.sources),
-        )
-        capacity, capacity_error = capacity_result
-        return MetricSample(
-            target=target.name,
-            collected_at=collection_time(moment),
-            capacity=capacity,
-            sources=tuple(readings),
-            capacity_error=capacity_error,
-        )
+        # The first span of the decision's trace: its traceparent travels in the sample.
+        with self.telemetry.span("collect", attributes={TARGET_ATTRIBUTE: target.name}) as span:
+            capacity_result, *readings = await asyncio.gather(
+                self._read_capacity(target.plan, gate),
+                *(self._read_source(source, gate, moment) for source in target.sources),
+            )
+            capacity, capacity_error = capacity_result
+            sample = MetricSample(
+                target=target.name,
+                collected_at=collection_time(moment),
+                capacity=capacity,
+                sources=tuple(readings),
+                capacity_error=capacity_error,
+                traceparent=span.traceparent,
+            )
+            span.set_attribute("autoscaler.sample_id", sample.sample_id)
+            self._report(sample)
+        return sample
+
+    def _report(self, sample: MetricSample) -> None:
+        if sample.capacity is not None:
+            self.telemetry.record(CAPACITY_OBSERVED, sample.capacity, {"target": sample.target})
+        for source in sample.sources:
+            if not source.ok:
+                self.telemetry.record(COLLECTION_FAILURES, 1, {"target": sample.target, "source": source.name})
 
     async def _read_capacity(self, plan: PlanSettings, gate: CallGate) -> tuple[int | None, str | None]:
         try:

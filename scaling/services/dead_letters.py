@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from scaling.domain.telemetry import DEAD_LETTERS
+from scaling.services.telemetry import NO_TELEMETRY, Telemetry
 from scaling.settings import ACTIONS_QUEUE, METRICS_QUEUE
 from scaling.storage.records import DeadLetter, body_text, target_of, utc_now
 
@@ -81,8 +83,9 @@ class PoisonOutcome:
 
 class DeadLetterService:
     def __init__(self, store: DeadLetterStore, *, clock: Callable[[], datetime] = utc_now,
-                 last_errors: LastErrors = LAST_ERRORS) -> None:
+                 last_errors: LastErrors = LAST_ERRORS, telemetry: Telemetry = NO_TELEMETRY) -> None:
         self.store = store
+        self.telemetry = telemetry
         self.clock = clock
         self.last_errors = last_errors
 
@@ -96,6 +99,8 @@ class DeadLetterService:
         letter = DeadLetter(function, text, error, self.clock(), dequeue_count, message_id, target=target_of(text),
                             origin=POISON)
         created = self.store.dead_letter(letter)
+        if created:
+            self.telemetry.record(DEAD_LETTERS, 1, {"function": function})
         logger.error("%s-poison: message %s recorded as dead letter %s: %s", queue, message_id or "?",
                      letter.letter_id, error)
         return PoisonOutcome("recorded" if created else "already_recorded", letter)

@@ -33,6 +33,21 @@ from scaling.domain.names import safe_text
 from scaling.domain.policy import Policy, TargetPolicy
 from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, DesiredCapacity, Reconciliation, reconcile
 from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample, SampleError, parse_sample
+from scaling.domain.telemetry import (
+    ARRIVAL_RATE,
+    BACKLOG,
+    CAPACITY_DESIRED,
+    DEAD_LETTERS,
+    DECISION_ID_ATTRIBUTE,
+    DECISIONS,
+    OLDEST_EVENT_AGE,
+    PREDICTED_AGE,
+    SAMPLES,
+    SLO_SECONDS,
+    TARGET_ATTRIBUTE,
+    THROUGHPUT_PER_INSTANCE,
+)
+from scaling.services.telemetry import NO_TELEMETRY, Span, Telemetry, number
 from scaling.storage.base import ConcurrencyConflict, EntityTooLarge, EvaluateStore
 from scaling.storage.records import (
     ActionMessage,
@@ -84,6 +99,7 @@ class _Plan:
     action: ActionMessage | None
     purge: bool
     reconciliation: Reconciliation | None = None
+    previous: MetricSample | None = None
 
 
 def decision_time(now: datetime, stored: StoredState) -> datetime:
@@ -93,6 +109,24 @@ def decision_time(now: datetime, stored: StoredState) -> datetime:
     if stored.latest_decided_at is not None and now <= stored.latest_decided_at:
         return stored.latest_decided_at + timedelta(milliseconds=1)
     return now
+
+
+def source_arrival_rates(previous: MetricSample | None, sample: MetricSample) -> dict[str, float]:
+    """Events per second per source between two samples, from the partitions' last enqueued
+    sequence numbers (sources without partitions, or failed in either sample, have none)."""
+    if previous is None or sample.collected_at <= previous.collected_at:
+        return {}
+    seconds = (sample.collected_at - previous.collected_at).total_seconds()
+    before = {source.name: source for source in previous.sources if source.ok and source.partitions}
+    rates = {}
+    for source in sample.sources:
+        earlier = before.get(source.name)
+        if not source.ok or earlier is None or not source.partitions:
+            continue
+        last = {p.partition_id: p.last_enqueued for p in earlier.partitions}
+        arrived = sum(max(p.last_enqueued - last[p.partition_id], 0) for p in source.partitions if p.partition_id in last)
+        rates[source.name] = arrived / seconds
+    return rates
 
 
 def with_layout_notes(record: DecisionRecord, sample: MetricSample) -> DecisionRecord:
@@ -125,6 +159,7 @@ class EvaluateService:
         clock_skew: timedelta = MAX_CLOCK_SKEW,
         reconcile_grace: timedelta = RECONCILE_GRACE,
         dry_run: bool = False,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self.store = store
         self.policy = policy
@@ -137,6 +172,7 @@ class EvaluateService:
         self.clock_skew = clock_skew
         self.reconcile_grace = reconcile_grace
         self.dry_run = dry_run
+        self.telemetry = telemetry
         self._cache: dict[str, StoredState] = {}
 
     # --- the entry point -----------------------------------------------------------------------
@@ -151,6 +187,19 @@ class EvaluateService:
             # Validation missed a case: still a bad message, not a reason to retry it five times.
             return self._dead_letter(body, f"unreadable sample ({type(error).__name__}: {error})", now, dequeue_count,
                                      message_id)
+        # A child of the collect span whose traceparent the sample carries: one trace per decision.
+        with self.telemetry.span("evaluate", parent=sample.traceparent,
+                                 attributes={TARGET_ATTRIBUTE: sample.target, "autoscaler.sample_id": sample.sample_id}) as span:
+            outcome = self._handle_sample(sample, body, now, dequeue_count, message_id, span)
+            span.set_attribute("autoscaler.outcome", outcome.status)
+            decision_id = outcome.action.decision_id if outcome.action else \
+                outcome.decision.decision_id if outcome.decision else None
+            if decision_id:
+                span.set_attribute(DECISION_ID_ATTRIBUTE, decision_id)
+            return outcome
+
+    def _handle_sample(self, sample: MetricSample, body: str | bytes, now: datetime, dequeue_count: int,
+                       message_id: str | None, span: Span) -> EvaluateOutcome:
         try:
             target = self.policy.target(sample.target)
         except KeyError:
@@ -198,7 +247,8 @@ class EvaluateService:
                 raise ConcurrencyConflict(f"evaluate {target.name}: gave up on sample {sample.sample_id} after "
                                           f"{self.max_attempts} conflicting writes; the queue will redeliver it")
             history = self.store.load_window(target.name, window_start, now + self.clock_skew)
-            plan = self._plan(target, stored, sample, history, decision_time(now, stored), window_start)
+            plan = self._plan(target, stored, sample, history, decision_time(now, stored), window_start,
+                              traceparent=span.traceparent)
             try:
                 saved = self.store.commit(replace(plan.stored, written_by=writer), plan.records)
                 break
@@ -212,6 +262,7 @@ class EvaluateService:
         if plan.purge:
             self._purge(target.name, now)
         self._log(plan, sample)
+        self._report(target, plan, sample)
         messages = (plan.action.to_json(),) if plan.action else ()
         return EvaluateOutcome("evaluated", messages, sample.sample_id, target.name, plan.decision,
                                plan.action, attempts=attempt)
@@ -219,11 +270,13 @@ class EvaluateService:
     # --- steps ------------------------------------------------------------------------------------
 
     def _plan(self, target: TargetPolicy, stored: StoredState, sample: MetricSample, history: list[MetricSample],
-              now: datetime, window_start: datetime) -> _Plan:
+              now: datetime, window_start: datetime, *, traceparent: str | None = None) -> _Plan:
         old = stored.state
         if not any(item.sample_id == sample.sample_id for item in history):
             history = [*history, sample]
         decision = evaluate(target, old, history, now)
+        previous = max((item for item in history if item.collected_at < sample.collected_at),
+                       key=lambda item: item.collected_at, default=None)
         newest = max((item for item in history if item.collected_at <= now + self.clock_skew),
                      key=lambda item: item.collected_at, default=sample)
         reconciliation = None if self.dry_run else reconcile(
@@ -243,7 +296,7 @@ class EvaluateService:
             logger.info("evaluate %s: decision %s was already taken; not acting again", target.name, decision.decision_id)
             new_state = old
         elif decision.acts:
-            action = action_for(decision, target)
+            action = replace(action_for(decision, target), traceparent=traceparent)
             records.append(with_layout_notes(DecisionRecord.from_decision(decision, sample.sample_id, action), sample))
             next_stored = replace(next_stored.with_outbox(sample.sample_id, action),
                                   latest_decision_id=decision.decision_id, latest_decided_at=decision.evaluated_at)
@@ -253,7 +306,7 @@ class EvaluateService:
         elif decision.reason_code != old.last_reason_code:
             records.append(with_layout_notes(DecisionRecord.from_decision(decision, sample.sample_id, None), sample))
         if reconciliation is not None and reconciliation.kind in (REISSUE, EXTERNAL_CHANGE):
-            action, record = self._reconciled(target, reconciliation, sample.sample_id, now)
+            action, record = self._reconciled(target, reconciliation, sample.sample_id, now, traceparent)
             records.append(record)
             if action is not None:
                 next_stored = replace(next_stored.with_outbox(sample.sample_id, action),
@@ -261,10 +314,10 @@ class EvaluateService:
         purge = stored.retention_at is None or now - stored.retention_at >= self.retention_every
         next_stored = replace(next_stored, state=new_state, updated_at=now, desired=desired,
                               retention_at=now if purge else stored.retention_at)
-        return _Plan(next_stored, tuple(records), decision, action, purge, reconciliation)
+        return _Plan(next_stored, tuple(records), decision, action, purge, reconciliation, previous)
 
     def _reconciled(self, target: TargetPolicy, reconciliation: Reconciliation, trigger: str,
-                    now: datetime) -> tuple[ActionMessage | None, DecisionRecord]:
+                    now: datetime, traceparent: str | None = None) -> tuple[ActionMessage | None, DecisionRecord]:
         """The decision-log row of a re-issue or an external change, and the action to send (if any)."""
         desired = reconciliation.desired
         assert desired is not None and reconciliation.observed is not None
@@ -276,7 +329,8 @@ class EvaluateService:
             action = ActionMessage(decision_id=reconciliation.reissue_id, target=target.name,
                                    plan_resource_id=target.plan.resource_id, target_capacity=desired.capacity,
                                    direction=reconciliation.direction or UP,
-                                   reason=f"{code}: {'; '.join(reconciliation.reasons)}", decided_at=now)
+                                   reason=f"{code}: {'; '.join(reconciliation.reasons)}", decided_at=now,
+                                   traceparent=traceparent)
         record_id = reconciliation.reissue_id or desired.decision_id
         record = DecisionRecord(target.name, record_id, now, trigger, acts=action is not None,
                                 direction=action.direction if action else HOLD, reason_code=code,
@@ -314,6 +368,7 @@ class EvaluateService:
         text = body_text(body)
         self.store.dead_letter(DeadLetter(FUNCTION_NAME, text, error, now, dequeue_count, message_id,
                                           target=target or target_of(text)))
+        self.telemetry.record(DEAD_LETTERS, 1, {"function": FUNCTION_NAME})
         return EvaluateOutcome("dead_lettered", target=target, error=error)
 
     def _log(self, plan: _Plan, sample: MetricSample) -> None:
@@ -324,6 +379,33 @@ class EvaluateService:
         else:
             logger.info("evaluate %s: sample %s holds at %s (%s)", decision.target, sample.sample_id,
                         decision.current_capacity, decision.reason_code)
+
+    def _report(self, target: TargetPolicy, plan: _Plan, sample: MetricSample) -> None:
+        """The metrics of one evaluated sample (docs/operations-monitoring.md)."""
+        record, name = self.telemetry.record, {"target": target.name}
+        decision, metrics = plan.decision, plan.decision.metrics or {}
+        record(SAMPLES, 1, name)
+        # The direction of what was sent (a decision already acted on is not counted as a second
+        # scale); the reason of a re-issue or an external change when the reconciliation spoke.
+        direction = plan.action.direction if plan.action else HOLD
+        reason, reconciled = decision.reason_code, plan.reconciliation
+        if reconciled is not None and reconciled.kind in (REISSUE, EXTERNAL_CHANGE):
+            reason = "reconcile" if reconciled.kind == REISSUE else EXTERNAL_CHANGE
+        record(DECISIONS, 1, {**name, "direction": direction, "reason": reason})
+        for source in sample.sources:
+            if source.ok:
+                record(BACKLOG, source.backlog, {**name, "source": source.name})
+        for source, rate in source_arrival_rates(plan.previous, sample).items():
+            record(ARRIVAL_RATE, rate, {**name, "source": source})
+        for spec, key in ((OLDEST_EVENT_AGE, "oldest_age_seconds"), (PREDICTED_AGE, "predicted_age_seconds"),
+                          (THROUGHPUT_PER_INSTANCE, "throughput_per_instance")):
+            value = number(metrics.get(key))
+            if value is not None:
+                record(spec, value, name)
+        if target.mode == "slo":
+            record(SLO_SECONDS, target.slo.max_event_age_seconds, name)
+        if plan.stored.desired is not None:
+            record(CAPACITY_DESIRED, plan.stored.desired.capacity, name)
 
     # --- the state cache ---------------------------------------------------------------------------
 

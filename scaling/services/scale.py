@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -24,7 +25,16 @@ from datetime import datetime, timedelta
 from scaling.domain.decisions import HOLD
 from scaling.domain.names import safe_text
 from scaling.domain.policy import Policy, TargetPolicy
+from scaling.domain.telemetry import (
+    ARM_WRITE_DURATION,
+    ARM_WRITES,
+    CAPACITY_REQUESTED,
+    DEAD_LETTERS,
+    DECISION_ID_ATTRIBUTE,
+    TARGET_ATTRIBUTE,
+)
 from scaling.plans.base import PlanAdapter, PlanError, clamp_capacity
+from scaling.services.telemetry import NO_TELEMETRY, Telemetry
 from scaling.storage.base import ConcurrencyConflict, ScaleStore
 from scaling.storage.records import (
     ABANDONED,
@@ -49,6 +59,8 @@ logger = logging.getLogger(__name__)
 FUNCTION_NAME = "scale"
 #: The reason code the state carries after a failed scale, so the next hold is logged.
 SCALE_FAILED = "scale_failed"
+#: The outcomes counted in ``autoscaler.arm_writes`` (duplicates and in-progress deliveries are not writes).
+WRITE_OUTCOMES = frozenset({APPLIED, UNCHANGED, STALE, FAILED, DRY_RUN})
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +86,8 @@ class ScaleService:
         clock: Callable[[], datetime] = utc_now,
         claim_lease: timedelta = timedelta(minutes=5),
         max_state_attempts: int = 5,
+        telemetry: Telemetry = NO_TELEMETRY,
+        timer: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.store = store
         self.plans = plans
@@ -82,6 +96,8 @@ class ScaleService:
         self.clock = clock
         self.claim_lease = claim_lease
         self.max_state_attempts = max_state_attempts
+        self.telemetry = telemetry
+        self.timer = timer
 
     def handle(self, body: str | bytes, *, dequeue_count: int = 1, message_id: str | None = None) -> ScaleOutcome:
         now = self.clock()
@@ -92,6 +108,19 @@ class ScaleService:
         except (ValueError, TypeError, OverflowError, RecursionError) as error:
             return self._dead_letter(body, f"unreadable action ({type(error).__name__}: {error})", now, dequeue_count,
                                      message_id)
+        # A child of the evaluate span whose traceparent the action carries.
+        with self.telemetry.span("scale", parent=action.traceparent,
+                                 attributes={TARGET_ATTRIBUTE: action.target, DECISION_ID_ATTRIBUTE: action.decision_id}) as span:
+            outcome = self._handle_action(action, body, now, dequeue_count, message_id)
+            span.set_attribute("autoscaler.outcome", outcome.status)
+        if outcome.status in WRITE_OUTCOMES and outcome.target:
+            self.telemetry.record(ARM_WRITES, 1, {"target": outcome.target, "outcome": outcome.status})
+            if outcome.status == APPLIED and outcome.capacity_after is not None:
+                self.telemetry.record(CAPACITY_REQUESTED, outcome.capacity_after, {"target": outcome.target})
+        return outcome
+
+    def _handle_action(self, action: ActionMessage, body: str | bytes, now: datetime, dequeue_count: int,
+                       message_id: str | None) -> ScaleOutcome:
         try:
             target = self.policy.target(action.target)
         except KeyError:
@@ -177,7 +206,11 @@ class ScaleService:
             notes.append(f"plan already at {wanted}; nothing written")
             logger.info("scale %s: plan %s already at %d; nothing written", target.name, info.resource_id, wanted)
             return UNCHANGED, info.capacity, wanted, "; ".join(notes)
-        after = self.plans.set_capacity(action.plan_resource_id, wanted)
+        started = self.timer()
+        try:
+            after = self.plans.set_capacity(action.plan_resource_id, wanted)
+        finally:
+            self.telemetry.record(ARM_WRITE_DURATION, (self.timer() - started) * 1000.0, {"target": target.name})
         logger.info("scale %s: plan %s %s -> %s (decision %s: %s)", target.name, info.resource_id, info.capacity,
                     after.capacity, action.decision_id, action.reason)
         return APPLIED, info.capacity, after.capacity, "; ".join(notes) or None
@@ -251,4 +284,5 @@ class ScaleService:
         logger.error("scale: message %s dead-lettered: %s", message_id or "?", error)
         text = body_text(body)
         self.store.dead_letter(DeadLetter(FUNCTION_NAME, text, error, now, dequeue_count, message_id, target=target_of(text)))
+        self.telemetry.record(DEAD_LETTERS, 1, {"function": FUNCTION_NAME})
         return ScaleOutcome("dead_lettered", detail=error)

@@ -16,7 +16,7 @@ from typing import Any
 from scaling.domain.decisions import DOWN, UP, Decision
 from scaling.domain.names import DECISION_ID, target_name_problem, text_problem
 from scaling.domain.policy import TargetPolicy
-from scaling.domain.samples import MAX_CAPACITY, format_time, parse_time
+from scaling.domain.samples import MAX_CAPACITY, MAX_TRACEPARENT_CHARS, format_time, parse_time
 
 ACTION_SCHEMA_VERSION = 1
 #: An action's reason is the decision's reasons joined; longer text is cut when the action is made.
@@ -39,6 +39,8 @@ class ActionMessage:
     reason: str
     decided_at: datetime
     schema_version: int = ACTION_SCHEMA_VERSION
+    #: The W3C ``traceparent`` of the evaluate span, so the scale span joins the decision's trace.
+    traceparent: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -50,6 +52,7 @@ class ActionMessage:
             "direction": self.direction,
             "reason": self.reason,
             "decided_at": format_time(self.decided_at),
+            **({"traceparent": self.traceparent} if self.traceparent else {}),
         }
 
     def to_json(self) -> str:
@@ -103,6 +106,10 @@ def action_from_dict(document: Any) -> ActionMessage:
     problem = text_problem(reason, max_chars=MAX_REASON_CHARS, allow_empty=True)
     if problem:
         raise ActionError(f"reason {problem}")
+    traceparent = document.get("traceparent")
+    problem = None if traceparent is None else text_problem(traceparent, max_chars=MAX_TRACEPARENT_CHARS)
+    if problem:
+        raise ActionError(f"traceparent {problem}")
     try:
         decided_at = parse_time(document["decided_at"], "decided_at")
     except ValueError as error:
@@ -115,6 +122,7 @@ def action_from_dict(document: Any) -> ActionMessage:
         direction=direction,
         reason=reason,
         decided_at=decided_at,
+        traceparent=traceparent,
     )
 
 

@@ -60,6 +60,7 @@ APP_SETTINGS = {
     "AZURE_CLIENT_ID",
     "APPLICATIONINSIGHTS_CONNECTION_STRING",
     "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
+    "PYTHON_ENABLE_OPENTELEMETRY",
     "AUTOSCALER_POLICY",
     "COLLECT_SCHEDULE",
     "SCALER_DRY_RUN",
@@ -267,6 +268,7 @@ def test_function_app_settings(templates: dict[str, Template]) -> None:
     assert settings["AzureWebJobsStorage__credential"] == "managedidentity"
     assert settings["AzureWebJobsStorage__clientId"] == settings["AZURE_CLIENT_ID"] == "identityClientId"
     assert settings["APPLICATIONINSIGHTS_AUTHENTICATION_STRING"] == "ClientId=${identityClientId};Authorization=AAD"
+    assert settings["PYTHON_ENABLE_OPENTELEMETRY"] == "true"  # with host.json "telemetryMode": "OpenTelemetry"
     for kind in ("blob", "queue", "table"):
         assert settings[f"AzureWebJobsStorage__{kind}ServiceUri"] == f"{kind}Endpoint"
 

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from scaling.plans.memory import InMemoryPlans
 from scaling.services.evaluate import EvaluateService
 from scaling.services.scale import ScaleService
+from scaling.services.telemetry import NO_TELEMETRY, Telemetry
 from scaling.storage.memory import MemoryStorage
 from scaling.storage.synthetic import policy_of, queue_sample, rules_target
 from tests.helpers import Clock
@@ -22,7 +23,8 @@ T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 class Loop:
     """collect -> evaluate -> scale once a minute; ``lose`` drops the next actions on the way."""
 
-    def __init__(self, *, on_external_change: str = "adopt", dry_run: bool = False) -> None:
+    def __init__(self, *, on_external_change: str = "adopt", dry_run: bool = False,
+                 telemetry: Telemetry = NO_TELEMETRY) -> None:
         target = rules_target("orders", min_samples=1, window_seconds=60, up_cooldown=0, down_cooldown=0)
         self.target = replace(target, on_external_change=on_external_change)
         self.plan = self.target.plan.resource_id
@@ -31,8 +33,8 @@ class Loop:
         self.plans.add(self.plan, 2)
         self.clock = Clock(T0)
         policy = policy_of(self.target)
-        self.evaluate = EvaluateService(self.store, policy, clock=self.clock, dry_run=dry_run)
-        self.scale = ScaleService(self.store, self.plans, policy, clock=self.clock, dry_run=dry_run)
+        self.evaluate = EvaluateService(self.store, policy, clock=self.clock, dry_run=dry_run, telemetry=telemetry)
+        self.scale = ScaleService(self.store, self.plans, policy, clock=self.clock, dry_run=dry_run, telemetry=telemetry)
         self.minute = 0
         self.lose = 0
         self.sent: list[dict] = []
