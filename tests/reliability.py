@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -105,8 +105,6 @@ class Rig:
     def __init__(self, azurite, table_proxy: FaultProxy, arm_endpoint, arm_proxy: FaultProxy, prefix: str, *,
                  capacity: int = 2, on_external_change: str = "adopt", read_timeout: float = 2.0,
                  table_retries: int = 2) -> None:
-        from dataclasses import replace
-
         self.target = replace(rules_target("orders", up_above=16_000, down_below=8_000, window_seconds=60, min_samples=1,
                                            up_cooldown=0, down_cooldown=0, max_instances=8),
                               on_external_change=on_external_change)

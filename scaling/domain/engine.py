@@ -29,7 +29,8 @@ from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample
 THROUGHPUT_LEARNING_RATE = 0.3
 
 
-def window_samples(history: Iterable[MetricSample], target: str, now: datetime, window_seconds: float) -> list[MetricSample]:
+def window_samples(history: Iterable[MetricSample], target: str, now: datetime, window_seconds: float,
+                   clock_skew: timedelta = MAX_CLOCK_SKEW) -> list[MetricSample]:
     """The target's samples inside the window, de-duplicated by id and ordered by collection time.
 
     Late samples (arriving after newer ones) land in their place by time; samples from the
@@ -38,7 +39,7 @@ def window_samples(history: Iterable[MetricSample], target: str, now: datetime, 
     start = now - timedelta(seconds=window_seconds)
     unique: dict[str, MetricSample] = {}
     for sample in history:
-        if sample.target == target and start < sample.collected_at <= now + MAX_CLOCK_SKEW:
+        if sample.target == target and start < sample.collected_at <= now + clock_skew:
             unique.setdefault(sample.sample_id, sample)
     return sorted(unique.values(), key=lambda sample: sample.collected_at)
 
@@ -150,13 +151,16 @@ def _hold(target: TargetPolicy, decision_id: str, now: datetime, capacity: int |
     return Decision(decision_id, target.name, now, capacity, None, HOLD, code, tuple(reasons), metrics, new_state)
 
 
-def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricSample], now: datetime) -> Decision:
+def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricSample], now: datetime, *,
+             clock_skew: timedelta = MAX_CLOCK_SKEW) -> Decision:
     """Decide the target capacity for ``target`` from its recent samples.
 
     Never scales in when a source failed or the window is short of samples; a scale-out uses
-    whatever data is there. Returns a decision whose ``state`` is the state to persist.
+    whatever data is there. Samples more than ``clock_skew`` ahead of ``now`` are ignored (the
+    evaluate service passes the tolerance it parses with). Returns a decision whose ``state``
+    is the state to persist.
     """
-    samples = window_samples(history, target.name, now, target.window_seconds or 600)
+    samples = window_samples(history, target.name, now, target.window_seconds or 600, clock_skew)
     if not samples:
         return _hold(target, decision_id_for(target.name, f"empty@{now.isoformat()}"), now, state.capacity,
                      "no_samples", ["no samples in the window"], {}, state)

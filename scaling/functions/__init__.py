@@ -6,7 +6,7 @@ use), ``settings`` and the services' types; only ``function_app.py`` and ``local
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 Service = TypeVar("Service")
 
@@ -29,3 +29,16 @@ class ServiceSlot(Generic[Service]):
         """Install ``service`` (``None``: rebuild on next use); returns the one installed before."""
         previous, self._service = self._service, service
         return previous
+
+
+def handle_message(service: Any, msg: Any) -> Any:
+    """``service.handle`` for one queue message; an exception is remembered for the poison
+    handler (the host's poison copy carries no error) and raised, so the queue redelivers."""
+    from scaling.services.dead_letters import LAST_ERRORS
+
+    body = msg.get_body()
+    try:
+        return service.handle(body, dequeue_count=msg.dequeue_count or 1, message_id=msg.id)
+    except Exception as error:
+        LAST_ERRORS.remember(body, error)
+        raise

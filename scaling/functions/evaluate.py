@@ -14,8 +14,7 @@ from typing import Protocol
 
 import azure.functions as func
 
-from scaling.functions import ServiceSlot
-from scaling.services.dead_letters import LAST_ERRORS
+from scaling.functions import ServiceSlot, handle_message
 from scaling.settings import ACTIONS_QUEUE, METRICS_QUEUE, STORAGE_SETTING
 
 logger = logging.getLogger(__name__)
@@ -49,12 +48,7 @@ set_service = _slot.set
 @blueprint.queue_output(arg_name="actions", queue_name=ACTIONS_QUEUE, connection=STORAGE_SETTING)
 # typing.List, not list[...], and no `from __future__ import annotations`: the worker inspects the real types.
 def evaluate(msg: func.QueueMessage, actions: func.Out[typing.List[str]]) -> None:  # noqa: UP006
-    body = msg.get_body()
-    try:
-        outcome = get_service().handle(body, dequeue_count=msg.dequeue_count or 1, message_id=msg.id)
-    except Exception as error:  # the queue redelivers; the poison handler reports the last error
-        LAST_ERRORS.remember(body, error)
-        raise
+    outcome = handle_message(get_service(), msg)
     if outcome.messages:
         actions.set(list(outcome.messages))
     logger.info("evaluate: message %s -> %s (%d action message(s))", msg.id, outcome.status, len(outcome.messages))

@@ -12,8 +12,7 @@ from typing import Protocol
 
 import azure.functions as func
 
-from scaling.functions import ServiceSlot
-from scaling.services.dead_letters import LAST_ERRORS
+from scaling.functions import ServiceSlot, handle_message
 from scaling.settings import ACTIONS_QUEUE, STORAGE_SETTING
 
 logger = logging.getLogger(__name__)
@@ -44,10 +43,5 @@ set_service = _slot.set
 @blueprint.function_name("scale")
 @blueprint.queue_trigger(arg_name="msg", queue_name=ACTIONS_QUEUE, connection=STORAGE_SETTING)
 def scale(msg: func.QueueMessage) -> None:
-    body = msg.get_body()
-    try:
-        outcome = get_service().handle(body, dequeue_count=msg.dequeue_count or 1, message_id=msg.id)
-    except Exception as error:  # the queue redelivers; the poison handler reports the last error
-        LAST_ERRORS.remember(body, error)
-        raise
+    outcome = handle_message(get_service(), msg)
     logger.info("scale: message %s -> %s", msg.id, outcome.status)

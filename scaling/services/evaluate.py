@@ -274,7 +274,7 @@ class EvaluateService:
         old = stored.state
         if not any(item.sample_id == sample.sample_id for item in history):
             history = [*history, sample]
-        decision = evaluate(target, old, history, now)
+        decision = evaluate(target, old, history, now, clock_skew=self.clock_skew)
         previous = max((item for item in history if item.collected_at < sample.collected_at),
                        key=lambda item: item.collected_at, default=None)
         newest = max((item for item in history if item.collected_at <= now + self.clock_skew),

@@ -313,3 +313,14 @@ def test_the_checkpoint_layout_note_reaches_the_decision_log() -> None:
     [row] = store.decisions("orders")
     assert f"{source.name}: checkpoint_layout: blobMetadata (2 of 2 partitions)" in row.reasons
     assert not any("other" in reason for reason in row.reasons)
+
+
+def test_a_wider_clock_skew_setting_widens_the_engines_window_too() -> None:
+    """A sample the service accepts (120 s ahead with a 300 s tolerance) is one the engine reads:
+    the parser and the window share one bound."""
+    store = MemoryStorage()
+    target = rules_target("orders", min_samples=1)
+    service = EvaluateService(store, policy_of(target), clock=Clock(T0), clock_skew=timedelta(seconds=300))
+    ahead = queue_sample("orders", T0 + timedelta(seconds=120), 5000, capacity=2)
+    outcome = service.handle(ahead.to_json())
+    assert outcome.status == "evaluated" and outcome.action is not None and outcome.action.target_capacity == 3
