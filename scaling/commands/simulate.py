@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from scaling.simulation.scenario_flags import add_scenario_arguments, scenario_from
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", required=True, help="per-minute (or --seconds-per-row 1) trace CSV")
@@ -19,23 +21,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--series", action="store_true", help="include the minute-by-minute series in the JSON")
     parser.add_argument("--report", help="also write the run's report page (HTML, as `python -m scaling report`)")
     parser.add_argument("--history-out", help="also write the samples collect would have seen as Parquet history")
-    parser.add_argument("--peak-instances", type=float, default=24.0, help="scale the trace so its peak needs this many")
-    parser.add_argument("--partitions", type=int, default=32)
-    parser.add_argument("--events-per-instance-per-minute", type=float, default=1000.0)
-    parser.add_argument("--provisioning-delay", type=int, default=2, help="minutes before new instances serve")
-    parser.add_argument("--slo-minutes", type=float, default=5.0)
-    parser.add_argument("--checkpoint-delay", type=float, default=0.0, help="seconds checkpoints trail what was processed")
+    add_scenario_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from scaling.domain.policy import PolicyError, load_policy
     from scaling.simulation.peers import EngineAutoscaler, simulated_target
-    from scaling.simulation.world import Scenario, load_trace, per_minute, scale_trace, simulate
+    from scaling.simulation.world import load_trace, per_minute, scale_trace, simulate
 
-    scenario = Scenario(peak_instances=args.peak_instances, partitions=args.partitions,
-                        events_per_instance_per_minute=args.events_per_instance_per_minute,
-                        provisioning_delay_minutes=args.provisioning_delay, slo_minutes=args.slo_minutes,
-                        checkpoint_delay_seconds=args.checkpoint_delay)
+    scenario = scenario_from(args)
     if args.policy:
         try:
             policy = load_policy(args.policy)

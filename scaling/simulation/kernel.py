@@ -10,13 +10,25 @@ The rules of the world, each in one place (all parameters come from ``Scenario``
 
 - arrivals: partition ``p`` gets ``weights[p]`` of each minute's events (``Kernel.__init__``);
   collect reads the last enqueued sequence number ``floor(weights * cumulative) - 1``;
-- ownership: partition ``p`` is owned by instance ``p mod n`` (``Ownership``);
-- serving: each instance serves at most ``mu`` events a minute, shared among its partitions
-  without waste, water-filling (``water_fill``);
-- provisioning: a scale-out serves after ``provisioning_delay_minutes``, a scale-in at once,
-  and trims scale-outs in flight (``Kernel.request`` and the start of ``Kernel.advance``);
+  the weights shift by one partition every ``hot_spot_rotation_minutes`` (``Scenario.weights_at``);
+- ownership: partition ``p`` is owned by instance ``p mod n`` (``assignment`` ``modulo``), or
+  by the processor's load balancer (``balanced``: floor or ceil of P/n each, the fewest
+  partitions move when the serving count changes, which ones drawn from the seed)
+  (``Ownership``, ``rebalance``);
+- serving: each instance serves at most ``mu`` events a minute times the consumers' speed factor
+  (``Scenario.speed_factors``: the wave and slow-down windows), shared among its partitions
+  without waste, water-filling (``water_fill``); a partition that is stalled or pausing for part
+  of a minute gets that part of its service only (``Kernel._availability``);
+- provisioning: a scale-out serves after a delay (``provisioning_delay_minutes``, or drawn per
+  scale-out from ``provisioning_delay_range``), a scale-in at once, and trims scale-outs in
+  flight (``Kernel.request`` and the start of ``Kernel.advance``);
+- failures: at ``instance_failures_per_day`` (drawn from the seed) an instance dies: its
+  partitions stall for ``ownership_expiry_seconds``, then move to the survivors; the plan
+  restores it after a provisioning delay (``Kernel._fail``);
+- rebalancing: every partition whose owner changes pauses for ``rebalance_pause_seconds``;
 - checkpoints: consumers checkpoint ``checkpoint_delay_seconds`` behind what they processed,
-  processing being even within a minute (``Kernel.checkpoint_positions``);
+  or every ``checkpoint_interval_seconds`` per partition (phases spread evenly), processing
+  being even within a minute (``Kernel.checkpoint_positions``);
 - cost, actions and the SLO: per minute the requested and serving counts, the backlog, and the
   age of the oldest unprocessed event (``Kernel.advance``), scored by ``scored_result``.
 
@@ -43,15 +55,23 @@ def arrival_minutes(cumulative: np.ndarray, positions: np.ndarray) -> np.ndarray
 
 
 class Ownership:
-    """Who owns which partition for each candidate's serving count (``p mod n``), kept up to date
-    as serving counts change (rarely). Arrays are (partitions, candidates): ``local`` the owning
-    instance, ``owner`` its slot in the flattened batch (``i * C + c``), ``share`` each
-    partition's first-round share, ``rate / partitions its owner has``."""
+    """Who owns which partition for each candidate's serving count, kept up to date as serving
+    counts change (rarely). Arrays are (partitions, candidates): ``local`` the owning instance
+    (0 .. n-1), ``owner`` its slot in the flattened batch (``i * C + c``), ``share`` each
+    partition's first-round share, ``rate / partitions its owner has``.
 
-    def __init__(self, count: int, partitions: int, rate: float) -> None:
+    ``modulo`` reads the owners of each count off a table; ``balanced`` keeps each candidate's
+    assignment and moves the fewest partitions (``rebalance``). After each change ``moved``
+    tells which partitions changed owner (for the rebalance pause), and ``names`` each
+    instance's name (stable while it lives: what collect reads as the owner)."""
+
+    def __init__(self, count: int, partitions: int, rate: float, assignment: str = "modulo", seed: int = 1) -> None:
         index = np.arange(partitions)
         sizes = np.arange(1, partitions + 1)
         self.partitions = partitions
+        self.rate = rate
+        self.balanced = assignment == "balanced"
+        self.seed = seed
         self.by_count = index[:, None] % sizes[None, :]  # column n - 1: owners with n instances
         owned = np.stack([np.bincount(column, minlength=partitions)[column] for column in self.by_count.T], axis=1)
         self.share_by_count = rate / owned  # an owner's rate split evenly among its partitions
@@ -60,19 +80,107 @@ class Ownership:
         self.local = np.zeros((partitions, count), dtype=np.int64)
         self.owner = np.zeros((partitions, count), dtype=np.int64)
         self.share = np.zeros((partitions, count))
+        self.moved = np.zeros((partitions, count), dtype=bool)
+        self.names: list[list[int]] = [[] for _ in range(count)]
+        self._next_name = [0] * count
 
-    def update(self, serving: np.ndarray) -> None:
+    def update(self, serving: np.ndarray, minute: int = 0) -> np.ndarray:
+        """Follow new serving counts; returns the candidates whose count changed (their
+        ``moved`` column says which partitions changed owner)."""
         changed = np.flatnonzero(serving != self.serving)
-        if changed.size:
-            column = np.minimum(serving[changed], self.partitions) - 1  # n >= P: one partition each
-            self.local[:, changed] = self.by_count[:, column]
-            self.owner[:, changed] = self.by_count[:, column] * self.count + changed[None, :]
+        if not changed.size:
+            return changed
+        if not self.balanced:  # the table, for the whole batch at once (names are the indices)
+            column = np.maximum(np.minimum(serving[changed], self.partitions) - 1, 0)
+            local = self.by_count[:, column]
+            self.moved[:, changed] = (self.local[:, changed] != local) & (self.serving[changed] > 0)[None, :]
+            self.local[:, changed] = local
+            self.owner[:, changed] = local * self.count + changed[None, :]
             self.share[:, changed] = self.share_by_count[:, column]
-            self.serving = serving.copy()
+            self.serving[changed] = serving[changed]
+            return changed
+        for column in changed:
+            before, after = int(self.serving[column]), int(serving[column])
+            local = rebalance(self.local[:, column], before, after, self._rng(minute, before, after))
+            self._assign(column, local, counted=before > 0)
+            names = self.names[column]
+            del names[after:]
+            while len(names) < after:
+                names.append(self._next_name[column])
+                self._next_name[column] += 1
+            self.serving[column] = after
+        return changed
+
+    def fail(self, column: int, victim: int, minute: int) -> np.ndarray:
+        """Instance ``victim`` (a local index) of candidate ``column`` is gone: the survivors take
+        its partitions (``balanced``: only those move; ``modulo``: ``p mod (n-1)``). Returns the
+        partitions it owned."""
+        orphans = self.local[:, column] == victim
+        survivors = int(self.serving[column]) - 1
+        if self.balanced:
+            del self.names[column][victim]
+        if self.balanced:
+            local = self.local[:, column].copy()
+            local = np.where(local > victim, local - 1, local)
+            local[orphans] = -1
+            local = rebalance(local, survivors, survivors, self._rng(minute, survivors + 1, survivors))
+        elif survivors:
+            local = self.by_count[:, min(survivors, self.partitions) - 1]
+        else:
+            local = np.zeros(self.partitions, np.int64)
+        self._assign(column, local, counted=True)
+        self.serving[column] = survivors
+        return orphans
+
+    def _rng(self, minute: int, before: int, after: int) -> np.random.Generator:
+        """The draws of one change: from the seed, the minute and the counts, so that a
+        candidate's world does not depend on the batch it runs in."""
+        return np.random.default_rng([int(self.seed), int(minute), before, after])
+
+    def _assign(self, column: int, local: np.ndarray, counted: bool) -> None:
+        self.moved[:, column] = (self.local[:, column] != local) if counted else False
+        self.local[:, column] = local
+        self.owner[:, column] = local * self.count + column
+        self.share[:, column] = self.rate / np.bincount(local)[local]
+
+    def owners_of(self, column: int) -> np.ndarray:
+        """Per partition, the name of the instance that owns it (what collect reads); -1: none."""
+        if not self.serving[column]:
+            return np.full(self.partitions, -1, dtype=np.int64)
+        if not self.balanced:
+            return self.local[:, column].copy()
+        names = self.names[column]
+        if not names:
+            return np.full(self.partitions, -1, dtype=np.int64)
+        return np.asarray(names, dtype=np.int64)[self.local[:, column]]
+
+
+def rebalance(local: np.ndarray, before: int, after: int, rng: np.random.Generator) -> np.ndarray:
+    """The processor's load balancer from ``before`` to ``after`` instances: each instance owns
+    ``floor`` or ``ceil`` of ``P / after`` partitions and the fewest partitions move. Instances
+    ``after`` and up leave (a scale-in removes the newest), a partition marked ``-1`` has no
+    owner (a failed instance's); which partitions an instance over its share gives up and where
+    the freed ones go are drawn from ``rng``. ``before == 0``: the first assignment, ``p mod n``."""
+    partitions = len(local)
+    if after <= 0:
+        return np.zeros(partitions, dtype=np.int64)
+    if before <= 0:
+        return np.arange(partitions, dtype=np.int64) % after
+    local = np.where(local >= after, -1, local).astype(np.int64)
+    quota, extra = divmod(partitions, after)
+    held = np.bincount(local[local >= 0], minlength=after)
+    allowed = np.full(after, quota)
+    allowed[np.lexsort((rng.random(after), -held))[:extra]] += 1  # the ceil shares go to those holding most
+    for instance in np.flatnonzero(held > allowed):
+        local[rng.choice(np.flatnonzero(local == instance), size=int(held[instance] - allowed[instance]), replace=False)] = -1
+    free = rng.permutation(np.flatnonzero(local < 0))
+    room = allowed - np.bincount(local[local >= 0], minlength=after)
+    local[free] = np.repeat(np.arange(after), room)
+    return local
 
 
 def water_fill(demand: np.ndarray, owners: Ownership, rate: float, done: np.ndarray, scratch: np.ndarray,
-               capped: np.ndarray, check_full: bool) -> np.ndarray:
+               capped: np.ndarray, check_full: bool, speed: float = 1.0) -> np.ndarray:
     """Events each partition (row) of each candidate (column) gets this minute: every instance
     shares ``rate`` among the partitions it owns, in rounds, a quiet partition's unused share
     going to the busy ones, until every partition is served or its owner is out of room.
@@ -85,11 +193,12 @@ def water_fill(demand: np.ndarray, owners: Ownership, rate: float, done: np.ndar
     ``k`` partitions; the rounding is far below the 1e-9 the rounds stop at) and is done after
     the first round unless ``check_full`` asks to check that too.
     ``done``, ``scratch`` and ``capped`` are (partitions, candidates) buffers; the result is ``done``.
+    ``rate`` is this minute's (the nominal one times ``speed``, the factor ``owners.share`` takes).
     """
     partitions, count = demand.shape
     owner = owners.owner
     if demand.min() > 0:
-        np.minimum(demand, owners.share, out=done)
+        np.minimum(demand, owners.share if speed == 1.0 else owners.share * speed, out=done)
     else:
         active = demand > 0
         sharing = np.bincount(owner[active], minlength=owner.size)
@@ -157,14 +266,21 @@ class Kernel:
         self.partitions = partitions
         weights = scenario.partition_weights()
         self.weights = weights
+        self.rotating = scenario.hot_spot_rotation_minutes > 0 and not np.all(weights == weights[0])
         self._safe_weights = np.where(weights > 0, weights, 1.0)[:, None]
         self._uniform = bool(np.all(weights == weights[0]))
-        self.cumulative = cumulative = np.concatenate(([0.0], np.cumsum(arrivals)))
+        self.cumulative = np.concatenate(([0.0], np.cumsum(arrivals)))
         self.rate = scenario.events_per_instance_per_minute
-        self.delay = scenario.provisioning_delay_minutes
+        self.speed = scenario.speed_factors(minutes)
+        self._steady_speed = bool(np.all(self.speed == 1.0))
+        low, high = scenario.delay_range
+        self.delay = high  # the longest a scale-out can take
+        self._draws = np.random.default_rng([int(scenario.seed), 17])
+        self._delays = self._draws.integers(low, high + 1, size=max(minutes, 1)) if high > low else None
+        self._scale_outs = np.zeros(count, dtype=np.int64)
         whole, self._partial = divmod(scenario.checkpoint_delay_seconds / 60.0, 1.0)
         self._whole = int(whole)
-        self._owners = Ownership(count, partitions, self.rate)
+        self._owners = Ownership(count, partitions, self.rate, scenario.assignment, scenario.seed)
         self.minute = 0  # the next minute to process
         self.backlog = np.zeros((partitions, count))
         self._demand = np.zeros((partitions, count))
@@ -172,8 +288,15 @@ class Kernel:
         self.scratch = np.zeros((partitions, count))
         self._capped = np.zeros((partitions, count), dtype=bool)
         self._waiting = np.zeros((partitions, count), dtype=bool)
+        # Seconds (from the start) until which each partition gets no service: stalled with a failed
+        # owner, or pausing while it changes owner. None while nothing ever paused.
+        self._unavailable_until: np.ndarray | None = None
+        self._failed = np.zeros(count, dtype=np.int64)  # instances down, waiting to be restored
+        self._restores: list[tuple[int, int]] = []  # (minute, candidate) when a failed instance is back
+        self._failures = self._failure_plan(minutes)
         # processed after each of the last minutes, oldest first; the oldest buffer takes the next minute
-        self._recent = [np.zeros((partitions, count)) for _ in range(self._whole + 2)]
+        reach = scenario.checkpoint_delay_seconds + scenario.checkpoint_interval_seconds
+        self._recent = [np.zeros((partitions, count)) for _ in range(int(reach // 60) + 2)]
         self._check_full = rounding_needs_full_check(partitions, self.rate)
         self.requested = np.full(count, scenario.initial_capacity, dtype=np.int64)
         self.ready = self.requested.copy()
@@ -182,10 +305,29 @@ class Kernel:
         self.serving_series = np.zeros((minutes, count), dtype=np.int64)
         self.backlog_series = np.zeros((minutes, count))
         self.age_series = np.zeros((minutes, count))
+        #: The oldest event's age without the hottest partition (BENCHMARK.md's ``hot`` scenario); with skew only.
+        self.other_age_series = np.zeros((minutes, count)) if scenario.skew > 0 else None
         self.action_series = np.zeros((minutes, count), dtype=np.int32)  # actions decided at the end of each minute
-        self._arrival_shares = (arrivals[:, None] * weights[None, :])[:, :, None]  # (minute, partition, 1)
+        shares = arrivals[:, None] * scenario.weights_at(np.arange(minutes))
+        self._arrival_shares = shares[:, :, None]  # (minute, partition, 1)
+        #: Per partition, events arrived by the start of each minute (minute + 1, partition).
+        self.partition_cumulative = np.concatenate((np.zeros((1, partitions)), np.cumsum(shares, axis=0)))
         #: What collect reads: last enqueued sequence number + 1 per partition, per minute (minute, partition, 1).
-        self.enqueued = np.floor(weights[None, :] * cumulative[:, None] + 1e-6)[:, :, None]
+        self.enqueued = np.floor(self.partition_cumulative + 1e-6)[:, :, None]
+
+    def _failure_plan(self, minutes: int) -> list[tuple[int, float]]:
+        """(minute, which instance as a fraction of the serving count) of each failure, drawn once
+        from the seed for every candidate alike."""
+        per_day = self.scenario.instance_failures_per_day
+        if per_day <= 0:
+            return []
+        draws = np.random.default_rng([int(self.scenario.seed), 23])
+        plan, moment = [], 0.0
+        while True:
+            moment += draws.exponential(1440.0 / per_day)
+            if moment >= minutes:
+                return plan
+            plan.append((int(moment), float(draws.random())))
 
     @property
     def done(self) -> bool:
@@ -196,6 +338,15 @@ class Kernel:
         """Events processed so far, per partition and candidate."""
         return self._recent[-1]
 
+    def owners(self, column: int = 0) -> np.ndarray:
+        """Per partition, the instance that owns it as collect reads the ownership blobs (-1: no
+        live owner: its instance failed and the survivors have not taken it over yet)."""
+        owners = self._owners.owners_of(column)
+        if self._unavailable_until is not None:
+            stalled = self._stalled_until[:, column] > 60.0 * self.minute
+            owners = np.where(stalled, -1, owners)
+        return owners
+
     def advance(self) -> None:
         """Process the next minute for every candidate and record its series."""
         minute = self.minute
@@ -204,11 +355,30 @@ class Kernel:
         if arriving.any():
             self.ready = np.where(arriving > 0, np.maximum(self.ready, arriving), self.ready)
             self._pending[:, slot] = 0
-        serving = np.minimum(self.ready, self.requested)
-        self._owners.update(serving)
+        while self._restores and self._restores[0][0] <= minute:
+            self._failed[self._restores.pop(0)[1]] -= 1
+        while self._failures and self._failures[0][0] <= minute:
+            self._fail(*self._failures.pop(0))
+        serving = np.maximum(np.minimum(self.ready, self.requested) - self._failed, 0)
+        changed = self._owners.update(serving, minute)
+        if changed.size and self.scenario.rebalance_pause_seconds > 0:
+            self._pause(changed, self._owners.moved[:, changed], 60.0 * minute + self.scenario.rebalance_pause_seconds)
         demand, backlog = self._demand, self.backlog
         np.add(backlog, self._arrival_shares[minute], out=demand)
-        served = water_fill(demand, self._owners, self.rate, self._done, self.scratch, self._capped, self._check_full)
+        speed = float(self.speed[minute])
+        availability = None if self._unavailable_until is None else self._availability(minute)
+        if availability is None:
+            served = water_fill(demand, self._owners, self.rate * speed, self._done, self.scratch, self._capped,
+                                self._check_full, speed)
+        else:
+            # A partition out for the whole minute asks nothing (its owner serves the others);
+            # one out for part of it gets that part of what its owner gives it.
+            asking = np.where(availability > 0, demand, 0.0)
+            served = water_fill(asking, self._owners, self.rate * speed, self._done, self.scratch, self._capped,
+                                self._check_full, speed)
+            served *= availability
+        if not serving.all():
+            served[:, serving == 0] = 0.0
         np.subtract(demand, served, out=backlog)
         recent = self._recent
         processed = np.add(recent[-1], served, out=recent[0])
@@ -216,19 +386,83 @@ class Kernel:
         self.minute = now = minute + 1
         waiting = np.greater(backlog, DRAINED, out=self._waiting)
         if waiting.any():
-            # The oldest unprocessed event of a candidate is in the waiting partition whose
-            # processed position (in events of the whole hub) is smallest: arrival time rises
-            # with the position. Division by one positive weight keeps the order, so uniform
-            # weights divide the minimum.
+            self.age_series[minute] = now - self._oldest_arrival(waiting, processed)
+            if self.other_age_series is not None:
+                hottest = int(np.argmax(self._arrival_shares[minute, :, 0])) if self.arrivals[minute] > 0 else 0
+                others = waiting.copy()
+                others[hottest] = False
+                if others.any():
+                    self.other_age_series[minute] = now - self._oldest_arrival(others, processed)
+        self.capacity_series[minute] = self.requested
+        self.serving_series[minute] = serving
+        self.backlog_series[minute] = self.total_backlog()
+
+    def _oldest_arrival(self, waiting: np.ndarray, processed: np.ndarray) -> np.ndarray:
+        """Per candidate, when its oldest unprocessed event arrived (minutes; ``now`` where none waits)."""
+        now = self.minute
+        if not self.rotating:
+            # The oldest unprocessed event is in the waiting partition whose processed position
+            # (in events of the whole hub) is smallest: arrival time rises with the position.
+            # Division by one positive weight keeps the order, so uniform weights divide the minimum.
             if self._uniform:
                 position = np.where(waiting, processed, np.inf).min(axis=0) / self.weights[0]
             else:
                 position = np.where(waiting, processed / self._safe_weights, np.inf).min(axis=0)
             some = np.isfinite(position)
-            self.age_series[minute, some] = now - arrival_minutes(self.cumulative, position[some])
-        self.capacity_series[minute] = self.requested
-        self.serving_series[minute] = serving
-        self.backlog_series[minute] = self.total_backlog()
+            arrived = np.full(self.count, float(now))
+            arrived[some] = arrival_minutes(self.cumulative, position[some])
+            return arrived
+        # Shares move: each partition has its own arrival curve.
+        arrived = np.full(self.count, float(now))
+        for partition in np.flatnonzero(waiting.any(axis=1)):
+            columns = np.flatnonzero(waiting[partition])
+            times = arrival_minutes(self.partition_cumulative[: now + 1, partition], processed[partition, columns])
+            arrived[columns] = np.minimum(arrived[columns], times)
+        return arrived
+
+    def _fail(self, minute: int, which: float) -> None:
+        """An instance of every candidate that has one serving dies now (see the module docstring)."""
+        scenario = self.scenario
+        serving = self._owners.serving
+        for column in np.flatnonzero(serving > 0):
+            orphans = self._owners.fail(column, int(which * serving[column]), minute)
+            self._failed[column] += 1
+            stall_end = 60.0 * minute + scenario.ownership_expiry_seconds
+            self._pause(np.array([column]), orphans[:, None], stall_end, stalled=True)
+            self._pause(np.array([column]), self._owners.moved[:, [column]],
+                        stall_end if orphans.any() else 60.0 * minute, extra=scenario.rebalance_pause_seconds)
+            restore = minute + self._next_delay(column)
+            self._restores.append((restore, column))
+        self._restores.sort()
+
+    def _pause(self, columns: np.ndarray, partitions: np.ndarray, until: float, *, extra: float = 0.0,
+               stalled: bool = False) -> None:
+        """Partitions (a mask per column of ``columns``) get no service until ``until + extra``
+        seconds; ``stalled`` ones also show no live owner meanwhile."""
+        if self._unavailable_until is None:
+            self._unavailable_until = np.zeros((self.partitions, self.count))
+            self._stalled_until = np.zeros((self.partitions, self.count))
+        block = self._unavailable_until[:, columns]
+        self._unavailable_until[:, columns] = np.where(partitions, np.maximum(block, until + extra), block)
+        if stalled:
+            block = self._stalled_until[:, columns]
+            self._stalled_until[:, columns] = np.where(partitions, np.maximum(block, until), block)
+
+    def _availability(self, minute: int) -> np.ndarray | None:
+        """Per partition and candidate, the part of this minute it can be served (``None``: all of it)."""
+        out = np.clip(self._unavailable_until - 60.0 * minute, 0.0, 60.0)
+        if not out.any():
+            return None
+        return 1.0 - out / 60.0
+
+    def _next_delay(self, column: int) -> int:
+        """The provisioning delay of the candidate's next scale-out (or restore): the k-th of
+        every candidate takes the k-th draw, so a candidate does not depend on its batch."""
+        if self._delays is None:
+            return self.delay
+        index = int(self._scale_outs[column]) % len(self._delays)
+        self._scale_outs[column] += 1
+        return int(self._delays[index])
 
     def total_backlog(self) -> np.ndarray:
         """Events waiting per candidate, each summed over its partitions in one fixed order (so a
@@ -238,17 +472,33 @@ class Kernel:
     def checkpoint_positions(self, out: np.ndarray) -> np.ndarray:
         """Per partition and candidate, the checkpoint + 1 that collect reads now (0 before the
         first checkpoint), written into ``out``: ``checkpoint_delay_seconds`` behind what was
-        processed, interpolating within a minute."""
-        recent, whole, partial = self._recent, self._whole, self._partial
-        latest = recent[-1 - whole]
-        if partial:  # latest - partial * (latest - earlier)
-            np.subtract(latest, recent[-2 - whole], out=out)
-            np.multiply(partial, out, out=out)
-            np.subtract(latest, out, out=out)
-            np.add(out, 1e-6, out=out)
-        else:
-            np.add(latest, 1e-6, out=out)
-        return np.floor(out, out=out)
+        processed, and with ``checkpoint_interval_seconds`` at each partition's last checkpoint
+        moment (partition ``p`` checkpoints at ``p * interval / P`` past each multiple of the
+        interval), interpolating within a minute (processing is even within a minute)."""
+        interval = self.scenario.checkpoint_interval_seconds
+        if interval <= 0:
+            recent, whole, partial = self._recent, self._whole, self._partial
+            latest = recent[-1 - whole]
+            if partial:  # latest - partial * (latest - earlier)
+                np.subtract(latest, recent[-2 - whole], out=out)
+                np.multiply(partial, out, out=out)
+                np.subtract(latest, out, out=out)
+                np.add(out, 1e-6, out=out)
+            else:
+                np.add(latest, 1e-6, out=out)
+            return np.floor(out, out=out)
+        moment = 60.0 * self.minute
+        phase = np.arange(self.partitions) * interval / self.partitions
+        behind = self.scenario.checkpoint_delay_seconds + np.mod(moment - phase, interval)  # seconds, per partition
+        behind = np.minimum(behind, moment)
+        whole, partial = np.divmod(behind / 60.0, 1.0)
+        whole = whole.astype(np.int64)
+        history = np.stack(self._recent)  # (buffers, partitions, candidates), oldest first
+        rows = np.arange(self.partitions)
+        latest = history[len(self._recent) - 1 - whole, rows]
+        earlier = history[np.maximum(len(self._recent) - 2 - whole, 0), rows]
+        out[...] = np.floor(latest - partial[:, None] * (latest - earlier) + 1e-6)
+        return out
 
     def request(self, rows: np.ndarray, wanted: np.ndarray) -> None:
         """Scale actions decided now (after minute ``self.minute - 1``) for candidates ``rows``,
@@ -257,7 +507,12 @@ class Kernel:
         now, requested = self.minute, self.requested
         rising = wanted > requested[rows]
         if rising.any():
-            self._pending[rows[rising], (now + self.delay) % (self.delay + 1)] = wanted[rising]
+            if self._delays is None:
+                self._pending[rows[rising], (now + self.delay) % (self.delay + 1)] = wanted[rising]
+            else:
+                for row, count in zip(rows[rising], wanted[rising], strict=True):
+                    slot = (now + self._next_delay(row)) % (self.delay + 1)
+                    self._pending[row, slot] = max(self._pending[row, slot], count)
         if not rising.all():
             falling, lower = rows[~rising], wanted[~rising]
             self.ready[falling] = np.minimum(self.ready[falling], lower)
@@ -277,11 +532,13 @@ class Kernel:
             raise AssertionError(f"events not conserved: {lost}")
         capacity_series, serving_series = self.capacity_series[:minutes].T.copy(), self.serving_series[:minutes].T.copy()
         backlog_series, age_series = self.backlog_series[:minutes].T.copy(), self.age_series[:minutes].T.copy()
+        other_ages = self.other_age_series[:minutes].T.copy() if self.other_age_series is not None else None
         actions = self.action_series[score_from:minutes].sum(axis=0)
         return [
             scored_result(self.scenario, algorithm=algorithm, knob=knobs[column], score_from=score_from,
                           arrivals=self.arrivals[:minutes], capacity=capacity_series[column],
                           serving=serving_series[column], backlog=backlog_series[column], age=age_series[column],
-                          scale_actions=int(actions[column]), final_backlog=float(final_backlog[column]))
+                          scale_actions=int(actions[column]), final_backlog=float(final_backlog[column]),
+                          other_age=other_ages[column] if other_ages is not None else None)
             for column in range(self.count)
         ]

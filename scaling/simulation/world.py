@@ -1,8 +1,8 @@
 """The simulated world of the benchmark run one minute at a time, with an autoscaler in the loop.
 
-A partitioned hub, consumers on a plan, and a trace: the world's rules (ownership ``p mod n``,
-water-filling service, provisioning delay, checkpoints trailing what was processed, cost and
-the oldest event's age) are ``Kernel``'s (kernel.py), and ``World`` is a batch of one. Here
+A partitioned hub, consumers on a plan, and a trace: the world's rules (ownership, water-filling
+service, provisioning delay, failures, checkpoints, cost and the oldest event's age, with the
+stress knobs of ../shared/BENCHMARK.md) are ``Kernel``'s (kernel.py), and ``World`` is a batch of one. Here
 live what the loop adds: loading and scaling traces, what the autoscaler observes (what
 ``collect`` would read), and ``simulate``. See docs/benchmark.md.
 """
@@ -79,6 +79,15 @@ class Observation:
     last_enqueued: np.ndarray
     checkpoint: np.ndarray
     true_backlog: float
+    #: Per partition, the instance that owns it as collect reads the ownership blobs (-1: no live owner).
+    owners: np.ndarray | None = None
+
+    @property
+    def live_owners(self) -> int:
+        """How many instances own partitions (what collect reports as ``owners``)."""
+        if self.owners is None:
+            return 0
+        return len({int(owner) for owner in self.owners if owner >= 0})
 
 
 class Autoscaler(Protocol):
@@ -135,13 +144,14 @@ class World:
         return self.kernel.enqueued[self.kernel.minute, :, 0].astype(np.int64) - 1
 
     def checkpoints(self) -> np.ndarray:
-        """Per-partition checkpoint (-1 before the first event), trailing what was processed by
-        the scenario's checkpoint delay."""
+        """Per-partition checkpoint (-1 before the first event), as the scenario's consumers write
+        them (a delay behind what was processed, or every checkpoint interval)."""
         return self.kernel.checkpoint_positions(self._checkpoints)[:, 0].astype(np.int64) - 1
 
     def observe(self) -> Observation:
         return Observation(minute=self.minute, capacity=self.requested, last_enqueued=self.last_enqueued(),
-                           checkpoint=self.checkpoints(), true_backlog=float(self.kernel.total_backlog()[0]))
+                           checkpoint=self.checkpoints(), true_backlog=float(self.kernel.total_backlog()[0]),
+                           owners=self.kernel.owners(0))
 
     def request(self, wanted: int) -> bool:
         """Apply a scale action at the current minute; returns whether capacity changed."""

@@ -12,6 +12,7 @@ from scaling.local.demo.config import DEFAULT_MINUTES, DEFAULT_START, DEFAULT_TR
 from scaling.local.demo.display import print_summary
 from scaling.local.demo.run import run_demo
 from scaling.report.runs import write_demo_report
+from scaling.simulation.scenario_flags import add_scenario_arguments, scenario_from
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -28,6 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "the default policy's; plan and source stay the demo's local ones")
     parser.add_argument("--out", type=Path, default=Path("out"), help="where the plot and CSV files go (default out/)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or live table, only the summary")
+    add_scenario_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: --speed must not be negative", file=sys.stderr)
         return 2
     options = DemoOptions(trace=args.trace, minutes=args.minutes, start=args.start, speed=args.speed,
-                          policy=args.policy, out=args.out, live=not args.quiet)
+                          policy=args.policy, out=args.out, live=not args.quiet, scenario=scenario_from(args))
     try:
         result = run_demo(options)
     except DemoError as error:

@@ -34,6 +34,8 @@ class DemoOptions:
     policy: Path | None = None
     out: Path = Path("out")
     live: bool = True
+    #: The simulated world (``Scenario``); ``None``: the standard scenario.
+    scenario: Any = None
 
 
 @dataclass

@@ -53,7 +53,7 @@ def run_demo(options: DemoOptions, *, stream: TextIO | None = None, tolerance: T
     stream = stream or sys.stdout
     # The local ARM endpoint's access log (one line per request) is not the demo's output.
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    scenario = Scenario()
+    scenario = options.scenario or Scenario()
     if not Path(options.trace).is_file():
         raise DemoError(f"--trace {options.trace}: no such file (the traces live in ../shared/traces beside the repo)")
     try:
