@@ -117,9 +117,37 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
     return processed / elapsed / ready_capacity, saturated and processed > 0
 
 
+def serving_owners(samples: Sequence[MetricSample]) -> int | None:
+    """How many instances served the last interval, as the collected ownership shows it: the
+    distinct live owners when every partition kept its owner from one sample to the next;
+    0 when an owner changed or a partition had none (a rebalance or a failed instance: the
+    interval says nothing steady); ``None`` when a source reports no ownership."""
+    if len(samples) < 2:
+        return None
+    earlier, later = samples[-2], samples[-1]
+    before = {(source.name, partition.partition_id): partition.owner
+              for source in earlier.sources if source.owners is not None for partition in source.partitions}
+    owners: set[str] = set()
+    for source in later.sources:
+        if source.owners is None:
+            return None
+        for partition in source.partitions:
+            if partition.owner is None or before.get((source.name, partition.partition_id), "") != partition.owner:
+                return 0
+            owners.add(partition.owner)
+    return len(owners) or None
+
+
 def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_capacity: int | None) -> ScalerState:
-    """Fold the last interval's per-instance throughput into the state if it was saturated."""
-    observed, saturated = interval_throughput(samples, ready_capacity)
+    """Fold the last interval's per-instance throughput into the state if it was saturated.
+
+    Where ownership is collected, the instances that really served (the live owners) divide
+    the events processed, not the count assumed ready after the provisioning delay, and an
+    interval in which owners changed teaches nothing."""
+    owners = serving_owners(samples)
+    if owners == 0:
+        return state
+    observed, saturated = interval_throughput(samples, owners or ready_capacity)
     if observed is None:
         return state
     if not saturated:

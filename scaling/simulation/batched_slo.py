@@ -166,6 +166,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     oldest = backlog = np.zeros((layout.count, count))
     oldest_sum = backlog_sum = np.zeros(count)
     seen = 0
+    owners_before = np.full((partitions, count), -1, dtype=np.int64)
 
     for _ in range(minutes):
         world.advance()
@@ -176,6 +177,12 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         samples = min(seen, window_samples)
         moment = _EPOCH_SECONDS + 60.0 * now
         previous_backlog, previous_oldest_sum, previous_backlog_sum = backlog, oldest_sum, backlog_sum
+        # Ownership as collect reads it (engine.serving_owners): an interval whose owners changed,
+        # or with a partition without a live owner, teaches nothing; the live owners divide.
+        owners_now = world.ownership_snapshot()
+        owners_steady = (~(owners_now != owners_before).any(axis=0)) & (owners_now >= 0).all(axis=0)
+        owners_before = owners_now
+        live_owners = np.minimum(world.serving_now(), partitions)
         world.checkpoint_positions(checkpoints)
         enqueued = positions[now][:, None] + 1.0
         oldest = layout.reduce(checkpoints)
@@ -198,14 +205,14 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         if samples >= 2:
             steady = np.fmax(pending_at, last_action)
             trail = np.where(np.isnan(delay), 60.0, delay)
-            learning = ~pending & (np.isnan(steady) | _learns(trail, steady, moment - interval_seconds))
+            learning = ~pending & owners_steady & (np.isnan(steady) | _learns(trail, steady, moment - interval_seconds))
             if learning.any():
                 checkpointed = oldest > 0
                 processed = oldest_sum - previous_oldest_sum  # (partitions without a checkpoint add 0 - 0)
                 arrived = enqueued - (positions[now - interval][:, None] + 1.0)
                 saturated = (checkpointed.all(axis=0) & (np.minimum(previous_backlog, backlog) > 2 * arrived).all(axis=0)
                              & (processed > 0))
-                observed = processed / interval_seconds / np.maximum(ready, 1)
+                observed = processed / interval_seconds / np.maximum(np.where(live_owners > 0, live_owners, ready), 1)
                 learned = learning & checkpointed.any(axis=0)
                 rows = learned & saturated
                 throughput = np.where(rows, np.where(np.isnan(throughput), observed, (1 - THROUGHPUT_LEARNING_RATE) * throughput

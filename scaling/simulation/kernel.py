@@ -347,6 +347,20 @@ class Kernel:
             owners = np.where(stalled, -1, owners)
         return owners
 
+    def ownership_snapshot(self) -> np.ndarray:
+        """(partitions, candidates): each partition's owning instance index as collect would
+        compare it between samples (-1: no live owner). Indices stand for names: instances that
+        stay keep theirs (a failed instance's partitions, which do move, aside)."""
+        local = self._owners.local.copy()
+        local[:, self._owners.serving == 0] = -1
+        if self._unavailable_until is not None:
+            local[self._stalled_until > 60.0 * self.minute] = -1
+        return local
+
+    def serving_now(self) -> np.ndarray:
+        """Instances serving per candidate in the last minute processed."""
+        return self._owners.serving.copy()
+
     def advance(self) -> None:
         """Process the next minute for every candidate and record its series."""
         minute = self.minute

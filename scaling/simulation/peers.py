@@ -186,12 +186,15 @@ def observation_sample(target: str, observation: Observation, source_name: str =
     """The MetricSample that ``collect`` would have produced for this observation."""
     last = observation.last_enqueued.tolist()
     checkpoints = observation.checkpoint.tolist()
+    owners = observation.owners.tolist() if observation.owners is not None else None
     partitions = tuple(
-        PartitionReading.measure(str(index), 0, last[index], checkpoints[index] if checkpoints[index] >= 0 else None)
+        PartitionReading.measure(str(index), 0, last[index], checkpoints[index] if checkpoints[index] >= 0 else None,
+                                 owner=None if owners is None or owners[index] < 0 else f"instance-{owners[index]}")
         for index in range(len(last))
     )
     return MetricSample(target=target, collected_at=minute_time(observation.minute), capacity=observation.capacity,
-                        sources=(SourceReading(name=source_name, kind="eventhub", partitions=partitions),))
+                        sources=(SourceReading(name=source_name, kind="eventhub", partitions=partitions,
+                                               owners=observation.live_owners if owners is not None else None),))
 
 
 class EngineAutoscaler:
