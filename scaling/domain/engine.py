@@ -80,14 +80,19 @@ def snap_down(counts: Sequence[int], wanted: int) -> int:
     return counts[0]
 
 
-def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | None) -> tuple[float | None, bool]:
-    """Events per second per ready instance over the last interval, and whether it was saturated.
+def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | None,
+                        by_owner: bool = False) -> tuple[float | None, bool]:
+    """Events per second per serving instance over the last interval, and whether it was saturated.
 
     Only saturated intervals tell the real rate: when a partition ran dry, its owner idled part
     of the time and the observed rate understates what it can do (it is still a lower bound).
     Checkpoints trail the true position, so a backlog of one interval's arrivals is normal even
-    for idle consumers; an interval counts as saturated only when every partition held more than
-    two intervals' arrivals at both ends.
+    for idle consumers; a partition counts as saturated only when it held more than two
+    intervals' arrivals at both ends. Without ownership (``by_owner`` false) the interval is
+    saturated when every partition was, and ``ready_capacity`` instances divide what was
+    processed. With ownership (the latest sample's owners, steady over the interval), each
+    owner whose partitions were all saturated is a measurement of one instance: their mean is
+    the rate, so a hub with a few busy partitions still teaches it.
     """
     if len(samples) < 2 or not ready_capacity:
         return None, False
@@ -99,11 +104,15 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
     processed = 0
     saturated = True
     seen = 0
+    owner_processed: dict[str, int] = {}
+    owner_saturated: dict[str, bool] = {}
     for source in later.sources:
         for partition in source.partitions:
             start = before.get(f"{source.name}/{partition.partition_id}")
             if start is None or partition.checkpoint is None:
                 saturated = False
+                if partition.owner is not None:
+                    owner_saturated[partition.owner] = False
                 continue
             arrived = partition.last_enqueued - start.last_enqueued
             done = partition.checkpoint - (start.checkpoint if start.checkpoint is not None else start.beginning - 1)
@@ -111,17 +120,27 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
                 return None, False
             processed += done
             seen += 1
-            saturated = saturated and min(start.backlog, partition.backlog) > 2 * arrived
+            busy = min(start.backlog, partition.backlog) > 2 * arrived
+            saturated = saturated and busy
+            if partition.owner is not None:
+                owner_processed[partition.owner] = owner_processed.get(partition.owner, 0) + done
+                owner_saturated[partition.owner] = owner_saturated.get(partition.owner, True) and busy
     if not seen:
         return None, False
+    if by_owner:
+        busy_owners = [owner for owner, busy in owner_saturated.items() if busy and owner_processed.get(owner, 0) > 0]
+        if busy_owners:
+            return sum(owner_processed[owner] for owner in busy_owners) / elapsed / len(busy_owners), True
+        return processed / elapsed / ready_capacity, False
     return processed / elapsed / ready_capacity, saturated and processed > 0
 
 
 def serving_owners(samples: Sequence[MetricSample]) -> int | None:
     """How many instances served the last interval, as the collected ownership shows it: the
-    distinct live owners when every partition kept its owner from one sample to the next;
-    0 when an owner changed or a partition had none (a rebalance or a failed instance: the
-    interval says nothing steady); ``None`` when a source reports no ownership."""
+    distinct live owners when every partition kept its owner (or its lack of one) from one
+    sample to the next; 0 when a partition changed hands or lost or found its owner (a
+    rebalance or a failed instance: the interval says nothing steady); ``None`` when a source
+    reports no ownership (or nothing is owned at all)."""
     if len(samples) < 2:
         return None
     earlier, later = samples[-2], samples[-1]
@@ -129,12 +148,13 @@ def serving_owners(samples: Sequence[MetricSample]) -> int | None:
               for source in earlier.sources if source.owners is not None for partition in source.partitions}
     owners: set[str] = set()
     for source in later.sources:
-        if source.owners is None:
+        if not source.owners:
             return None
         for partition in source.partitions:
-            if partition.owner is None or before.get((source.name, partition.partition_id), "") != partition.owner:
+            if before.get((source.name, partition.partition_id), "") != partition.owner:
                 return 0
-            owners.add(partition.owner)
+            if partition.owner is not None:
+                owners.add(partition.owner)
     return len(owners) or None
 
 
@@ -147,7 +167,7 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
     owners = serving_owners(samples)
     if owners == 0:
         return state
-    observed, saturated = interval_throughput(samples, owners or ready_capacity)
+    observed, saturated = interval_throughput(samples, owners or ready_capacity, by_owner=owners is not None)
     if observed is None:
         return state
     if not saturated:
@@ -221,7 +241,8 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
         failed.append(f"capacity: {latest.capacity_error}")
 
     mode = mode_of(target)
-    proposal = mode.propose(target, Situation(samples, now, capacity, ready_capacity, state, throughput, counts))
+    proposal = mode.propose(target, Situation(samples, now, capacity, ready_capacity, state, throughput, counts,
+                                                      throughput_source))
     state = proposal.state or state
     metrics = {"capacity": capacity, "ready_capacity": ready_capacity, "backlog": latest.backlog,
                "partitions": partitions, "throughput_per_instance": throughput, "throughput_source": throughput_source,

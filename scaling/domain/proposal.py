@@ -25,6 +25,8 @@ class Situation:
     state: ScalerState
     throughput: float | None
     counts: Sequence[int]
+    #: Where ``throughput`` comes from: ``learned``, ``configured`` or ``lower bound`` (a floor, not a measure).
+    throughput_source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -159,6 +159,15 @@ def predicted_age(age, backlog, arrival_rate, service_rate, seconds):
     return float(result) if result.ndim == 0 else result
 
 
+def _set_aside(outlook: SourceOutlook, hot: np.ndarray) -> SourceOutlook:
+    """The outlook with the ``hot`` partitions counted as idle and caught up: they still share
+    their owners (the service rate keeps every partition), but no count is chosen for them."""
+    def zero(values: np.ndarray) -> np.ndarray:
+        return np.where(hot, 0.0, values)
+    return replace(outlook, arrival_rate=zero(outlook.arrival_rate), recent_arrival_rate=zero(outlook.recent_arrival_rate),
+                   backlog=zero(outlook.backlog), age_seconds=zero(outlook.age_seconds))
+
+
 def service_rate(partitions: int, instances: int, throughput_per_instance: float) -> float:
     """Events per second one partition gets when its owner is shared evenly (the worst case)."""
     return throughput_per_instance / partitions_per_instance(partitions, instances)
@@ -200,6 +209,19 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         pending_seconds = max((state.pending_ready_at - latest.collected_at).total_seconds(), 0.0)
     enough_history = (latest.collected_at - samples[0].collected_at).total_seconds() >= slo.rate_window_seconds
 
+    # A partition that receives more than one instance can serve (its owner's whole rate) over
+    # the rate window and the last interval alike falls behind at any count: size for the rest
+    # of the hub and say so, instead of chasing it. (Not against a lower bound of the throughput.)
+    total_rate = float(sum(o.arrival_rate.sum() for o in outlooks))
+    measured = situation.throughput_source in ("learned", "configured")
+    hot = [(np.minimum(o.arrival_rate, o.recent_arrival_rate) > throughput) & measured for o in outlooks]
+    hot_notes = [f"{key} receives {rate:.1f}/s, more than one instance serves ({throughput:.1f}/s)"
+                 for outlook, mask in zip(outlooks, hot, strict=True)
+                 for key, rate in zip(np.asarray(outlook.keys)[mask], outlook.arrival_rate[mask], strict=True)]
+    if hot_notes:
+        outlooks = [_set_aside(outlook, mask) for outlook, mask in zip(outlooks, hot, strict=True)]
+        hot_notes.append(f"sized for the other {sum(o.partitions for o in outlooks) - len(hot_notes)} partitions")
+
     # Checkpoints trail the consumers, so even idle consumers show an oldest event as old as the
     # checkpoint delay. Learn that delay as the floor of observed ages and read ages net of it.
     observed_worst = max(float(o.age_seconds.max()) for o in outlooks)
@@ -219,7 +241,6 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         then = predicted_age(age, outlook.backlog, forecast, service_rate(outlook.partitions, ready_capacity, throughput), first)
         then = predicted_age(then, outlook.backlog, forecast, service_rate(outlook.partitions, capacity, throughput), react - first)
         worst_predicted = max(worst_predicted, float(np.max(then)))
-    total_rate = float(sum(o.arrival_rate.sum() for o in outlooks))
     metrics = {
         "arrival_rate": round(total_rate, 3),
         "oldest_age_seconds": round(worst_now, 1),
@@ -227,7 +248,9 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         "age_limit_seconds": limit,
         "reaction_seconds": round(react, 1),
         "checkpoint_delay_seconds": round(delay, 1),
+        **({"hot_partitions": len(hot_notes) - 1} if hot_notes else {}),
     }
+    hot_reasons = tuple(["hot_partition: " + "; ".join(hot_notes)] if hot_notes else [])
 
     if worst_predicted > limit:
         # Serve the forecast and drain what will have piled up by the time new instances serve.
@@ -240,11 +263,12 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
             for outlook, need in zip(outlooks, needed, strict=True))), counts[-1])
         return Proposal(wanted, UP, "slo_at_risk",
                         (f"oldest event would be {worst_predicted:.0f}s old in {react:.0f}s (limit {limit:.0f}s); "
-                         f"arrivals {total_rate:.1f}/s, {throughput:.2f}/s per instance",), metrics, new_state)
+                         f"arrivals {total_rate:.1f}/s, {throughput:.2f}/s per instance", *hot_reasons), metrics, new_state)
 
     if not enough_history:
         return Proposal(None, HOLD, "too_few_samples",
-                        (f"holding: rates need {slo.rate_window_seconds:.0f}s of history before any scale-in",), metrics, new_state)
+                        (f"holding: rates need {slo.rate_window_seconds:.0f}s of history before any scale-in", *hot_reasons),
+                        metrics, new_state)
     chosen = None
     hold_seconds = math.inf
     for count in (count for count in counts if count < capacity):
@@ -261,10 +285,10 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
             chosen, hold_seconds = count, shortest
             break
     if chosen is None:
-        return Proposal(None, HOLD, "slo_steady",
+        return Proposal(None, HOLD, "hot_partition" if hot_reasons else "slo_steady",
                         (f"oldest event {worst_now:.0f}s, predicted {worst_predicted:.0f}s within the {limit:.0f}s limit; "
-                         f"no smaller count would hold for {slo.min_dwell_seconds:.0f}s",), metrics, new_state)
+                         f"no smaller count would hold for {slo.min_dwell_seconds:.0f}s", *hot_reasons), metrics, new_state)
     holds = "indefinitely" if math.isinf(hold_seconds) else f"for about {hold_seconds:.0f}s"
     return Proposal(chosen, DOWN, "slo_surplus",
                     (f"{chosen} instances keep the oldest event under {limit:.0f}s {holds} "
-                     f"(arrivals {total_rate:.1f}/s, {throughput:.2f}/s per instance)",), metrics, new_state)
+                     f"(arrivals {total_rate:.1f}/s, {throughput:.2f}/s per instance)", *hot_reasons), metrics, new_state)

@@ -167,6 +167,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     oldest_sum = backlog_sum = np.zeros(count)
     seen = 0
     owners_before = np.full((partitions, count), -1, dtype=np.int64)
+    partition_backlog = np.zeros((partitions, count))
 
     for _ in range(minutes):
         world.advance()
@@ -176,14 +177,17 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         seen += 1
         samples = min(seen, window_samples)
         moment = _EPOCH_SECONDS + 60.0 * now
-        previous_backlog, previous_oldest_sum, previous_backlog_sum = backlog, oldest_sum, backlog_sum
+        previous_oldest_sum, previous_backlog_sum = oldest_sum, backlog_sum
         # Ownership as collect reads it (engine.serving_owners): an interval whose owners changed,
         # or with a partition without a live owner, teaches nothing; the live owners divide.
         owners_now = world.ownership_snapshot()
-        owners_steady = (~(owners_now != owners_before).any(axis=0)) & (owners_now >= 0).all(axis=0)
+        owners_steady = ~(owners_now != owners_before).any(axis=0)
         owners_before = owners_now
-        live_owners = np.minimum(world.serving_now(), partitions)
+        ranked = np.sort(owners_now, axis=0)
+        live_owners = (np.diff(ranked, axis=0) != 0).sum(axis=0) + 1 - (ranked[0] < 0)  # distinct owners, -1 aside
+        previous_checkpoints, previous_partition_backlog = checkpoints.copy(), partition_backlog
         world.checkpoint_positions(checkpoints)
+        partition_backlog = np.maximum(world.enqueued[now] - checkpoints, 0.0)
         enqueued = positions[now][:, None] + 1.0
         oldest = layout.reduce(checkpoints)
         backlog = np.maximum(enqueued - oldest, 0.0)
@@ -209,10 +213,22 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             if learning.any():
                 checkpointed = oldest > 0
                 processed = oldest_sum - previous_oldest_sum  # (partitions without a checkpoint add 0 - 0)
-                arrived = enqueued - (positions[now - interval][:, None] + 1.0)
-                saturated = (checkpointed.all(axis=0) & (np.minimum(previous_backlog, backlog) > 2 * arrived).all(axis=0)
-                             & (processed > 0))
                 observed = processed / interval_seconds / np.maximum(np.where(live_owners > 0, live_owners, ready), 1)
+                # engine.interval_throughput by owner: each owner whose partitions were all busy
+                # (backlog over two intervals' arrivals at both ends, a checkpoint now) measures one instance.
+                arrived_each = world.enqueued[now] - world.enqueued[now - interval]
+                busy = (np.minimum(previous_partition_backlog, partition_backlog) > 2 * arrived_each) & (checkpoints > 0)
+                slot = (np.maximum(owners_now, 0) * count + columns[None, :]).ravel()
+                size = partitions * count
+                owned = np.bincount(slot, minlength=size).reshape(partitions, count)
+                owner_busy = np.bincount(slot, weights=busy.ravel(), minlength=size).reshape(partitions, count)
+                owner_done = np.bincount(slot, weights=(checkpoints - previous_checkpoints).ravel(),
+                                         minlength=size).reshape(partitions, count)
+                measuring = (owned > 0) & (owner_busy == owned) & (owner_done > 0)
+                measured_owners = measuring.sum(axis=0)
+                saturated = measured_owners > 0
+                observed = np.where(saturated, np.where(measuring, owner_done, 0.0).sum(axis=0) / interval_seconds
+                                    / np.maximum(measured_owners, 1), observed)
                 learned = learning & checkpointed.any(axis=0)
                 rows = learned & saturated
                 throughput = np.where(rows, np.where(np.isnan(throughput), observed, (1 - THROUGHPUT_LEARNING_RATE) * throughput
@@ -246,6 +262,13 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             recent_rate = (np.maximum(latest - window[recent], 0.0) / (times[-1] - times[recent])
                            if times[-1] > times[recent] else np.zeros(layout.count))
             ages = _oldest_event_ages(times, window, oldest, np.maximum(arrival, recent_rate))
+            # Hot partitions (slo.propose): more than one instance serves, over the rate window and
+            # the last interval, against a learned or configured throughput: set aside.
+            measured = ~np.isnan(throughput) | ~np.isnan(settings.prior)
+            hot = (np.minimum(arrival, recent_rate)[:, None] > rate[None, :]) & measured[None, :]
+            any_hot = hot.any()
+            if any_hot:
+                ages = np.where(hot, 0.0, ages)
 
             worst = ages.max(axis=0)
             learned_delay = np.where(np.isnan(delay), worst, np.minimum(worst, delay + CHECKPOINT_DELAY_DRIFT))
@@ -255,18 +278,22 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             sample_interval = interval_seconds if samples >= 2 else 60.0
             react = learned_delay + sample_interval + settings.provisioning
             forecast = np.maximum(arrival, recent_rate)[:, None] * settings.headroom_factor
+            waiting = backlog
+            if any_hot:
+                forecast = np.where(hot, 0.0, forecast)
+                waiting = np.where(hot, 0.0, backlog)
             age = np.maximum(ages - learned_delay, 0.0)
             pending_seconds = np.where(~np.isnan(pending_at) & (ready < capacity), np.maximum(pending_at - moment, 0.0), 0.0)
             first = np.minimum(pending_seconds, react)
-            then = _predicted_age(age, backlog, forecast, rate / per_instance[ready], first)
-            then = _predicted_age(then, backlog, forecast, rate / per_instance[capacity], react - first)
+            then = _predicted_age(age, waiting, forecast, rate / per_instance[ready], first)
+            then = _predicted_age(then, waiting, forecast, rate / per_instance[capacity], react - first)
             worst_predicted = np.maximum(0.0, then.max(axis=0))
             risk = known & (worst_predicted > settings.limit)
             if risk.any():
                 rows = np.flatnonzero(risk)
                 since = learned_delay[rows]
                 wanted_rate = forecast[:, rows]
-                need = (wanted_rate + np.maximum(backlog[:, rows] + wanted_rate * (settings.provisioning[rows] + since)
+                need = (wanted_rate + np.maximum(waiting[:, rows] + wanted_rate * (settings.provisioning[rows] + since)
                                                  - wanted_rate * settings.safety[rows], 0.0) / settings.drain[rows]).max(axis=0)
                 candidates = levels[rows]
                 fits = (settings.valid_level[rows] & (candidates > capacity[rows, None])

@@ -357,10 +357,6 @@ class Kernel:
             local[self._stalled_until > 60.0 * self.minute] = -1
         return local
 
-    def serving_now(self) -> np.ndarray:
-        """Instances serving per candidate in the last minute processed."""
-        return self._owners.serving.copy()
-
     def advance(self) -> None:
         """Process the next minute for every candidate and record its series."""
         minute = self.minute

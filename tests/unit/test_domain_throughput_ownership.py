@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 
 from scaling.domain.decisions import ScalerState
@@ -34,7 +35,9 @@ A, B = ["a", "a", "b", "b"], ["a", "b", "a", "b"]
 @pytest.mark.parametrize(("before", "after", "owners"), [
     (A, A, 2),
     (A, B, 0),  # partitions changed owner in the interval
-    (A, ["a", "a", "b", None], 0),  # a partition without a live owner
+    (A, ["a", "a", "b", None], 0),  # a partition lost its live owner
+    (["a", "a", "b", None], ["a", "a", "b", None], 2),  # one never owned: the others still teach
+    ([None] * 4, [None] * 4, None),  # nothing owned: no ownership to go by
     (None, None, None),  # no ownership collected
     (["a", "b", "c", "d"], ["a", "b", "c", "d"], 4),
 ])
@@ -54,3 +57,40 @@ def test_the_live_owners_divide_what_was_processed(owners, ready, learned) -> No
 def test_an_interval_with_a_rebalance_teaches_nothing() -> None:
     state = ScalerState(target="t", throughput_per_instance=10.0, throughput_observations=3)
     assert learn_throughput(state, [sample(0, A, 50), sample(1, B, 50)], 4) == state
+
+
+def test_an_owner_whose_partitions_were_all_busy_measures_one_instance() -> None:
+    """Owner a's two partitions are backlogged, owner b's ran dry: a alone is a measurement
+    (its 2 x 600 events a minute), and the interval counts as saturated though b idled."""
+    earlier, later = sample(0, A, 600), sample(1, A, 600)
+    idle = tuple(PartitionReading.measure(p.partition_id, 0, p.last_enqueued, p.last_enqueued, owner=p.owner)
+                 if p.owner == "b" else p for p in later.sources[0].partitions)
+    later = MetricSample(target="t", collected_at=later.collected_at, capacity=4,
+                         sources=(SourceReading(name="hub", kind="eventhub", partitions=idle, owners=2),))
+    state = learn_throughput(ScalerState(target="t"), [earlier, later], 4)
+    assert state.throughput_per_instance == pytest.approx(2 * 600 / 60)
+
+
+def test_a_partition_hotter_than_one_instance_is_named_and_not_chased() -> None:
+    """Eight partitions, weights 2/3, 2/9, ... of 1,800 events a minute: partition 0 gets ~1,200 a
+    minute, more than one instance (1,000) serves, at any count. The engine learns the rate from
+    the busy owners, names the partition (reason ``hot_partition``) within 5 minutes of knowing
+    the rate, and sizes for the other seven (partition 1's 400 a minute needs at most two
+    partitions per instance: 4 instances) instead of chasing partition 0 to the maximum of 8;
+    the other partitions meet the SLO."""
+    from scaling.simulation.peers import EngineAutoscaler, simulated_target
+    from scaling.simulation.scenario import Scenario
+    from scaling.simulation.world import simulate
+
+    scenario = Scenario(partitions=8, skew=2.0, assignment="balanced")
+    decisions = []
+    autoscaler = EngineAutoscaler(simulated_target(scenario, name="hot"),
+                                  on_decision=lambda sample, decision: decisions.append(decision))
+    result = simulate(np.full(240, 1800.0), autoscaler, scenario)
+    learned = next(index for index, decision in enumerate(decisions) if decision.metrics.get("throughput_source") == "learned")
+    named = next(index for index, decision in enumerate(decisions)
+                 if any(reason.startswith("hot_partition: hub/0 receives") for reason in decision.reasons))
+    assert named - learned <= 5
+    assert any(decision.reason_code == "hot_partition" for decision in decisions)
+    assert result.capacity[named + 30:].max() == 4
+    assert result.other_partitions_violation_minutes == 0
