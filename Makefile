@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 TRACES ?= ../shared/traces
 DEMO_ARGS ?=
 
-.PHONY: install test lint demo benchmark docs-benchmark clean chromium
+.PHONY: install test test-deep lint demo benchmark docs-benchmark clean chromium
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,11 @@ chromium:
 
 test: install lint chromium
 	$(PY) -m pytest
+
+# The same tests with the long property runs: 100 random fault schedules over a WC98 day instead
+# of 10 (on top of the explicit ones), 200 queue-chaos examples on Azurite tables instead of 50.
+test-deep: install lint chromium
+	RELIABILITY_EXAMPLES=100 QUEUE_CHAOS_EXAMPLES=200 $(PY) -m pytest
 
 demo: install
 	$(PY) -m scaling demo $(DEMO_ARGS)

@@ -3,44 +3,22 @@ through a surge, on a real Azurite (started and stopped by the demo itself), thr
 azure-mgmt-web client against the local ARM endpoint, and agree with ``simulate``.
 
 The trace is synthetic (flat low, a surge, low again) so that the run is short: 75 simulated
-minutes, about 20-40 s.
+minutes, about 20-40 s, run once per session (tests/e2e/shared_demo.py) and shared with the report
+page's browser test.
 """
 
 from __future__ import annotations
 
 import csv
-import io
 import socket
-from pathlib import Path
 
 import pytest
 
 from scaling.__main__ import build_parser
-from scaling.local.azurite import Azurite
-from scaling.local.demo import TOLERANCE, DemoOptions, compare, demo_target, run_demo, simulate_summary
+from scaling.local.demo import TOLERANCE, compare, demo_target, simulate_summary
+from tests.e2e.shared_demo import AFTER, BEFORE, SURGE, RecordingAzurite
 
-LOW, HIGH = 150, 1000
-BEFORE, SURGE, AFTER = 20, 25, 30
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-def write_trace(path: Path) -> Path:
-    counts = [LOW] * BEFORE + [HIGH] * SURGE + [LOW] * AFTER
-    path.write_text("minute_index,arrivals\n" + "".join(f"{i},{c}\n" for i, c in enumerate(counts)), encoding="utf-8")
-    return path
-
-
-class RecordingAzurite(Azurite):
-    """The demo's own Azurite, remembered so the test can check it was stopped."""
-
-    started: list[RecordingAzurite] = []
-
-    def start(self, timeout: float = 30.0):
-        endpoints = super().start(timeout)
-        self.pid = self.process.pid
-        self.ports = (endpoints.blob_port, endpoints.queue_port, endpoints.table_port)
-        RecordingAzurite.started.append(self)
-        return endpoints
 
 
 def port_open(port: int) -> bool:
@@ -59,15 +37,10 @@ def process_alive(pid: int) -> bool:
         return False
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("demo")
-    trace = write_trace(folder / "surge.csv")
-    options = DemoOptions(trace=trace, minutes=None, start=0, out=folder / "out", live=True)
-    stream = io.StringIO()
-    RecordingAzurite.started.clear()
-    result = run_demo(options, stream=stream, azurite_factory=RecordingAzurite)
-    return options, result, stream.getvalue()
+@pytest.fixture
+def demo(demo_run):
+    """The session's one demo run (tests/e2e/shared_demo.py), as (options, result, terminal output)."""
+    return demo_run.options, demo_run.result, demo_run.output
 
 
 def test_the_functions_recorded_decisions_in_the_decision_table(demo):

@@ -1,5 +1,6 @@
 """The report page in a real browser (Debian's headless Chromium, driven over the DevTools
-protocol), built by ``python -m scaling report`` from the tables a short demo left in Azurite.
+protocol), built by ``python -m scaling report`` from the tables a short demo left in Azurite (the demo run
+that tests/e2e/test_demo.py checks: one per session, tests/e2e/shared_demo.py).
 
 - the page loads from a file URL with no console error, exception or failed request;
 - the chart area of a screenshot is not blank (kept as ``out/report-browser.png``);
@@ -11,23 +12,15 @@ protocol), built by ``python -m scaling report`` from the tables a short demo le
 
 from __future__ import annotations
 
-import io
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from scaling.__main__ import main as scaling_main
-from scaling.local.azurite import Azurite
-from scaling.local.demo import DemoOptions, run_demo
 from scaling.report.page import CHART_ID, DECISION_META, TABLE_ID
 from scaling.report.runs import write_demo_report
-from scaling.simulation.peers import EPOCH
 from tests.e2e.chromium import Chromium, chromium_binary
-from tests.e2e.test_demo import write_trace
+from tests.e2e.shared_demo import ARTIFACTS
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "out"
 SCREENSHOT = ARTIFACTS / "report-browser.png"
 
 pytestmark = [
@@ -51,39 +44,14 @@ CHART_BOX = f"(() => {{ const r = document.getElementById('{CHART_ID}').getBound
             "return [r.left, r.top, r.width, r.height]; })()"
 
 
-class AzuriteKeptForTheReport(Azurite):
-    """The demo's Azurite, left running when the demo ends so that ``report`` can read its tables."""
-
-    def stop(self) -> None:
-        """Deferred: the fixture calls ``really_stop``."""
-
-    def really_stop(self) -> None:
-        super().stop()
-
-
 @pytest.fixture(scope="module")
-def demo_pages(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("report-demo")
-    options = DemoOptions(trace=write_trace(folder / "surge.csv"), minutes=None, start=0, out=folder / "out", live=False)
-    kept: list[AzuriteKeptForTheReport] = []
-
-    def factory() -> AzuriteKeptForTheReport:
-        kept.append(AzuriteKeptForTheReport())
-        return kept[-1]
-
-    try:
-        result = run_demo(options, stream=io.StringIO(), azurite_factory=factory)
-        ARTIFACTS.mkdir(exist_ok=True)
-        report = ARTIFACTS / "report-browser.html"
-        code = scaling_main(["report", "--target", "demo", "--connection-string", kept[0].endpoints.connection_string,
-                             "--since", (EPOCH - timedelta(minutes=5)).isoformat(),
-                             "--until", (EPOCH + timedelta(hours=3)).isoformat(), "--slo-seconds", "300",
-                             "--out", str(report)])
-        assert code == 0
-    finally:
-        for server in kept:
-            server.really_stop()
-    return result, report, write_demo_report(result, options)
+def demo_pages(demo_run):
+    """The session's one demo run (tests/e2e/shared_demo.py): its result, the page the report
+    command built from its tables before its Azurite stopped, and the demo's own report page."""
+    if demo_run.report_error is not None:
+        raise demo_run.report_error
+    assert demo_run.report_code == 0
+    return demo_run.result, demo_run.report, write_demo_report(demo_run.result, demo_run.options)
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 """Converge whatever fails (issue 11): each numbered case with its fault injected by the fault
 proxy (tests/faultproxy.py) in front of Azurite's table endpoint and of the local ARM endpoint
 (the real azure-data-tables and azure-mgmt-web clients go through it), then a property test: a
-random fault schedule over a day of the WC98 trace. The queues are modelled (tests/reliability.py
+fault schedule over a day of the WC98 trace, explicit ones that put every fault kind at every
+step and random ones (10 per run, 100 with ``make test-deep``). The queues are modelled (tests/reliability.py
 says how); everything else is real."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from scaling.local.azurite import Azurite
@@ -23,8 +24,9 @@ from tests.faultproxy import FaultProxy
 from tests.reliability import Rig
 
 TRACE = Path(__file__).resolve().parents[3] / "shared" / "traces" / "worldcup98" / "per_minute.csv"
-#: Examples of the property test (``RELIABILITY_EXAMPLES`` to try more or fewer).
-PROPERTY_EXAMPLES = int(os.environ.get("RELIABILITY_EXAMPLES", "100"))
+#: Random examples of the property test, on top of its explicit schedules (``RELIABILITY_EXAMPLES``
+#: to try more or fewer; ``make test-deep`` runs 100).
+PROPERTY_EXAMPLES = int(os.environ.get("RELIABILITY_EXAMPLES", "10"))
 LOW, HIGH = 20_000.0, 60_000.0  # events a minute: 2 and 4 instances' worth
 
 
@@ -239,8 +241,36 @@ def clear(world: Rig, proxies) -> None:
     world.lose_actions = False
 
 
+STEPS = 24
+FAULT_KINDS = FAULTS[1:]
+#: Schedules the property test always runs, whatever the number of random examples: each fault
+#: kind at every step of the day (so it meets every load level, the surge's scale-ups and the
+#: evening's scale-downs), and every kind in turn in two different orders (each after faults of
+#: other kinds).
+EXPLICIT_SCHEDULES = (
+    [[kind] * STEPS for kind in FAULT_KINDS]
+    + [[FAULTS[step % len(FAULTS)] for step in range(STEPS)],
+       [FAULTS[(-3 * step) % len(FAULTS)] for step in range(STEPS)]]
+)
+
+
+def with_explicit_schedules(test):
+    for schedule in EXPLICIT_SCHEDULES:
+        test = example(schedule=schedule)(test)
+    return test
+
+
+def test_the_explicit_schedules_cover_every_fault_kind_at_every_step() -> None:
+    """What lets ``make test`` run few random examples: every kind, at every step of the day."""
+    assert all(len(schedule) == STEPS for schedule in EXPLICIT_SCHEDULES)
+    for step in range(STEPS):
+        assert {schedule[step] for schedule in EXPLICIT_SCHEDULES} >= set(FAULT_KINDS), step
+    assert all(len(set(schedule)) == len(FAULTS) for schedule in EXPLICIT_SCHEDULES[len(FAULT_KINDS):])
+
+
+@with_explicit_schedules
 @settings(max_examples=PROPERTY_EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-@given(schedule=st.lists(st.sampled_from(FAULTS), min_size=24, max_size=24))
+@given(schedule=st.lists(st.sampled_from(FAULTS), min_size=STEPS, max_size=STEPS))
 def test_property_a_random_fault_schedule_over_a_day_converges(rig, proxies, schedule) -> None:
     """A day of WC98 (one sample per hour of the trace, five simulated minutes apart), a
     fault drawn for each step; after the faults stop: the plan reaches the desired capacity
