@@ -251,17 +251,17 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
         bound = "max" if proposal.direction == UP else "min"
         return _hold(target, decision_id, now, capacity, f"at_{bound}_bound",
                      [*proposal.reasons, f"already at the {bound} bound ({capacity})"], metrics, state)
+    if pause is not None:  # what it would do, cooldowns aside (a paused target takes no actions)
+        return _hold(target, decision_id, now, capacity, pause.code,
+                     [paused_reason(pause, capacity, wanted), *proposal.reasons, pause.describe()],
+                     {**metrics, "would_scale_to": wanted}, state)
+
     if state.last_action_at is not None:
         cooldown_until = state.last_action_at + timedelta(seconds=cooldown)
         if now < cooldown_until:
             return _hold(target, decision_id, now, capacity, "cooldown",
                          [*proposal.reasons, f"cooldown until {cooldown_until.isoformat()}"],
                          {**metrics, "cooldown_until": cooldown_until.isoformat()}, state)
-
-    if pause is not None:
-        return _hold(target, decision_id, now, capacity, pause.code,
-                     [paused_reason(pause, capacity, wanted), *proposal.reasons, pause.describe()],
-                     {**metrics, "would_scale_to": wanted}, state)
 
     tokens = action_tokens(target, state, now)
     if mode.budgets_scale_in and proposal.direction == DOWN and tokens < 2:

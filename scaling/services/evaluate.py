@@ -311,6 +311,7 @@ class EvaluateService:
             reconciliation = None
             if decision.metrics.get("would_scale_to") is not None:
                 records.append(DecisionRecord.from_decision(decision, sample.sample_id, None))
+                next_stored = replace(next_stored, pause=replace(pause, logged_would=decision.metrics["would_scale_to"]))
         elif pause is not None and "would_scale_to" in decision.metrics:
             # Paused: log what it would have done, once per change of mind.
             would = decision.metrics["would_scale_to"]
