@@ -65,17 +65,21 @@ class PauseService:
         logger.warning("resume %s: %s", target, text)
         return ended
 
+    def _live_id(self, stored: StoredState) -> str | None:
+        """The id of the pause in force (an expired one an evaluation may clear any time counts as none)."""
+        pause = stored.pause
+        return pause.pause_id if pause is not None and pause.active(self.clock()) else None
+
     def _write(self, target: str, change: Callable[[StoredState], StoredState], record: DecisionRecord,
                first: StoredState | None = None) -> StoredState:
         stored = first or self.store.load_state(target)
-        seen = stored.pause
+        seen = self._live_id(stored)
         for _ in range(self.max_attempts):
             try:
                 return self.store.commit(replace(change(stored), updated_at=self.clock()), (record,))
             except ConcurrencyConflict:
                 stored = self.store.load_state(target)
-                if stored.pause != seen and (stored.pause is None or seen is None
-                                             or stored.pause.pause_id != seen.pause_id):
+                if self._live_id(stored) != seen:
                     other = stored.pause.describe() if stored.pause else "resumed"
                     raise PauseConflict(f"{target} changed meanwhile ({other}); nothing written: "
                                         "check `python -m scaling decisions` and run the command again") from None
