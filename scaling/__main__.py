@@ -19,6 +19,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench-collect": ("scaling.commands.bench_collect", "time concurrent vs serial collection (stand-in hubs, Azurite checkpoints)"),
     "decisions": ("scaling.storage.cli", "print a target's decision log as a table"),
     "dead-letters": ("scaling.commands.dead_letters", "list the dead-letter table and replay a letter after a fix"),
+    "pause": ("scaling.commands.pause", "pause a target (or pin it with --at N) until a time; it keeps evaluating"),
+    "resume": ("scaling.commands.pause:resume", "end a target's pause or pin now"),
     "report": ("scaling.report.cli", "write a target's history and decisions as one self-contained HTML page"),
     "bench-storage": ("scaling.commands.bench_storage", "storage round trips per sample and samples per second on Azurite"),
     "export-history": ("scaling.tuning.export", "export the history table to Parquet"),

@@ -21,8 +21,10 @@ from datetime import datetime, timedelta
 from scaling.domain.decisions import DOWN, HOLD, UP, Decision, ScalerState, decision_id_for
 from scaling.domain.lag import balanced_counts
 from scaling.domain.modes import mode_of
+from scaling.domain.pause import Pause, paused_reason
 from scaling.domain.policy import TargetPolicy
-from scaling.domain.proposal import Situation
+from scaling.domain.profiles import BoundsInForce, bounds_in_force, with_bounds
+from scaling.domain.proposal import Proposal, Situation
 from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample
 
 #: Weight of a new saturated observation in the learned per-instance throughput.
@@ -193,6 +195,30 @@ def action_tokens(target: TargetPolicy, state: ScalerState, now: datetime) -> fl
     return min(budget, state.action_tokens + elapsed_hours * budget)
 
 
+def _profile_bound(proposal: Proposal, in_force: BoundsInForce, capacity: int, counts: Sequence[int]) -> Proposal:
+    """The proposal once a profile's bound has its say: a count outside the bounds in force is
+    brought inside them (the minimum asked for one provisioning delay early), and a proposal
+    that the profile's bound cuts short is named after the profile (reason ``profile:NAME``)."""
+    low, high = counts[0], counts[-1]
+    if in_force.min_from and capacity < low and (proposal.capacity is None or proposal.direction != UP
+                                                 or proposal.capacity < low):
+        return replace(proposal, capacity=low, direction=UP, reason_code=f"profile:{in_force.min_from}",
+                       reasons=(*proposal.reasons, f"profile {in_force.min_from}: at least {low} instances"))
+    if in_force.max_from and capacity > high and (proposal.capacity is None or proposal.direction != DOWN
+                                                  or proposal.capacity > high):
+        return replace(proposal, capacity=high, direction=DOWN, reason_code=f"profile:{in_force.max_from}",
+                       reasons=(*proposal.reasons, f"profile {in_force.max_from}: at most {high} instances"))
+    if proposal.capacity is None:
+        return proposal
+    if in_force.max_from and proposal.direction == UP and proposal.capacity > high:
+        return replace(proposal, reason_code=f"profile:{in_force.max_from}",
+                       reasons=(*proposal.reasons, f"profile {in_force.max_from}: at most {high} instances"))
+    if in_force.min_from and proposal.direction == DOWN and proposal.capacity < low:
+        return replace(proposal, reason_code=f"profile:{in_force.min_from}",
+                       reasons=(*proposal.reasons, f"profile {in_force.min_from}: at least {low} instances"))
+    return proposal
+
+
 def _hold(target: TargetPolicy, decision_id: str, now: datetime, capacity: int | None, code: str,
           reasons: Sequence[str], metrics: dict, state: ScalerState) -> Decision:
     new_state = replace(state, last_reason_code=code)
@@ -200,14 +226,19 @@ def _hold(target: TargetPolicy, decision_id: str, now: datetime, capacity: int |
 
 
 def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricSample], now: datetime, *,
-             clock_skew: timedelta = MAX_CLOCK_SKEW) -> Decision:
+             clock_skew: timedelta = MAX_CLOCK_SKEW, pause: Pause | None = None) -> Decision:
     """Decide the target capacity for ``target`` from its recent samples.
 
     Never scales in when a source failed or the window is short of samples; a scale-out uses
     whatever data is there. Samples more than ``clock_skew`` ahead of ``now`` are ignored (the
-    evaluate service passes the tolerance it parses with). Returns a decision whose ``state``
-    is the state to persist.
+    evaluate service passes the tolerance it parses with). The bounds are those in force at
+    ``now`` (schedule profiles, ``profiles.py``); a ``pause`` in force turns what would act
+    into a hold that says what it would have done. Returns a decision whose ``state`` is the
+    state to persist.
     """
+    in_force = bounds_in_force(target, now, timedelta(seconds=target.slo.provisioning_delay_seconds))
+    target = with_bounds(target, in_force)
+    profile_notes = [in_force.describe()] if in_force.profile or in_force.early else []
     samples = window_samples(history, target.name, now, target.window_seconds or 600, clock_skew)
     if not samples:
         return _hold(target, decision_id_for(target.name, f"empty@{now.isoformat()}"), now, state.capacity,
@@ -247,6 +278,10 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     metrics = {"capacity": capacity, "ready_capacity": ready_capacity, "backlog": latest.backlog,
                "partitions": partitions, "throughput_per_instance": throughput, "throughput_source": throughput_source,
                **proposal.metrics}
+    if profile_notes:
+        metrics["profile"] = in_force.min_from if in_force.early else in_force.profile
+        proposal = replace(proposal, reasons=(*proposal.reasons, *profile_notes))
+    proposal = _profile_bound(proposal, in_force, capacity, counts)
 
     if proposal.capacity is None:
         return _hold(target, decision_id, now, capacity, proposal.reason_code, proposal.reasons, metrics, state)
@@ -265,6 +300,11 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
         bound = "max" if proposal.direction == UP else "min"
         return _hold(target, decision_id, now, capacity, f"at_{bound}_bound",
                      [*proposal.reasons, f"already at the {bound} bound ({capacity})"], metrics, state)
+    if pause is not None:  # what it would do, cooldowns aside (a paused target takes no actions)
+        return _hold(target, decision_id, now, capacity, pause.code,
+                     [paused_reason(pause, capacity, wanted), *proposal.reasons, pause.describe()],
+                     {**metrics, "would_scale_to": wanted}, state)
+
     if state.last_action_at is not None:
         cooldown_until = state.last_action_at + timedelta(seconds=cooldown)
         if now < cooldown_until:

@@ -45,11 +45,12 @@ from scaling.domain.policy_model import (
     Tier,
     seed_rules,
 )
+from scaling.domain.policy_profiles import FixedWindow, Profile, Recurrence
 
 __all__ = [
     "AGGREGATES", "CHECKPOINT_STRATEGIES", "DEFAULT_SCALE_DOWN", "DEFAULT_SCALE_UP", "EXTERNAL_CHANGE_POLICIES",
     "KEDA_ALIASES", "METRICS", "MODES", "PLAN_KINDS", "POLICY_VERSION", "SEED_STEP", "SOURCE_KINDS", "Bounds",
-    "PlanSettings", "Policy", "PolicyError", "Rule", "SeedThresholds", "SloSettings", "SourceSettings", "Step",
+    "FixedWindow", "PlanSettings", "Policy", "PolicyError", "Profile", "Recurrence", "Rule", "SeedThresholds", "SloSettings", "SourceSettings", "Step",
     "TargetPolicy", "Tier", "load_policy", "load_policy_text", "policy_from_dict", "policy_json_schema",
     "policy_to_dict", "seed_rules", "target_to_dict", "with_slo",
 ]
@@ -92,6 +93,8 @@ def target_to_dict(target: TargetPolicy) -> dict[str, Any]:
         "bounds": _fields(target.bounds),
         "on_external_change": target.on_external_change,
     }
+    if target.profiles:
+        document["profiles"] = [_profile_to_dict(profile) for profile in target.profiles]
     if target.preset:
         document["preset"] = target.preset
         seed = target.rules[0]
@@ -106,6 +109,16 @@ def target_to_dict(target: TargetPolicy) -> dict[str, Any]:
         ]
     document["scale_up"] = _step_to_dict(target.scale_up)
     document["scale_down"] = _step_to_dict(target.scale_down)
+    return document
+
+
+def _profile_to_dict(profile: Profile) -> dict[str, Any]:
+    document = _drop_none({"name": profile.name, "min_instances": profile.min_instances,
+                           "max_instances": profile.max_instances})
+    if profile.recurrence is not None:
+        document["recurrence"] = {**_fields(profile.recurrence), "days": list(profile.recurrence.days)}
+    if profile.fixed is not None:
+        document["fixed"] = {"start": profile.fixed.start.isoformat(), "end": profile.fixed.end.isoformat()}
     return document
 
 

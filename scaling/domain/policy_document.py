@@ -105,6 +105,11 @@ def _reason(kind: str, item: Mapping[str, Any], context: Mapping[str, Any], loca
         "model_type": "must be an object",
         "too_long": f"must list at most {context.get('max_length')}, got {context.get('actual_length')}",
         "unexpected_keyword_argument": "is not a known setting",
+        "string_pattern_mismatch": f"must be a time of day, HH:MM from 00:00 to 23:59, got {got}",
+        "timezone_aware": f"must carry an offset (e.g. +01:00 or Z), got {got}",
+        "datetime_parsing": f"must be an ISO 8601 time with an offset, got {got}",
+        "datetime_from_date_parsing": f"must be an ISO 8601 time with an offset, got {got}",
+        "datetime_type": f"must be an ISO 8601 time with an offset, got {got}",
     }
     if kind == "too_long" and isinstance(item.get("input"), str):
         return f"must be at most {context.get('max_length')} characters"

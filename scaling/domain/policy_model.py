@@ -52,6 +52,7 @@ from scaling.domain.policy_fields import (
     invalid,
     printable_text,
 )
+from scaling.domain.policy_profiles import MAX_PROFILES, Profile
 
 # --- the model ---------------------------------------------------------------------------------
 
@@ -395,6 +396,8 @@ class TargetPolicy:
     on_external_change: Annotated[Literal["adopt", "revert"], Field(
         description="when someone else resized the plan: adopt (accept the new count and decide from it) "
                     "or revert (restore the autoscaler's desired count)")] = "adopt"
+    profiles: Annotated[tuple[Profile, ...], Field(max_length=MAX_PROFILES,
+        description="schedule profiles in order: the first whose window holds sets the bounds (docs/policy.md)")] = ()
 
     @model_validator(mode="before")
     @classmethod
@@ -431,6 +434,7 @@ class TargetPolicy:
         names = [source.name for source in self.sources]
         if len(set(names)) != len(names):
             raise invalid("sources", "has duplicate source names")
+        self._check_profiles()
         if self.preset == "seed":
             seed = self.seed or SeedThresholds()
             return replace(self, rules=seed_rules(seed.scale_up_above, seed.scale_down_below), scale_up=SEED_STEP,
@@ -448,6 +452,22 @@ class TargetPolicy:
                 raise invalid(f"sources[{queue}].kind", "'servicebus' cannot drive mode 'slo' (it reads Event Hubs "
                                                       "partitions only): set mode 'rules' with backlog rules for this target")
         return self
+
+    def _check_profiles(self) -> None:
+        names = [profile.name for profile in self.profiles]
+        if len(set(names)) != len(names):
+            raise invalid("profiles", "has duplicate profile names")
+        for index, profile in enumerate(self.profiles):
+            low = profile.min_instances if profile.min_instances is not None else self.bounds.min_instances
+            high = profile.max_instances if profile.max_instances is not None else self.bounds.max_instances
+            if low > high:
+                if profile.min_instances is not None:
+                    raise invalid(f"profiles[{index}].min_instances",
+                                  f"({low}) must not be above {{0}} ({high}), which applies with this profile",
+                                  "bounds.max_instances")
+                raise invalid(f"profiles[{index}].max_instances",
+                              f"({high}) must not be below {{0}} ({low}), which applies with this profile",
+                              "bounds.min_instances")
 
     @property
     def window_seconds(self) -> float:

@@ -18,7 +18,7 @@ from typing import Protocol
 
 from scaling.domain.samples import MetricSample
 from scaling.report.page import ReportData
-from scaling.storage.records import DecisionRecord
+from scaling.storage.records import DecisionRecord, StoredState, utc_now
 
 DEFAULT_SPAN = timedelta(hours=24)
 
@@ -29,6 +29,8 @@ class ReportSource(Protocol):
     def load_window(self, target: str, start: datetime, end: datetime) -> list[MetricSample]: ...
 
     def decisions(self, target: str, since: datetime | None = None, limit: int | None = None) -> list[DecisionRecord]: ...
+
+    def load_state(self, target: str) -> StoredState: ...
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -43,13 +45,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def read_report(source: ReportSource, target: str, since: datetime, until: datetime, *,
-                slo_seconds: float | None, origin: str) -> ReportData:
+                slo_seconds: float | None, origin: str, now: datetime | None = None) -> ReportData:
     """The page's rows: samples collected and decisions logged from ``since`` to ``until`` (both included)."""
     from scaling.report.history import report_from_history
 
     samples = source.load_window(target, since, until)
     decisions = [record for record in source.decisions(target, since=since) if record.evaluated_at <= until]
-    return report_from_history(target, samples, decisions, slo_seconds=slo_seconds, origin=origin)
+    data = report_from_history(target, samples, decisions, slo_seconds=slo_seconds, origin=origin)
+    return replace(data, pause=pause_in_force(source, target, now or utc_now()))
+
+
+def pause_in_force(source: ReportSource, target: str, now: datetime) -> str | None:
+    """The target's pause or pin at ``now``, as the page and ``decisions`` show it."""
+    pause = source.load_state(target).pause
+    return pause.describe() if pause is not None and pause.active(now) else None
 
 
 def policy_slo_seconds(environ: Mapping[str, str], target: str) -> float | None:
@@ -73,7 +82,6 @@ def run(args: argparse.Namespace) -> int:
     from scaling.settings import SettingsError, command_storage
     from scaling.storage.base import TableNames
     from scaling.storage.factory import build_table_storage
-    from scaling.storage.records import utc_now
 
     try:
         until = parse_time(args.until, "--until") if args.until else utc_now()

@@ -55,6 +55,7 @@ class ReportData:
     slo_seconds: float | None = None
     origin: str = ""  # where the rows came from, shown under the title
     notes: Sequence[str] = field(default_factory=tuple)
+    pause: str | None = None  # the operator's pause or pin in force: who asked, why, until when
 
 
 def _time(moment: datetime) -> str:
@@ -185,6 +186,7 @@ h1 { font-size: 1.4em; margin: 0 0 4px; } .origin { color: #555; margin: 0 0 8px
 th, td { border-bottom: 1px solid #ddd; padding: 3px 6px; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; position: sticky; top: 0; } tr[data-acts="true"] { background: #fbfbe8; }
 td:nth-child(5), td:nth-child(6), td:nth-child(7), td:nth-child(8), td:nth-child(9) { text-align: right; }
+.pause { background: #fdecea; border-left: 4px solid #c0392b; padding: 6px 10px; }
 .filters { margin: 12px 0 8px; } .filters label { margin-right: 16px; }
 """
 
@@ -230,6 +232,8 @@ def render(data: ReportData) -> str:
     header = "".join(f"<th>{html.escape(name)}</th>" for name in (
         "time (UTC)", "action", "capacity", "reason", *(label for _, label in DECISION_NUMBERS), "outcome", "why"))
     notes = "".join(f"<p class=\"origin\">{html.escape(note)}</p>" for note in data.notes)
+    if data.pause:
+        notes += f"<p class=\"pause\" id=\"pause\"><b>Paused now:</b> {html.escape(data.pause)}</p>"
     title = f"Autoscaler report: {data.target}"
     return f"""<!DOCTYPE html>
 <html lang="en">

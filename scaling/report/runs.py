@@ -26,7 +26,8 @@ def write_page(path: str | Path, html_text: str) -> Path:
     return path
 
 
-def write_simulation_report(path: str | Path, arrivals: Any, target: Any, scenario: Any, *, origin: str = "") -> Path:
+def write_simulation_report(path: str | Path, arrivals: Any, target: Any, scenario: Any, *, origin: str = "",
+                            start: Any = None) -> Path:
     """Replay ``arrivals`` with the engine (deterministic: the run ``simulate`` just scored) and
     write its page, every logged decision as ``evaluate`` would have recorded it."""
     from scaling.simulation.peers import EPOCH, EngineAutoscaler
@@ -39,9 +40,10 @@ def write_simulation_report(path: str | Path, arrivals: Any, target: Any, scenar
         action = action_for(decision, target) if decision.acts else None
         records.append(DecisionRecord.from_decision(decision, sample.sample_id, action))
 
-    result = simulate(arrivals, EngineAutoscaler(target, on_decision=record), scenario,
+    start = start or EPOCH
+    result = simulate(arrivals, EngineAutoscaler(target, on_decision=record, start=start), scenario,
                       algorithm=f"policy:{target.name}", knob=target.mode)
-    data = report_from_run(target.name, result, logged_decisions(records), start=EPOCH,
+    data = report_from_run(target.name, result, logged_decisions(records), start=start,
                            events_per_instance_per_minute=scenario.events_per_instance_per_minute,
                            slo_seconds=_slo_seconds(target, scenario),
                            origin=origin or f"simulation of {len(arrivals)} minutes, target {target.name} ({target.mode} mode)")

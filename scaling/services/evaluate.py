@@ -27,9 +27,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from scaling.domain.decisions import HOLD, UP, Decision
+from scaling.domain.decisions import DOWN, HOLD, UP, Decision, decision_id_for
 from scaling.domain.engine import evaluate
 from scaling.domain.names import safe_text
+from scaling.domain.pause import PAUSE_EXPIRED, PINNED, Pause
 from scaling.domain.policy import Policy, TargetPolicy
 from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, DesiredCapacity, Reconciliation, reconcile
 from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample, SampleError, parse_sample
@@ -274,12 +275,20 @@ class EvaluateService:
         old = stored.state
         if not any(item.sample_id == sample.sample_id for item in history):
             history = [*history, sample]
-        decision = evaluate(target, old, history, now, clock_skew=self.clock_skew)
+        records: list[DecisionRecord] = []
+        pause = stored.pause
+        if pause is not None and not pause.active(now):
+            # A forgotten pause ends by itself; its end is a row of the decision log.
+            records.append(self._pause_expired(target, pause, sample.sample_id, now, old.capacity))
+            stored, pause = replace(stored, pause=None), None
+        decision = evaluate(target, old, history, now, clock_skew=self.clock_skew, pause=pause)
         previous = max((item for item in history if item.collected_at < sample.collected_at),
                        key=lambda item: item.collected_at, default=None)
         newest = max((item for item in history if item.collected_at <= now + self.clock_skew),
                      key=lambda item: item.collected_at, default=sample)
-        reconciliation = None if self.dry_run else reconcile(
+        # Paused (not pinned), nothing at all goes to scale: no re-issue either.
+        holding_still = pause is not None and pause.pinned_at is None
+        reconciliation = None if self.dry_run or holding_still else reconcile(
             stored.desired, newest.capacity, newest.collected_at, grace=self.reconcile_grace,
             on_external_change=target.on_external_change)
         desired = reconciliation.desired if reconciliation else stored.desired
@@ -289,9 +298,27 @@ class EvaluateService:
             # The window's newest sample was evaluated before (this one is late): nothing new to learn.
             new_state = restore_learning(new_state, old)
         next_stored = stored.with_evaluated(sample.collected_at, keep_after=window_start - EVALUATED_MARGIN)
-        records: list[DecisionRecord] = []
         action = None
-        if decision.acts and decision.decision_id == old.last_decision_id:
+        if pause is not None and pause.pinned_at is not None and not pause.pin_requested:
+            # Pinned: the count is requested once, through the outbox like any decision, then held.
+            action, record = self._pin(target, pause, sample.sample_id, now, decision.current_capacity, traceparent)
+            records.append(record)
+            pause = replace(pause, pin_requested=True)
+            next_stored = replace(next_stored.with_outbox(sample.sample_id, action), pause=pause,
+                                  latest_decision_id=action.decision_id, latest_decided_at=now)
+            desired = DesiredCapacity.decided(action.target_capacity, action.decision_id, now, decision.current_capacity)
+            new_state = replace(new_state, last_action_at=now, last_decision_id=action.decision_id)
+            reconciliation = None
+            if decision.metrics.get("would_scale_to") is not None:
+                records.append(DecisionRecord.from_decision(decision, sample.sample_id, None))
+                next_stored = replace(next_stored, pause=replace(pause, logged_would=decision.metrics["would_scale_to"]))
+        elif pause is not None and "would_scale_to" in decision.metrics:
+            # Paused: log what it would have done, once per change of mind.
+            would = decision.metrics["would_scale_to"]
+            if would != pause.logged_would or decision.reason_code != old.last_reason_code:
+                records.append(with_layout_notes(DecisionRecord.from_decision(decision, sample.sample_id, None), sample))
+                next_stored = replace(next_stored, pause=replace(pause, logged_would=would))
+        elif decision.acts and decision.decision_id == old.last_decision_id:
             # Already acted on this decision (same newest sample): never a second action.
             logger.info("evaluate %s: decision %s was already taken; not acting again", target.name, decision.decision_id)
             new_state = old
@@ -315,6 +342,31 @@ class EvaluateService:
         next_stored = replace(next_stored, state=new_state, updated_at=now, desired=desired,
                               retention_at=now if purge else stored.retention_at)
         return _Plan(next_stored, tuple(records), decision, action, purge, reconciliation, previous)
+
+    def _pin(self, target: TargetPolicy, pause: Pause, trigger: str, now: datetime, capacity: int | None,
+             traceparent: str | None) -> tuple[ActionMessage, DecisionRecord]:
+        """The one action of a pin and its decision-log row (the id is the pause's: a retry or a
+        redelivery asks for the same decision, which ``scale`` applies at most once)."""
+        assert pause.pinned_at is not None
+        decision_id = decision_id_for(target.name, f"pin|{pause.pause_id}")
+        direction = DOWN if capacity is not None and pause.pinned_at < capacity else UP
+        action = ActionMessage(decision_id=decision_id, target=target.name, plan_resource_id=target.plan.resource_id,
+                               target_capacity=pause.pinned_at, direction=direction,
+                               reason=f"{PINNED}: {pause.describe()}", decided_at=now, traceparent=traceparent)
+        record = DecisionRecord(target.name, decision_id, now, trigger, acts=True, direction=direction,
+                                reason_code=PINNED, reasons=(pause.describe(),),
+                                metrics={"pinned_at": pause.pinned_at, "until": pause.until.isoformat()},
+                                capacity_before=capacity, capacity_after=pause.pinned_at, action=action)
+        return action, record
+
+    def _pause_expired(self, target: TargetPolicy, pause: Pause, trigger: str, now: datetime,
+                       capacity: int | None) -> DecisionRecord:
+        logger.warning("evaluate %s: the pause ended at %s (%s); the autoscaler acts again", target.name,
+                       pause.until.isoformat(), pause.describe())
+        return DecisionRecord(target.name, decision_id_for(target.name, f"expired|{pause.pause_id}"), now, trigger,
+                              acts=False, direction=HOLD, reason_code=PAUSE_EXPIRED,
+                              reasons=(f"ended by itself: {pause.describe()}",), metrics={},
+                              capacity_before=capacity, capacity_after=capacity)
 
     def _reconciled(self, target: TargetPolicy, reconciliation: Reconciliation, trigger: str,
                     now: datetime, traceparent: str | None = None) -> tuple[ActionMessage | None, DecisionRecord]:

@@ -6,7 +6,7 @@
   worker that died is taken over (ETag) after ``claim_lease``.
 - Stale: an action older than the target's latest decision is skipped (actions carry absolute
   capacities, so only the newest one matters).
-- The capacity is clamped to the policy bounds and to the SKU's instance limit; when the plan
+- The capacity is clamped to the policy bounds (the widest any schedule profile sets) and to the SKU's instance limit; when the plan
   already has it nothing is written. ``dry_run`` logs what would happen and calls no ARM at all.
 - When ARM fails for good (the client's bounded retries are spent), the failure is recorded on
   the applied record and on the decision row, logged as an error, and the target's cooldown is
@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from scaling.domain.decisions import HOLD
 from scaling.domain.names import safe_text
 from scaling.domain.policy import Policy, TargetPolicy
+from scaling.domain.profiles import widest_bounds
 from scaling.domain.telemetry import (
     ARM_WRITE_DURATION,
     ARM_WRITES,
@@ -187,7 +188,9 @@ class ScaleService:
     # --- steps ------------------------------------------------------------------------------------
 
     def _apply(self, action: ActionMessage, target: TargetPolicy, seen: dict[str, int]) -> tuple[str, int | None, int, str | None]:
-        bounds = target.bounds
+        # The bounds in force (schedule profiles) were applied when deciding: clamp to the widest.
+        low, high = widest_bounds(target)
+        bounds = replace(target.bounds, min_instances=low, max_instances=high)
         if self.dry_run:
             wanted = max(bounds.min_instances, min(bounds.max_instances, action.target_capacity))
             detail = (f"dry run: would set plan {action.plan_resource_id} to {wanted} instances "

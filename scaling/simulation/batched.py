@@ -46,7 +46,7 @@ def checked_batch(targets: Sequence[TargetPolicy], knobs: Sequence[str] | None, 
 
 def supports(target: TargetPolicy) -> bool:
     """Whether ``simulate_batch`` reproduces the engine for this target exactly."""
-    if target.mode != "rules" or not target.rules or target.bounds.min_instances < 1:
+    if target.mode != "rules" or not target.rules or target.bounds.min_instances < 1 or target.profiles:
         return False  # (below 1 the world would ignore an action the engine counts for its cooldown)
     for rule in target.rules:
         if rule.metric not in ("backlog", "backlog_per_instance"):

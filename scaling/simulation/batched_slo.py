@@ -49,7 +49,7 @@ _EPOCH_SECONDS = EPOCH.timestamp()
 
 def supports(target: TargetPolicy) -> bool:
     """Whether ``simulate_slo_batch`` reproduces the engine for this target exactly."""
-    if target.mode != "slo" or target.bounds.min_instances < 1:
+    if target.mode != "slo" or target.bounds.min_instances < 1 or target.profiles:  # profiles: the engine's
         return False
     slo = target.slo
     seconds = (slo.provisioning_delay_seconds, slo.rate_window_seconds, target.window_seconds,

@@ -182,8 +182,10 @@ def seed_target(scenario: Scenario, scale_up_above: float, scale_down_below: flo
     return replace(target, bounds=replace(target.bounds, balanced_counts=False))
 
 
-def observation_sample(target: str, observation: Observation, source_name: str = "hub") -> MetricSample:
-    """The MetricSample that ``collect`` would have produced for this observation."""
+def observation_sample(target: str, observation: Observation, source_name: str = "hub", *,
+                       start: datetime = EPOCH) -> MetricSample:
+    """The MetricSample that ``collect`` would have produced for this observation (minute 0 of
+    the trace is ``start``; schedule profiles read the wall clock off it)."""
     last = observation.last_enqueued.tolist()
     checkpoints = observation.checkpoint.tolist()
     owners = observation.owners.tolist() if observation.owners is not None else None
@@ -192,7 +194,8 @@ def observation_sample(target: str, observation: Observation, source_name: str =
                                  owner=None if owners is None or owners[index] < 0 else f"instance-{owners[index]}")
         for index in range(len(last))
     )
-    return MetricSample(target=target, collected_at=minute_time(observation.minute), capacity=observation.capacity,
+    collected_at = start + timedelta(minutes=observation.minute) if start != EPOCH else minute_time(observation.minute)
+    return MetricSample(target=target, collected_at=collected_at, capacity=observation.capacity,
                         sources=(SourceReading(name=source_name, kind="eventhub", partitions=partitions,
                                                owners=observation.live_owners if owners is not None else None),))
 
@@ -200,15 +203,17 @@ def observation_sample(target: str, observation: Observation, source_name: str =
 class EngineAutoscaler:
     """Drives the real ``evaluate`` with simulated samples, keeping only the window it needs."""
 
-    def __init__(self, target: TargetPolicy, on_decision: Callable[[MetricSample, Decision], None] | None = None) -> None:
+    def __init__(self, target: TargetPolicy, on_decision: Callable[[MetricSample, Decision], None] | None = None, *,
+                 start: datetime = EPOCH) -> None:
         self.target = target
+        self.start = start
         self.state = ScalerState(target=target.name)
         window_minutes = max(int(target.window_seconds // 60) + 2, 3)
         self.history: deque[MetricSample] = deque(maxlen=window_minutes)
         self.on_decision = on_decision
 
     def decide(self, observation: Observation) -> int | None:
-        sample = observation_sample(self.target.name, observation)
+        sample = observation_sample(self.target.name, observation, start=self.start)
         self.history.append(sample)
         decision = evaluate(self.target, self.state, self.history, sample.collected_at)
         self.state = decision.state or self.state

@@ -110,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
     from scaling.settings import SettingsError, command_storage
     from scaling.storage.base import TableNames
     from scaling.storage.factory import build_table_storage
+    from scaling.storage.records import utc_now
 
     try:
         since = parse_time(args.since, "--since") if args.since else None
@@ -125,11 +126,14 @@ def run(args: argparse.Namespace) -> int:
     tables = build_table_storage(storage, names=names, ensure=False)
     try:
         records = tables.decisions(args.target, since=since, limit=args.limit)
+        pause = tables.load_state(args.target).pause
     except Exception as error:  # a missing table or unreachable account: say so, no traceback
         print(f"error: cannot read the decision log of {args.target!r}: {error}", file=sys.stderr)
         return 1
     finally:
         tables.close()
     print(f"decision log of {args.target} ({len(records)} rows)")
+    if pause is not None and pause.active(utc_now()):
+        print(f"PAUSED NOW: {pause.describe()} (python -m scaling resume --target {args.target} ends it)")
     render(records, sys.stdout)
     return 0

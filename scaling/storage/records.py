@@ -22,6 +22,7 @@ from typing import Any
 
 from scaling.domain.decisions import HOLD, Decision, ScalerState
 from scaling.domain.names import safe_text, target_name_problem
+from scaling.domain.pause import Pause
 from scaling.domain.reconcile import DesiredCapacity
 from scaling.domain.samples import format_time, parse_time
 
@@ -121,7 +122,8 @@ class StoredState:
     ``scale`` skips older actions as stale). ``retention_at`` is when history was last pruned.
     ``desired`` is the capacity the plan should have (level-triggered reconciliation).
     ``written_by`` is the token of the invocation that wrote it last (to recognise one's own
-    commit after a lost reply).
+    commit after a lost reply). ``pause`` is an operator's pause or pin (``domain/pause.py``), kept
+    here so that it is written under the same ETag as everything the evaluation writes.
     """
 
     state: ScalerState
@@ -134,6 +136,7 @@ class StoredState:
     updated_at: datetime | None = None
     desired: DesiredCapacity | None = None
     written_by: str | None = None
+    pause: Pause | None = None
 
     @property
     def target(self) -> str:
@@ -181,6 +184,7 @@ def stored_state_to_document(stored: StoredState) -> dict[str, Any]:
         "updated_at": format_time(stored.updated_at) if stored.updated_at else None,
         "desired": desired_to_dict(stored.desired) if stored.desired else None,
         "written_by": stored.written_by,
+        "pause": stored.pause.to_dict() if stored.pause else None,
     }
 
 
@@ -210,6 +214,7 @@ def stored_state_from_document(document: Mapping[str, Any], target: str, etag: s
         updated_at=_time_or_none(document.get("updated_at"), "updated_at"),
         desired=desired_from_dict(document["desired"]) if document.get("desired") else None,
         written_by=document.get("written_by"),
+        pause=Pause.from_dict(document["pause"]) if document.get("pause") else None,
     )
 
 

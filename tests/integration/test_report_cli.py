@@ -102,3 +102,24 @@ def test_the_slo_line_comes_from_the_apps_policy():
     assert cli.policy_slo_seconds(environ, "billing-workers") is None  # rules mode: no SLO
     assert cli.policy_slo_seconds(environ, "nobody") is None
     assert cli.policy_slo_seconds({}, "orders-consumers") is None
+
+
+def test_the_page_shows_a_pause_in_force_who_asked_and_when_it_ends(azurite, unique_name, tmp_path, capsys):
+    from scaling.services.pause import PauseService
+    from scaling.storage.records import utc_now
+
+    names = TableNames.with_prefix(unique_name)
+    fill(azurite.connection_string, names)
+    tables = TableStorage.from_connection_string(azurite.connection_string, names)
+    until = utc_now() + timedelta(hours=2)
+    PauseService(tables).pause("orders", reason="INC-9 <failover>", requested_by="judy", until=until)
+    tables.close()
+    out = tmp_path / "report.html"
+    argv = ["--target", "orders", "--connection-string", azurite.connection_string, "--history-table", names.history,
+            "--state-table", names.state, "--out", str(out)]
+    assert cli.run(parse(argv)) == 0
+    page = out.read_text(encoding="utf-8")
+    [shown] = re.findall(r'<p class="pause" id="pause">(.*?)</p>', page)
+    assert "paused by judy until" in shown and until.strftime("%Y-%m-%dT%H:%M") in shown
+    assert "INC-9 &lt;failover&gt;" in shown  # escaped
+    assert 'data-reason="paused"' in page  # the operator's row in the decision log

@@ -28,6 +28,11 @@ def rule(**changes: Any) -> dict:
     return {"name": "backlog", "scale_up_above": 1000, "scale_down_below": 100, **changes}
 
 
+def profile(**changes: Any) -> dict:
+    return {"name": "business", "min_instances": 2, **changes,
+            "recurrence": {"days": ["monday"], "start": "09:00", "end": "18:00", "time_zone": "Europe/Berlin"}}
+
+
 def document(**target_changes: Any) -> dict:
     target = {"name": "orders-consumers", "plan": {"resource_id": PLAN}, "sources": [hub()], **target_changes}
     return {"version": 1, "targets": [target]}
@@ -112,6 +117,14 @@ BOUNDARIES = [
      document(sources=[hub(event_hub_name="h" * 257)]), "must be at most 256 characters"),
     ("targets[0].plan.resource_id", document(plan={"resource_id": PLAN + "x" * (1024 - len(PLAN))}),
      document(plan={"resource_id": PLAN + "x" * (1025 - len(PLAN))}), "must be at most 1024 characters"),
+    ("targets[0].profiles[0].max_instances", document(bounds={"max_instances": 100}, profiles=[profile(max_instances=100)]),
+     document(profiles=[profile(max_instances=101)]), "must be at most 100"),
+    ("targets[0].profiles[0].min_instances", document(profiles=[profile(min_instances=1)]),
+     document(profiles=[profile(min_instances=0)]), "must be at least 1"),
+    ("targets[0].profiles[0].name", document(profiles=[profile(name="p" * 128)]),
+     document(profiles=[profile(name="p" * 129)]), "must be at most 128 characters"),
+    ("targets[0].profiles", document(profiles=[profile(name=f"p{index}") for index in range(20)]),
+     document(profiles=[profile(name=f"p{index}") for index in range(21)]), "must list at most 20"),
     ("targets", {"version": 1, "targets": [document(name=f"t{index}")["targets"][0] for index in range(100)]},
      {"version": 1, "targets": [document(name=f"t{index}")["targets"][0] for index in range(101)]}, "must list at most 100"),
 ]

@@ -1,0 +1,152 @@
+"""``python -m scaling pause --target NAME [--at N] [--until TIME | --for DURATION] --reason TEXT``
+and ``python -m scaling resume --target NAME``.
+
+Paused, the target keeps collecting and evaluating and the decision log says what it would have
+done, but nothing is sent to ``scale``. ``--at N`` pins it: N instances are requested once
+through the normal scale path, then held. Every pause ends by itself (default after 4 hours, at
+most 7 days). Storage comes from ``--connection-string`` or the app settings
+(``AzureWebJobsStorage`` locally; the identity-based settings in Azure); the policy (to check the
+target and the pinned count) from ``--policy`` or ``AUTOSCALER_POLICY(_FILE)`` when set.
+docs/operations.md has examples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import sys
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", required=True, help="the target's name in the policy")
+    parser.add_argument("--by", default=None, help="who asks (default: the login name)")
+    parser.add_argument("--policy", help="the policy file, to check the target (default: the app settings, if set)")
+    parser.add_argument("--connection-string", help="a storage connection string (Azurite); default: the app settings")
+    parser.add_argument("--table", default=None, help="the state table (default: scalerstate)")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    _common(parser)
+    parser.add_argument("--at", type=int, default=None, metavar="N", help="pin at N instances (set once, then held)")
+    ends = parser.add_mutually_exclusive_group()
+    ends.add_argument("--until", help="when the pause ends, ISO 8601 with an offset (at most 7 days ahead)")
+    ends.add_argument("--for", dest="duration", help="how long it lasts: 90m, 4h, 1h30m, 2d (default 4h, at most 7d)")
+    parser.add_argument("--reason", required=True, help="why (shown in the decision log and the report)")
+
+
+def configure_resume(parser: argparse.ArgumentParser) -> None:
+    _common(parser)
+
+
+def _who(args: argparse.Namespace) -> str:
+    if args.by:
+        return args.by
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "operator"
+
+
+def _check_target(args: argparse.Namespace, pinned_at: int | None) -> str | None:
+    """A problem with the target or the pinned count, when a policy is at hand; else ``None``."""
+    from scaling.domain.policy import PolicyError, load_policy
+    from scaling.domain.profiles import widest_bounds
+    from scaling.settings import SettingsError, load_policy_setting
+
+    try:
+        policy = load_policy(args.policy) if args.policy else load_policy_setting(os.environ)
+    except (OSError, PolicyError) as error:
+        return f"--policy: {error}"
+    except SettingsError:
+        print("note: no policy given (--policy or AUTOSCALER_POLICY_FILE); the target name is not checked", file=sys.stderr)
+        return None
+    try:
+        target = policy.target(args.target)
+    except KeyError:
+        return f"--target {args.target!r} is not in the policy (known: {', '.join(t.name for t in policy.targets)})"
+    low, high = widest_bounds(target)
+    if pinned_at is not None and not low <= pinned_at <= high:
+        return f"--at {pinned_at} is outside {target.name}'s bounds ({low}-{high})"
+    return None
+
+
+def _service(args: argparse.Namespace):
+    from scaling.services.pause import PauseService
+    from scaling.settings import command_storage
+    from scaling.storage.base import TableNames
+    from scaling.storage.factory import build_table_storage
+
+    storage = command_storage(args.connection_string)
+    names = TableNames(state=args.table) if args.table else TableNames()
+    tables = build_table_storage(storage, names=names, ensure=False)
+    return PauseService(tables), tables
+
+
+def run(args: argparse.Namespace) -> int:
+    from scaling.domain.pause import PauseError, parse_duration, pause_until
+    from scaling.domain.policy_fields import MAX_INSTANCES
+    from scaling.services.pause import PauseConflict
+    from scaling.settings import SettingsError
+    from scaling.storage.records import utc_now
+
+    if args.at is not None and not 1 <= args.at <= MAX_INSTANCES:
+        print(f"error: --at must be between 1 and {MAX_INSTANCES}, got {args.at}", file=sys.stderr)
+        return 2
+    if not args.reason.strip() or not args.reason.isprintable() or len(args.reason) > 256:
+        print("error: --reason must be printable text of at most 256 characters", file=sys.stderr)
+        return 2
+    try:
+        until = pause_until(utc_now(), until=args.until,
+                            duration=parse_duration(args.duration) if args.duration else None)
+    except PauseError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    problem = _check_target(args, args.at)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    try:
+        service, tables = _service(args)
+    except SettingsError as error:
+        print(f"error: {error} (or pass --connection-string)", file=sys.stderr)
+        return 2
+    try:
+        pause = service.pause(args.target, reason=args.reason, requested_by=_who(args), until=until, pinned_at=args.at)
+    except PauseConflict as error:
+        print(f"conflict: {error}", file=sys.stderr)
+        return 1
+    except Exception as error:  # a missing table or unreachable account: say so, no traceback
+        print(f"error: cannot pause {args.target!r}: {error}", file=sys.stderr)
+        return 1
+    finally:
+        tables.close()
+    print(f"{args.target}: {pause.describe()}")
+    return 0
+
+
+def run_resume(args: argparse.Namespace) -> int:
+    from scaling.services.pause import PauseConflict
+    from scaling.settings import SettingsError
+
+    problem = _check_target(args, None)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    try:
+        service, tables = _service(args)
+    except SettingsError as error:
+        print(f"error: {error} (or pass --connection-string)", file=sys.stderr)
+        return 2
+    try:
+        ended = service.resume(args.target, requested_by=_who(args))
+    except PauseConflict as error:
+        print(f"conflict: {error}", file=sys.stderr)
+        return 1
+    except Exception as error:
+        print(f"error: cannot resume {args.target!r}: {error}", file=sys.stderr)
+        return 1
+    finally:
+        tables.close()
+    print(f"{args.target}: resumed" + (f" (was {ended.describe()})" if ended else " (it was not paused)"))
+    return 0

@@ -1,0 +1,107 @@
+"""Pause and pin: an operator stops a target from acting, for a while.
+
+Paused, a target keeps collecting and evaluating and the decision log says what it would have
+done, but nothing is sent to ``scale``. Pinned (``pinned_at``), the count is requested once
+through the normal idempotent scale path and then held. Every pause ends by itself
+(``until``): a forgotten one cannot keep a target frozen, and its end is logged as a decision.
+Pure values and checks; storing them (in the state entity, with its ETag) is the storage
+layer's, acting on them the evaluate service's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from scaling.domain.samples import format_time, parse_time
+
+DEFAULT_PAUSE = timedelta(hours=4)
+MAX_PAUSE = timedelta(days=7)
+#: Reason codes of the decision-log rows pauses write.
+PAUSED = "paused"
+PINNED = "pinned"
+PAUSE_EXPIRED = "pause_expired"
+RESUMED = "resumed"
+
+_DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+
+
+class PauseError(ValueError):
+    """A pause that cannot be: no expiry in the future, or one too far away."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """A pause (or pin) of one target: who asked and why, from when, until when.
+
+    ``pin_requested`` turns true once the pinned count was sent through the outbox, so that it is
+    requested once and then held."""
+
+    pause_id: str
+    reason: str
+    requested_by: str
+    requested_at: datetime
+    until: datetime
+    pinned_at: int | None = None
+    pin_requested: bool = False
+    logged_would: int | None = None
+
+    def active(self, now: datetime) -> bool:
+        return now < self.until
+
+    @property
+    def code(self) -> str:
+        return PINNED if self.pinned_at is not None else PAUSED
+
+    def describe(self) -> str:
+        what = f"pinned at {self.pinned_at}" if self.pinned_at is not None else "paused"
+        return f"{what} by {self.requested_by} until {format_time(self.until)}: {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pause_id": self.pause_id, "reason": self.reason, "requested_by": self.requested_by,
+                "requested_at": format_time(self.requested_at), "until": format_time(self.until),
+                "pinned_at": self.pinned_at, "pin_requested": self.pin_requested, "logged_would": self.logged_would}
+
+    @classmethod
+    def from_dict(cls, document: dict[str, Any]) -> Pause:
+        return cls(pause_id=str(document["pause_id"]), reason=str(document.get("reason") or ""),
+                   requested_by=str(document.get("requested_by") or "?"),
+                   requested_at=parse_time(document["requested_at"], "pause.requested_at"),
+                   until=parse_time(document["until"], "pause.until"),
+                   pinned_at=None if document.get("pinned_at") is None else int(document["pinned_at"]),
+                   pin_requested=bool(document.get("pin_requested")),
+                   logged_would=None if document.get("logged_would") is None else int(document["logged_would"]))
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90m``, ``4h``, ``1h30m``, ``2d``: a duration (``PauseError`` when unreadable)."""
+    match = _DURATION.match(text.strip().lower())
+    if not text.strip() or match is None or not any(match.groups()):
+        raise PauseError(f"--for {text!r} is not a duration (e.g. 90m, 4h, 1h30m, 2d)")
+    days, hours, minutes, seconds = (int(part or 0) for part in match.groups())
+    return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+
+
+def pause_until(now: datetime, *, until: str | datetime | None = None, duration: timedelta | None = None) -> datetime:
+    """When a pause asked for at ``now`` ends: ``until``, or ``now + duration``, or the default
+    (4 hours); never in the past, never more than 7 days away."""
+    if until is not None and duration is not None:
+        raise PauseError("give --until or --for, not both")
+    if isinstance(until, str):
+        try:
+            until = parse_time(until, "--until")
+        except ValueError as error:
+            raise PauseError(f"{error} (ISO 8601 with an offset, e.g. 2026-11-23T18:00:00+01:00)") from None
+    end = until if until is not None else now + (duration if duration is not None else DEFAULT_PAUSE)
+    if end <= now:
+        raise PauseError(f"the pause must end in the future (asked to end at {format_time(end)}, now {format_time(now)})")
+    if end - now > MAX_PAUSE:
+        raise PauseError(f"a pause lasts at most {MAX_PAUSE.days} days (asked to end at {format_time(end)})")
+    return end
+
+
+def paused_reason(pause: Pause, capacity: int, wanted: int) -> str:
+    """What the decision log says while paused: ``paused: would scale 8 -> 11``."""
+    return f"{pause.code}: would scale {capacity} -> {wanted}"

@@ -1,0 +1,95 @@
+"""The pause use case: an operator pauses, pins or resumes a target (``python -m scaling pause`` /
+``resume``).
+
+The pause lives in the target's state entity and is written with the entity's ETag, like every
+evaluation, so nothing is lost when writers meet: an evaluation that wrote first makes this
+write re-read and apply the pause again, and an evaluation that comes second re-reads and sees
+the pause. Two operators at once: the one that writes second finds a pause (or a resume) it did
+not see when it started, and gets a ``PauseConflict`` naming it instead of overwriting it. The
+command writes a decision-log row in the same transaction, so the log says who paused and why.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
+
+from scaling.domain.decisions import HOLD, decision_id_for
+from scaling.domain.pause import RESUMED, Pause
+from scaling.storage.base import ConcurrencyConflict, EvaluateStore
+from scaling.storage.records import DecisionRecord, StoredState, utc_now
+
+logger = logging.getLogger(__name__)
+
+
+class PauseConflict(Exception):
+    """Another operator paused or resumed the target meanwhile; nothing was written."""
+
+
+class PauseService:
+    """Pauses and resumes targets in ``store`` (Table storage or memory)."""
+
+    def __init__(self, store: EvaluateStore, *, clock: Callable[[], datetime] = utc_now, max_attempts: int = 10) -> None:
+        self.store = store
+        self.clock = clock
+        self.max_attempts = max_attempts
+
+    def status(self, target: str) -> Pause | None:
+        """The target's pause, if one is in force."""
+        pause = self.store.load_state(target).pause
+        return pause if pause is not None and pause.active(self.clock()) else None
+
+    def pause(self, target: str, *, reason: str, requested_by: str, until: datetime,
+              pinned_at: int | None = None) -> Pause:
+        """Pause (or pin at ``pinned_at``) ``target`` until ``until``; returns the stored pause."""
+        now = self.clock()
+        pause = Pause(uuid.uuid4().hex[:16], reason, requested_by, now, until, pinned_at)
+        record = _row(target, pause.pause_id, now, pause.code, pause.describe(), pinned_at)
+        self._write(target, lambda stored: replace(stored, pause=pause), record)
+        logger.warning("pause %s: %s", target, pause.describe())
+        return pause
+
+    def resume(self, target: str, *, requested_by: str) -> Pause | None:
+        """End ``target``'s pause now; returns the pause ended (``None`` when there was none)."""
+        now = self.clock()
+        stored = self.store.load_state(target)
+        ended = stored.pause if stored.pause is not None and stored.pause.active(now) else None
+        if stored.pause is None:
+            return None
+        text = f"resumed by {requested_by}" + (f" (was {ended.describe()})" if ended else "")
+        record = _row(target, f"resume|{stored.pause.pause_id}", now, RESUMED, text, None)
+        self._write(target, lambda fresh: replace(fresh, pause=None), record, first=stored)
+        logger.warning("resume %s: %s", target, text)
+        return ended
+
+    def _live_id(self, stored: StoredState) -> str | None:
+        """The id of the pause in force (an expired one an evaluation may clear any time counts as none)."""
+        pause = stored.pause
+        return pause.pause_id if pause is not None and pause.active(self.clock()) else None
+
+    def _write(self, target: str, change: Callable[[StoredState], StoredState], record: DecisionRecord,
+               first: StoredState | None = None) -> StoredState:
+        stored = first or self.store.load_state(target)
+        seen = self._live_id(stored)
+        for _ in range(self.max_attempts):
+            try:
+                return self.store.commit(replace(change(stored), updated_at=self.clock()), (record,))
+            except ConcurrencyConflict:
+                stored = self.store.load_state(target)
+                if self._live_id(stored) != seen:
+                    other = stored.pause.describe() if stored.pause else "resumed"
+                    raise PauseConflict(f"{target} changed meanwhile ({other}); nothing written: "
+                                        "check `python -m scaling decisions` and run the command again") from None
+                # An evaluation wrote (or the pin was sent): keep its state, apply the change again.
+        raise ConcurrencyConflict(f"pause {target}: gave up after {self.max_attempts} conflicting writes")
+
+
+def _row(target: str, row_id: str, now: datetime, code: str, text: str, pinned_at: int | None) -> DecisionRecord:
+    """The decision-log row of an operator's pause, pin or resume."""
+    metrics = {"pinned_at": pinned_at} if pinned_at is not None else {}
+    return DecisionRecord(target, decision_id_for(target, f"operator|{row_id}"), now, "operator", acts=False,
+                          direction=HOLD, reason_code=code,
+                          reasons=(text,), metrics=metrics)
