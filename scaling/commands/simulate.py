@@ -95,8 +95,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_queue(args: argparse.Namespace, scenario, arrivals, target) -> int:
     """One queue: the SLO mode (the policy's target, or the default) beside the seed rule."""
-    from scaling.simulation.queue_world import (QueueEngineAutoscaler, compare_on_queue, queue_target,
-                                                simulate_queue)
+    from scaling.simulation.queue_world import QueueEngineAutoscaler, compare_on_queue, queue_target, simulate_queue
 
     if args.max_instances < 1 or args.metrics_lag < 0:
         print("error: --max-instances must be at least 1 and --metrics-lag not negative", file=sys.stderr)
