@@ -187,6 +187,9 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
                         (f"oldest message would be {predicted:.0f}s old in {react:.0f}s (limit {limit:.0f}s); {rates}",),
                         metrics)
 
+    if outlook.recent_arrival_rate is None:
+        return Proposal(None, HOLD, "queue_rates_unknown",
+                        ("holding: no scale-in without the latest sample's arrival rate from Azure Monitor",), metrics)
     if (latest.collected_at - samples[0].collected_at).total_seconds() < slo.rate_window_seconds:
         return Proposal(None, HOLD, "too_few_samples",
                         (f"holding: rates need {slo.rate_window_seconds:.0f}s of history before any scale-in",), metrics)
