@@ -288,3 +288,57 @@ def test_one_metrics_client_serves_every_namespace_and_is_closed() -> None:
     assert clients.metrics_for(slo_queue()) is clients.metrics_for(slo_queue(fully_qualified_namespace="b.servicebus.windows.net"))
     asyncio.run(clients.aclose())
     assert len(made) == 1 and made[0].closed
+
+
+# --- the factory -------------------------------------------------------------------------------------
+
+
+def slo_policy_settings():
+    from scaling.domain.policy import policy_from_dict
+    from scaling.settings import Settings, StorageSettings
+    from tests.unit.test_sources_adapters import AZURITE, PLAN
+
+    document = {"targets": [{"name": "jobs", "plan": {"resource_id": PLAN.format("jobs")}, "mode": "slo",
+                             "sources": [{"kind": "servicebus", "name": "jobs", "queueName": "jobs",
+                                          "connectionFromEnv": "JOBS_SB", "metricsResourceId": NAMESPACE_ID}]}]}
+    return Settings(policy=policy_from_dict(document), storage=StorageSettings(AZURITE, None, None, None, None, None),
+                    collect_concurrency=3, collect_timeout_seconds=2.5, ownership_expiry_seconds=45)
+
+
+def test_the_factory_wires_peek_and_metrics_for_an_slo_queue_and_azure_monitor_uses_identity() -> None:
+    """A connection string serves the count and the peek; Azure Monitor takes none, so the
+    factory creates the identity credential even for a source with ``connectionFromEnv``."""
+    from azure.identity.aio import DefaultAzureCredential
+
+    from scaling.sources.factory import build_source_readers
+
+    readers = build_source_readers(slo_policy_settings(), environ={"JOBS_SB": SB_CONNECTION})
+    reader = next(r for r in readers.readers if r.kind == "servicebus")
+    source = slo_policy_settings().policy.targets[0].sources[0]
+    assert isinstance(reader.peeker_for(source).client, ServiceBusClient)
+    assert isinstance(reader.counter_for.__self__.credential, DefaultAzureCredential)
+    assert len(readers.closers) == 1  # the credential the factory created
+    asyncio.run(reader.aclose())
+    for close in readers.closers:
+        asyncio.run(close())
+
+
+def test_the_factory_hands_every_service_bus_call_to_a_stand_in_when_given() -> None:
+    from scaling.sources.factory import build_source_readers
+
+    class Queue:
+        async def queue_active_messages(self, queue_name):
+            return 3
+
+        async def oldest_enqueued_at(self, queue_name):
+            return NOW - timedelta(seconds=20)
+
+        async def queue_rates(self, resource_id, queue_name, now):
+            return QueueRates(30.0, 25.0, minute(-1))
+
+    stand_in = Queue()
+    readers = build_source_readers(slo_policy_settings(), environ={}, queue_for=lambda source: stand_in)
+    assert readers.closers == ()  # no credential: nothing reaches Azure
+    reader = next(r for r in readers.readers if r.kind == "servicebus")
+    reading = asyncio.run(reader.read(slo_policy_settings().policy.targets[0].sources[0], CallGate(), NOW))
+    assert (reading.active_messages, reading.oldest_age_seconds(NOW), reading.incoming_per_minute) == (3, 20, 30.0)
