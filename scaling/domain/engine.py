@@ -98,7 +98,7 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
         return None, False
     if not any(source.partitions for source in later.sources):
         # A queue has no sequence numbers: its completions per minute tell the rate.
-        return slo_queue.interval_throughput(earlier, later, ready_capacity)
+        return slo_queue.interval_throughput(samples, ready_capacity)
     before = {f"{s.name}/{p.partition_id}": p for s in earlier.sources for p in s.partitions}
     processed = 0
     saturated = True

@@ -30,6 +30,9 @@ from scaling.domain.samples import MetricSample, SourceReading
 
 KIND = "servicebus"
 NO_RATE = 1e-9
+#: Azure Monitor reports a minute one to three minutes late: completions teach the throughput only
+#: when the capacity was the same over this long before the sample (else they belong to another count).
+RATE_STEADY_SECONDS = 300.0
 
 
 def is_queue_target(target: TargetPolicy) -> bool:
@@ -79,17 +82,23 @@ def queue_outlook(samples: Sequence[MetricSample], rate_window_seconds: float) -
     )
 
 
-def interval_throughput(earlier: MetricSample, later: MetricSample, ready_capacity: int) -> tuple[float | None, bool]:
-    """Messages per second per ready instance at the later sample, and whether the queue was busy.
+def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int) -> tuple[float | None, bool]:
+    """Messages per second per ready instance at the latest sample, and whether the queue was busy.
 
-    The completion rate is Azure Monitor's latest complete minute. Only a busy queue tells the real
-    rate: the interval counts as saturated when the queue held more than a minute's arrivals and
-    more messages than instances at both samples (every instance had work). Otherwise the rate is
-    a lower bound (the engine keeps it as the throughput floor).
+    The completion rate is Azure Monitor's latest complete minute, which trails the sample, so it
+    counts only when the capacity was the same in every sample of the last ``RATE_STEADY_SECONDS``.
+    Only a busy queue tells the real rate: the interval counts as saturated when the queue held more
+    than a minute's arrivals and more messages than instances at both of the last two samples
+    (every instance had work). Otherwise the rate is a lower bound (the engine keeps it as the
+    throughput floor).
     """
+    earlier, later = samples[-2], samples[-1]
     queues_before, queues_after = _queues(earlier), _queues(later)
     completed = _pooled_rate(queues_after, "completed_per_minute")
     if not queues_before or not queues_after or completed is None or ready_capacity <= 0:
+        return None, False
+    recent = [s for s in samples if (later.collected_at - s.collected_at).total_seconds() <= RATE_STEADY_SECONDS]
+    if any(s.capacity != later.capacity for s in recent) or len(recent) < 2:
         return None, False
     arrivals_per_minute = (_pooled_rate(queues_after, "incoming_per_minute") or 0.0) * 60.0
     busy = min(sum(q.active_messages or 0 for q in queues_before), sum(q.active_messages or 0 for q in queues_after))

@@ -125,3 +125,14 @@ def test_throughput_is_learned_from_completions_of_a_busy_queue(active, learned)
         assert decision.metrics["throughput_source"] == "learned"
     else:
         assert state.throughput_per_instance is None and state.throughput_floor == pytest.approx(10.0)
+
+
+def test_completions_after_a_capacity_change_teach_nothing_until_it_is_steady() -> None:
+    """Azure Monitor's minute trails the sample: right after 4 -> 2 instances the completions
+    still count 4 instances' work and would double the learned rate."""
+    samples = steady(3, 4, active=5000, age=30, incoming=2400, completed=2400) + [
+        sample(minute, 2, active=5000, age=30, incoming=2400, completed=2400) for minute in range(3, 6)]
+    decision = decide(target(throughput=None), samples)
+    assert decision.state.throughput_per_instance is None and decision.state.throughput_floor is None
+    later = samples + [sample(minute, 2, active=5000, age=30, incoming=1200, completed=1200) for minute in range(6, 9)]
+    assert decide(target(throughput=None), later).state.throughput_per_instance == pytest.approx(10.0)
