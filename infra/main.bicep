@@ -31,6 +31,9 @@ param checkpointContainers array
 @description('Optional Service Bus namespaces watched (resource ids). Azure Service Bus Data Owner is assigned on each: reading queue and subscription runtime properties needs the Manage right.')
 param serviceBusNamespaceIds array = []
 
+@description('Optional Service Bus namespaces whose queues feed mode slo (resource ids, each also in serviceBusNamespaceIds; the policy names it as metricsResourceId). Monitoring Reader is assigned on each: the queue rates come from Azure Monitor (IncomingMessages, CompleteMessage). The peek needs Listen, which Data Owner already grants.')
+param serviceBusSloNamespaceIds array = []
+
 @minLength(1)
 @description('App Service Plans the autoscaler may resize (resource ids). The custom plan-scaler role is assigned on each plan and nowhere else.')
 param targetPlanIds array
@@ -208,6 +211,15 @@ module checkpointAccess 'app/checkpoint-reader.bicep' = [for (cp, i) in checkpoi
 
 module serviceBusAccess 'app/servicebus-owner.bicep' = [for (sbId, i) in serviceBusNamespaceIds: {
   name: take('${environmentName}-servicebus-owner-${i}', 64)
+  scope: resourceGroup(split(sbId, '/')[2], split(sbId, '/')[4])
+  params: {
+    namespaceName: last(split(sbId, '/'))
+    principalId: identity.outputs.principalId
+  }
+}]
+
+module serviceBusMetrics 'app/servicebus-metrics-reader.bicep' = [for (sbId, i) in serviceBusSloNamespaceIds: {
+  name: take('${environmentName}-servicebus-metrics-${i}', 64)
   scope: resourceGroup(split(sbId, '/')[2], split(sbId, '/')[4])
   params: {
     namespaceName: last(split(sbId, '/'))

@@ -86,6 +86,7 @@ def collector_for(
     environ: Mapping[str, str] | None = None,
     clock: Callable[[], datetime] = utc_now,
     partition_source_for: Callable[[SourceSettings], Any] | None = None,
+    queue_for: Callable[[SourceSettings], Any] | None = None,
     telemetry: Telemetry | None = None,
 ) -> Collector:
     """The collector for ``settings.policy`` over the real source readers.
@@ -93,12 +94,14 @@ def collector_for(
     ``credential`` is an async token credential (one is created, and closed by
     ``Collector.aclose``, when ``None`` and some source needs one); ``capacity_reader`` is the
     plan adapter (without it every sample reports a ``capacity_error``);
-    ``partition_source_for`` replaces the Event Hubs client per source (the local demo).
+    ``partition_source_for`` replaces the Event Hubs client per source and ``queue_for`` the
+    Service Bus and Azure Monitor clients (the local demo's simulated hub and queue).
     """
     from scaling.services.collect import Collector
     from scaling.sources.factory import build_source_readers
 
-    sources = build_source_readers(settings, credential, environ=environ, partition_source_for=partition_source_for)
+    sources = build_source_readers(settings, credential, environ=environ, partition_source_for=partition_source_for,
+                                   queue_for=queue_for)
     return Collector(
         settings.policy,
         sources.readers,

@@ -25,6 +25,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--series", action="store_true", help="include the minute-by-minute series in the JSON")
     parser.add_argument("--report", help="also write the run's report page (HTML, as `python -m scaling report`)")
     parser.add_argument("--history-out", help="also write the samples collect would have seen as Parquet history")
+    parser.add_argument("--source", choices=("eventhub", "servicebus"), default="eventhub",
+                        help="eventhub (default: a partitioned hub) or servicebus: one queue with competing consumers, "
+                             "the SLO mode beside the seed rule's thresholds")
+    parser.add_argument("--max-instances", type=int, default=32, help="servicebus: the plan's upper bound")
+    parser.add_argument("--metrics-lag", type=int, default=1,
+                        help="servicebus: minutes Azure Monitor's per-minute rates trail the queue")
     add_scenario_arguments(parser)
 
 
@@ -70,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
     if args.minutes:
         counts = counts[: args.minutes]
     arrivals = scale_trace(counts, scenario)
+    if args.source == "servicebus":
+        return _run_queue(args, scenario, arrivals, target if args.policy else None)
 
     samples = []
     autoscaler = EngineAutoscaler(target, on_decision=(lambda sample, decision: samples.append(sample)) if args.history_out else None,
@@ -100,4 +108,37 @@ def run(args: argparse.Namespace) -> int:
 
         write_simulation_report(args.report, arrivals, target, scenario, origin=f"simulate --trace {args.trace}", start=start)
     print(" ".join(f"{key}={value}" for key, value in summary.items() if key not in ("series",)))
+    return 0
+
+
+def _run_queue(args: argparse.Namespace, scenario, arrivals, target) -> int:
+    """One queue: the SLO mode (the policy's target, or the default) beside the seed rule."""
+    from scaling.simulation.queue_world import QueueEngineAutoscaler, compare_on_queue, queue_target, simulate_queue
+
+    if args.max_instances < 1 or args.metrics_lag < 0:
+        print("error: --max-instances must be at least 1 and --metrics-lag not negative", file=sys.stderr)
+        return 2
+    if target is not None and not all(source.kind == "servicebus" for source in target.sources):
+        print(f"error: --source servicebus needs a target whose sources are Service Bus queues; {target.name!r} has "
+              f"{', '.join(sorted({source.kind for source in target.sources}))}", file=sys.stderr)
+        return 2
+    runs = compare_on_queue(arrivals, scenario, max_instances=args.max_instances, metrics_lag_minutes=args.metrics_lag)
+    if target is not None:
+        runs["slo"] = simulate_queue(arrivals, QueueEngineAutoscaler(target), scenario, algorithm=f"policy:{target.name}",
+                                     knob=target.mode, metrics_lag_minutes=args.metrics_lag)
+    chosen = target or queue_target(scenario, max_instances=args.max_instances)
+    summary = {"trace": args.trace, "source": "servicebus", "target": chosen.name, "mode": chosen.mode,
+               "runs": {name: result.summary(scenario) for name, result in runs.items()}}
+    if args.series:
+        summary["series"] = {name: {"capacity": result.capacity.tolist(), "backlog": result.backlog.round(1).tolist(),
+                                    "oldest_age_minutes": result.age.round(3).tolist()} for name, result in runs.items()}
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    print(f"one Service Bus queue, competing consumers; {len(arrivals)} minutes, SLO {scenario.slo_minutes:g} min, "
+          f"Azure Monitor rates {args.metrics_lag} min behind")
+    print(f"{'run':<22}{'cost ratio':>11}{'SLO-violation min':>19}{'p99 age min':>13}{'max age min':>13}{'actions':>9}")
+    for name, result in runs.items():
+        row = result.summary(scenario)
+        print(f"{name:<22}{row['cost_ratio']:>11.3f}{row['slo_violation_minutes']:>19}{row['p99_age_minutes']:>13.2f}"
+              f"{row['max_age_minutes']:>13.2f}{row['scale_actions']:>9}")
     return 0

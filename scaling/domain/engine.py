@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from scaling.domain import slo_queue
 from scaling.domain.decisions import DOWN, HOLD, UP, Decision, ScalerState, decision_id_for
 from scaling.domain.lag import balanced_counts
 from scaling.domain.modes import mode_of
@@ -102,6 +103,9 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
     elapsed = (later.collected_at - earlier.collected_at).total_seconds()
     if not (earlier.ok and later.ok) or elapsed <= 0:
         return None, False
+    if not any(source.partitions for source in later.sources):
+        # A queue has no sequence numbers: its completions per minute tell the rate.
+        return slo_queue.interval_throughput(samples, ready_capacity)
     before = {f"{s.name}/{p.partition_id}": p for s in earlier.sources for p in s.partitions}
     processed = 0
     saturated = True

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scaling.domain import rules, slo
+from scaling.domain import rules, slo, slo_queue
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.proposal import Proposal, Situation
 
@@ -22,9 +22,14 @@ class Mode:
     budgets_scale_in: bool = False
 
 
+def _slo(target: TargetPolicy, situation: Situation) -> Proposal:
+    """The SLO mode reads Event Hubs partitions (``slo.py``) or Service Bus queues (``slo_queue.py``)."""
+    return (slo_queue.propose if slo_queue.is_queue_target(target) else slo.propose)(target, situation)
+
+
 MODES: dict[str, Mode] = {
     "rules": Mode(rules.propose),
-    "slo": Mode(slo.propose, budgets_scale_in=True),
+    "slo": Mode(_slo, budgets_scale_in=True),
 }
 
 

@@ -180,6 +180,12 @@ def _spelled(name: Any, holder: Any) -> Any:
 
 
 def _spelled_path(field: str, holder: Any) -> str:
+    """A field of ``holder``, or of an object inside it (``sources[1].metrics_resource_id``),
+    spelled the way the object that holds it spells its keys."""
+    head, dot, last = field.rpartition(".")
+    if dot:
+        location = tuple(int(part) if part.isdigit() else part for part in re.findall(r"[^.\[\]]+", head))
+        return f"{head}.{_spelled(last, _value_at(holder, location))}"
     return _spelled(field, holder) if field in KEDA_ALIASES else field
 
 

@@ -126,4 +126,6 @@ KEDA_ALIASES = {
     "storage_connection_from_env": "storageConnectionFromEnv", "unprocessed_event_threshold": "unprocessedEventThreshold",
     "activation_unprocessed_event_threshold": "activationUnprocessedEventThreshold", "queue_name": "queueName",
     "topic_name": "topicName", "subscription_name": "subscriptionName",
+    # Not KEDA's, but a source's other fields are spelt both ways, so this one is too.
+    "metrics_resource_id": "metricsResourceId",
 }

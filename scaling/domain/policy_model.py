@@ -223,6 +223,9 @@ def _alias(name: str) -> AliasChoices:
     return AliasChoices(name, KEDA_ALIASES[name])
 
 
+SERVICE_BUS_NAMESPACE = "/providers/microsoft.servicebus/namespaces/"
+
+
 @dataclass(frozen=True, slots=True)
 class SourceSettings:
     """One metric source. Field names are KEDA's azure-eventhub trigger's, in snake_case; KEDA's
@@ -259,6 +262,9 @@ class SourceSettings:
         description="Service Bus topic (with subscription_name)")] = None
     subscription_name: Annotated[Text | None, Field(validation_alias=_alias("subscription_name"),
         description="Service Bus subscription")] = None
+    metrics_resource_id: Annotated[LongText | None, Field(validation_alias=_alias("metrics_resource_id"),
+        description="the Service Bus namespace's resource id (/subscriptions/…/providers/Microsoft.ServiceBus/namespaces/"
+                    "NAME): where mode slo reads the queue's arrival and completion rates from Azure Monitor")] = None
 
     _document = document_keys()
 
@@ -279,6 +285,9 @@ class SourceSettings:
             raise invalid("queue_name", ": set either {0} or {1} with {2}", "queue_name", "topic_name", "subscription_name")
         if self.topic_name and not self.subscription_name:
             raise invalid("subscription_name", "is required with {0}", "topic_name")
+        if self.metrics_resource_id and SERVICE_BUS_NAMESPACE not in self.metrics_resource_id.lower():
+            raise invalid("metrics_resource_id", "must be a Service Bus namespace resource id "
+                                                 "(.../providers/Microsoft.ServiceBus/namespaces/NAME)")
         return self
 
 
@@ -370,6 +379,29 @@ def _target_name(value: str) -> str:
     return value
 
 
+def _check_slo_sources(sources: tuple[SourceSettings, ...]) -> None:
+    """The SLO mode reads either Event Hubs partitions (sequence numbers and checkpoints) or
+    Service Bus queues (the oldest message's age by peek, the rates from Azure Monitor), never
+    both in one target, and a target that would hold forever on a source it cannot read must not
+    start."""
+    kinds = {source.kind for source in sources}
+    for index, source in enumerate(sources):
+        if source.kind != "servicebus":
+            continue
+        if len(kinds) > 1:
+            raise invalid(f"sources[{index}].kind", "'servicebus' cannot share a target in mode 'slo' with eventhub "
+                                                    "sources (a queue's ages and rates are read differently): "
+                                                    "give the queue its own target")
+        if source.topic_name:
+            raise invalid(f"sources[{index}].topic_name", "cannot drive mode 'slo': Azure Monitor reports a topic's "
+                                                          "IncomingMessages and CompleteMessage, not a subscription's; "
+                                                          "set mode 'rules' with backlog rules for this target")
+        if not source.metrics_resource_id:
+            raise invalid(f"sources[{index}].metrics_resource_id", "is required for a servicebus source in mode 'slo' "
+                                                                   "(the namespace whose Azure Monitor metrics give "
+                                                                   "the queue's arrival and completion rates)")
+
+
 @dataclass(frozen=True, slots=True)
 class TargetPolicy:
     """Everything the autoscaler knows about one App Service Plan."""
@@ -383,7 +415,7 @@ class TargetPolicy:
     sources: Annotated[tuple[SourceSettings, ...], Field(min_length=1, max_length=MAX_SOURCES, description="metric sources")]
     bounds: Annotated[Bounds, Field(description="instance bounds")] = field(default_factory=Bounds)
     mode: Annotated[Literal["slo", "rules"], Field(
-        description="slo (default; Event Hubs sources only) or rules (default with preset seed)")] = "slo"
+        description="slo (default; Event Hubs sources, or Service Bus queues with metrics_resource_id) or rules (default with preset seed)")] = "slo"
     slo: Annotated[SloSettings, Field(description="SLO-mode settings")] = field(default_factory=SloSettings)
     rules: Annotated[tuple[Rule, ...], Field(max_length=MAX_RULES, description="threshold rules (mode rules)")] = ()
     scale_up: Annotated[Step, Field(description="scale-out step and cooldown (default: step 1, cooldown 0 s)")] = field(
@@ -445,12 +477,7 @@ class TargetPolicy:
         if self.mode == "rules" and not self.rules:
             raise invalid("rules", "must list at least one rule in mode 'rules'")
         if self.mode == "slo":
-            # The SLO mode reads event ages off per-partition sequence numbers; a Service Bus count
-            # has none, and a target that holds forever (or ignores a queue) must not start.
-            queue = next((index for index, source in enumerate(self.sources) if source.kind != "eventhub"), None)
-            if queue is not None:
-                raise invalid(f"sources[{queue}].kind", "'servicebus' cannot drive mode 'slo' (it reads Event Hubs "
-                                                      "partitions only): set mode 'rules' with backlog rules for this target")
+            _check_slo_sources(self.sources)
         return self
 
     def _check_profiles(self) -> None:

@@ -31,6 +31,8 @@ MAX_TEXT_CHARS = 4096
 MAX_EXTRA_CHARS = 16_000
 #: A W3C traceparent is 55 characters; room for a future version, never a payload.
 MAX_TRACEPARENT_CHARS = 128
+#: Messages per minute a queue's Azure Monitor rates may report (a namespace tops out far below).
+MAX_MESSAGES_PER_MINUTE = 1e9
 #: Times outside these years cannot be keyed or compared safely (and are never real).
 EARLIEST_YEAR = 2000
 LATEST_YEAR = 9000
@@ -65,7 +67,10 @@ class SourceReading:
     """What one metric source reported for a target: partitions (Event Hubs) or a count (Service Bus).
 
     ``ok`` is false when the source failed or timed out; ``error`` then says why, and the
-    evaluator never scales in on a sample with a failed source.
+    evaluator never scales in on a sample with a failed source. A Service Bus queue read for the
+    SLO mode also carries what a queue offers instead of sequence numbers: the enqueued time of
+    its oldest active message (``None`` when it is empty) and the arrival and completion rates
+    per minute from Azure Monitor (``None`` when the metrics had no complete minute yet).
     """
 
     name: str
@@ -77,6 +82,15 @@ class SourceReading:
     owners: int | None = None
     unowned_partitions: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    oldest_enqueued_at: datetime | None = None
+    incoming_per_minute: float | None = None
+    completed_per_minute: float | None = None
+
+    def oldest_age_seconds(self, collected_at: datetime) -> float:
+        """How long the oldest active message had waited at ``collected_at`` (0 when empty)."""
+        if self.oldest_enqueued_at is None:
+            return 0.0
+        return max((collected_at - self.oldest_enqueued_at).total_seconds(), 0.0)
 
     @property
     def backlog(self) -> int:
@@ -185,6 +199,7 @@ def sample_to_dict(sample: MetricSample) -> dict[str, Any]:
                 "owners": source.owners,
                 "unowned_partitions": list(source.unowned_partitions),
                 "notes": list(source.notes),
+                **_queue_fields(source),
                 "partitions": [
                     {
                         "id": p.partition_id,
@@ -202,6 +217,29 @@ def sample_to_dict(sample: MetricSample) -> dict[str, Any]:
         **({"extra": dict(sample.extra)} if sample.extra else {}),
         **({"traceparent": sample.traceparent} if sample.traceparent else {}),
     }
+
+
+def _queue_fields(source: SourceReading) -> dict[str, Any]:
+    """The SLO inputs of a Service Bus queue, written only when read (older readers never see them)."""
+    fields: dict[str, Any] = {}
+    if source.oldest_enqueued_at is not None:
+        fields["oldest_enqueued_at"] = format_time(source.oldest_enqueued_at)
+    if source.incoming_per_minute is not None:
+        fields["incoming_per_minute"] = source.incoming_per_minute
+    if source.completed_per_minute is not None:
+        fields["completed_per_minute"] = source.completed_per_minute
+    return fields
+
+
+def _rate(value: Any, path: str) -> float | None:
+    """A messages-per-minute rate: a finite number in 0..MAX_MESSAGES_PER_MINUTE, or null."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise SampleError(f"{path} must be a finite number, got {value!r}")
+    if not 0 <= value <= MAX_MESSAGES_PER_MINUTE:
+        raise SampleError(f"{path} must be between 0 and {MAX_MESSAGES_PER_MINUTE:g}, got {value!r}")
+    return float(value)
 
 
 def _integer(value: Any, path: str, *, allow_none: bool = False, minimum: int | None = None,
@@ -309,6 +347,10 @@ def _source(raw: Any, path: str) -> SourceReading:
         owners=_integer(raw.get("owners"), path + "owners", allow_none=True, minimum=0, maximum=MAX_PARTITIONS),
         unowned_partitions=_texts(raw.get("unowned_partitions"), path + "unowned_partitions", MAX_PARTITIONS),
         notes=_texts(raw.get("notes"), path + "notes", MAX_NOTES),
+        oldest_enqueued_at=(None if raw.get("oldest_enqueued_at") is None
+                            else parse_time(raw["oldest_enqueued_at"], path + "oldest_enqueued_at")),
+        incoming_per_minute=_rate(raw.get("incoming_per_minute"), path + "incoming_per_minute"),
+        completed_per_minute=_rate(raw.get("completed_per_minute"), path + "completed_per_minute"),
     )
 
 

@@ -20,7 +20,7 @@ from scaling.settings import Settings, SettingsError
 from scaling.sources.base import SourceReader
 from scaling.sources.checkpoints import checkpoint_reader_for
 from scaling.sources.eventhub import EventHubBinding, EventHubClients, EventHubReader
-from scaling.sources.servicebus import ServiceBusClients, ServiceBusReader
+from scaling.sources.servicebus import ServiceBusClients, ServiceBusReader, reads_slo_inputs
 
 
 class BlobContainers:
@@ -56,7 +56,9 @@ class BlobContainers:
 def _uses_identity(source: SourceSettings) -> bool:
     if not source.connection_from_env:
         return True
-    return source.kind == "eventhub" and not source.storage_connection_from_env
+    if source.kind == "servicebus":
+        return reads_slo_inputs(source)  # Azure Monitor takes no connection string
+    return not source.storage_connection_from_env
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +76,7 @@ def build_source_readers(
     *,
     environ: Mapping[str, str] | None = None,
     partition_source_for: Callable[[SourceSettings], Any] | None = None,
+    queue_for: Callable[[SourceSettings], Any] | None = None,
 ) -> SourceReaders:
     """The source readers for ``settings.policy``.
 
@@ -81,7 +84,9 @@ def build_source_readers(
     ``DefaultAzureCredential`` (``azure.identity.aio``, with ``AZURE_CLIENT_ID`` as the managed
     identity when set) is created, and its ``close`` is among the returned closers.
     ``partition_source_for`` replaces the Event Hubs client per source (the local demo's
-    simulated hub); everything else is built from the settings as in Azure.
+    simulated hub); ``queue_for`` replaces every Service Bus client per source with one object
+    that counts, peeks and reports rates (the demo's simulated queue); everything else is built
+    from the settings as in Azure.
     """
     environ = os.environ if environ is None else environ
     owned: list[Callable[[], Any]] = []
@@ -96,7 +101,8 @@ def build_source_readers(
             owned.append(holder["credential"].close)
         return holder["credential"]
 
-    needs_identity = any(_uses_identity(s) for t in settings.policy.targets for s in t.sources)
+    needs_identity = any(_uses_identity(s) for t in settings.policy.targets for s in t.sources
+                         if not (queue_for and s.kind == "servicebus"))
     hubs = EventHubClients(credential_for() if needs_identity else None, environ)
     buses = ServiceBusClients(credential_for() if needs_identity else None, environ)
     containers = BlobContainers(credential_for, environ)
@@ -115,8 +121,10 @@ def build_source_readers(
                             checkpoints=checkpoint_reader_for(source.checkpoint_strategy, container),
                             namespace=namespace,
                         )
-                elif source.kind == "servicebus":
+                elif source.kind == "servicebus" and queue_for is None:
                     buses.counter_for(source)
+                    if reads_slo_inputs(source):
+                        buses.peeker_for(source)
             except LookupError as error:
                 raise SettingsError(f"{error} ({path})") from None
             except ValueError as error:
@@ -127,6 +135,7 @@ def build_source_readers(
     readers = (
         EventHubReader(bindings.__getitem__, ownership_expiry_seconds=settings.ownership_expiry_seconds,
                        closers=(hubs.aclose, containers.aclose)),
-        ServiceBusReader(buses.counter_for, closers=(buses.aclose,)),
+        ServiceBusReader(queue_for, peeker_for=queue_for, metrics_for=queue_for) if queue_for else
+        ServiceBusReader(buses.counter_for, closers=(buses.aclose,), peeker_for=buses.peeker_for, metrics_for=buses.metrics_for),
     )
     return SourceReaders(readers, tuple(owned))

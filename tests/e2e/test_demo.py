@@ -127,3 +127,41 @@ def test_demo_help_lists_its_options(capsys):
     text = capsys.readouterr().out
     for option in ("--trace", "--minutes", "--start", "--speed", "--policy", "--out"):
         assert option in text
+
+
+# --- --source servicebus -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def queue_demo(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("queue-demo")
+    trace = write_trace(folder / "surge.csv")
+    options = DemoOptions(trace=trace, minutes=None, start=0, out=folder / "out", live=False, source="servicebus")
+    return options, run_demo(options, stream=io.StringIO())
+
+
+def test_the_queue_demo_scales_a_service_bus_target_in_slo_mode_and_agrees_with_simulate(queue_demo):
+    """No Service Bus or Azure Monitor emulator exists: ``SimulatedQueue`` stands in behind the
+    Service Bus source's counter, peek and metrics interfaces; the functions, Azurite and the ARM
+    client are the real ones. The decisions carry the queue's age and rates, and the run equals
+    ``simulate`` on the queue world."""
+    options, result = queue_demo
+    target = demo_target(source="servicebus")
+    assert (target.mode, target.sources[0].kind) == ("slo", "servicebus")
+    simulated = simulate_summary(options.trace, start=0, minutes=None, target=target, source="servicebus")
+    assert result.simulated == simulated and result.agrees
+    assert result.summary["cost"] == simulated["cost"]
+    assert result.poison == {} or not any(result.poison.values())
+    assert max(result.capacity) > min(result.capacity)
+    acted = [record for record in result.decisions if record.acts]
+    assert acted and all(record.metrics.get("partitions") == 0 for record in acted)
+    assert {"slo_at_risk", "throughput_unknown_queue_aging"} & {record.reason_code for record in acted}
+    assert any(record.metrics.get("arrival_rate") for record in result.decisions)
+    assert result.checkpoint_writes == 0
+
+
+def test_demo_source_option(capsys):
+    args = build_parser(["demo"]).parse_args(["demo", "--source", "servicebus"])
+    assert args.source == "servicebus"
+    with pytest.raises(SystemExit):
+        build_parser(["demo"]).parse_args(["demo", "--source", "kafka"])

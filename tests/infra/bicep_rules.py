@@ -41,6 +41,7 @@ EXPECTED_ROLES: dict[str, tuple[str, frozenset[str]]] = {
         frozenset({"Microsoft.EventHub/namespaces", "Microsoft.EventHub/namespaces/eventhubs"}),
     ),
     "Azure Service Bus Data Owner": ("090c5cfd-751d-490a-894a-3ce6f1109419", frozenset({"Microsoft.ServiceBus/namespaces"})),
+    "Monitoring Reader": ("43d0d8ad-25c7-4714-9337-8ba259a9fe05", frozenset({"Microsoft.ServiceBus/namespaces"})),
     "Monitoring Metrics Publisher": ("3913510d-42f4-4e42-8a64-420c390055eb", frozenset({"Microsoft.Insights/components"})),
     "App Service Plan Scaler (custom)": (CUSTOM, frozenset({SERVER_FARM})),
 }

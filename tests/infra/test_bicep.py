@@ -128,6 +128,7 @@ def test_the_expected_files_exist() -> None:
         "app/checkpoint-reader.bicep",
         "app/eventhubs-receiver.bicep",
         "app/servicebus-owner.bicep",
+        "app/servicebus-metrics-reader.bicep",
         "app/plan-scaler.bicep",
     }
 
@@ -241,6 +242,7 @@ def test_watched_resources_get_modules_in_their_own_resource_group(main: Templat
         "app/eventhubs-receiver.bicep": "eventHubNamespaces",
         "app/checkpoint-reader.bicep": "checkpointContainers",
         "app/servicebus-owner.bicep": "serviceBusNamespaceIds",
+        "app/servicebus-metrics-reader.bicep": "serviceBusSloNamespaceIds",
         "app/plan-scaler.bicep": "targetPlanIds",
     }
     for path, array in expected.items():
@@ -252,9 +254,19 @@ def test_watched_resources_get_modules_in_their_own_resource_group(main: Templat
         assert scope[1]["subscription_id"] is not None and scope[1]["resource_group_name"] is not None, path
 
 
-def test_service_bus_is_optional(main: Template) -> None:
-    assert main.parameters["serviceBusNamespaceIds"]["type"] == "array"
-    assert main.parameters["serviceBusNamespaceIds"]["default"] == []
+@pytest.mark.parametrize("name", ["serviceBusNamespaceIds", "serviceBusSloNamespaceIds"])
+def test_service_bus_is_optional(main: Template, name: str) -> None:
+    assert main.parameters[name]["type"] == "array"
+    assert main.parameters[name]["default"] == []
+
+
+def test_service_bus_slo_roles_are_read_only_and_scoped_to_the_namespace(templates: dict[str, Template]) -> None:
+    """The SLO inputs add Monitoring Reader on the namespace and nothing broader: no Data Receiver
+    next to the Data Owner that already includes Listen, no subscription- or group-wide grant."""
+    assignments = [a for t in templates.values() for a in role_assignments(t)[0]]
+    reader = [a for a in assignments if a.role == "Monitoring Reader"]
+    assert reader and {a.scope_type for a in reader} == {"Microsoft.ServiceBus/namespaces"}
+    assert not [a for a in assignments if a.role_guid == "4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0"]
 
 
 # --- the Function App -----------------------------------------------------------------------------

@@ -24,6 +24,11 @@ REPO = Path(__file__).resolve().parents[2]
 PLAN = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.Web/serverfarms/asp"
 
 
+SB_NAMESPACE_ID = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.ServiceBus/namespaces/jobs-ns"
+SB_SLO_QUEUE = {"kind": "servicebus", "name": "jobs", "fullyQualifiedNamespace": "jobs-ns.servicebus.windows.net",
+                "queueName": "jobs", "metricsResourceId": SB_NAMESPACE_ID}
+
+
 def eventhub_source(**changes) -> dict:
     source = {"kind": "eventhub", "name": "orders", "fullyQualifiedNamespace": "contoso.servicebus.windows.net",
               "eventHubName": "orders", "checkpointAccountUrl": "https://contoso.blob.core.windows.net"}
@@ -127,7 +132,20 @@ def error_of(document) -> str:
                      id="unknown-source-kind"),
         pytest.param(policy(target(sources=[eventhub_source(), {"kind": "servicebus", "name": "q", "fullyQualifiedNamespace": "n",
                                                                 "queueName": "q"}])),
-                     "targets[0].sources[1].kind 'servicebus' cannot drive mode 'slo'", id="servicebus-in-slo-mode"),
+                     "targets[0].sources[1].kind 'servicebus' cannot share a target in mode 'slo' with eventhub",
+                     id="servicebus-beside-eventhub-in-slo-mode"),
+        pytest.param(policy(target(sources=[{"kind": "servicebus", "name": "q", "fullyQualifiedNamespace": "n",
+                                              "queueName": "q"}])),
+                     "targets[0].sources[0].metricsResourceId is required for a servicebus source in mode 'slo'",
+                     id="servicebus-slo-without-metrics"),
+        pytest.param(policy(target(sources=[{"kind": "servicebus", "name": "q", "fullyQualifiedNamespace": "n",
+                                              "topicName": "t", "subscriptionName": "s",
+                                              "metricsResourceId": SB_NAMESPACE_ID}])),
+                     "targets[0].sources[0].topicName cannot drive mode 'slo'", id="subscription-in-slo-mode"),
+        pytest.param(policy(target(sources=[{"kind": "servicebus", "name": "q", "fullyQualifiedNamespace": "n",
+                                              "queueName": "q", "metricsResourceId": "/subscriptions/x/resourceGroups/r"}])),
+                     "targets[0].sources[0].metricsResourceId must be a Service Bus namespace resource id",
+                     id="metrics-id-not-a-namespace"),
         pytest.param(policy(target(bounds={"min_instances": 5, "max_instances": 2})),
                      "targets[0].bounds.max_instances must not be lower than min_instances", id="bounds-inverted"),
         pytest.param(policy(target(bounds={"min_instances": 0})), "targets[0].bounds.min_instances must be at least 1",
@@ -237,6 +255,15 @@ def test_keda_defaults() -> None:
             parsed.checkpoint_strategy, parsed.blob_container) == ("$Default", 64, 0, "auto", "azure-webjobs-eventhub")
 
 
+@pytest.mark.parametrize("spelling", ["metricsResourceId", "metrics_resource_id"])
+def test_slo_mode_accepts_a_service_bus_queue_with_its_namespace_metrics(spelling: str) -> None:
+    """A queue in mode slo passes validation under either spelling and keeps the namespace id."""
+    source = {key: value for key, value in SB_SLO_QUEUE.items() if key != "metricsResourceId"}
+    parsed = policy_from_dict(policy(target(sources=[{**source, spelling: SB_NAMESPACE_ID}]))).targets[0]
+    assert (parsed.mode, parsed.sources[0].kind, parsed.sources[0].queue_name) == ("slo", "servicebus", "jobs")
+    assert parsed.sources[0].metrics_resource_id == SB_NAMESPACE_ID
+
+
 def test_tiers_parse_in_order_and_pick_by_capacity() -> None:
     tiers = [{"min_capacity": 4, "max_capacity": 10, "scale_up_above": 800, "scale_down_below": 80},
              {"min_capacity": 1, "max_capacity": 3, "scale_up_above": 300, "scale_down_below": 30}]
@@ -247,6 +274,7 @@ def test_tiers_parse_in_order_and_pick_by_capacity() -> None:
 
 ROUND_TRIP = [
     pytest.param(policy(), id="slo-defaults"),
+    pytest.param(policy(target(sources=[SB_SLO_QUEUE])), id="slo-servicebus-queue"),
     pytest.param(policy(target(preset="seed", seed={"scale_up_above": 2000, "scale_down_below": 150},
                                bounds={"max_instances": 20, "balanced_counts": False})), id="seed-preset"),
     pytest.param(rules_policy(rule(metric="lag_seconds", aggregate="maximum", window_seconds=300, min_samples=3,

@@ -37,6 +37,13 @@ def servicebus_source(active: int = 42) -> SourceReading:
     return SourceReading(name="invoices", kind="servicebus", active_messages=active)
 
 
+def queue_for_slo(**changes) -> SourceReading:
+    values = dict(name="jobs", kind="servicebus", active_messages=120, oldest_enqueued_at=T0 - timedelta(seconds=75),
+                  incoming_per_minute=600.0, completed_per_minute=540.5, notes=("azure monitor rates of 11:58Z",))
+    values.update(changes)
+    return SourceReading(**values)
+
+
 def full_sample(**changes) -> MetricSample:
     values = dict(target="orders-consumers", collected_at=T0, capacity=3,
                   sources=(eventhub_source(), servicebus_source()), extra={"collector": "test"})
@@ -54,6 +61,9 @@ def full_sample(**changes) -> MetricSample:
         pytest.param(full_sample(collected_at=datetime(2026, 3, 1, 14, 0, tzinfo=timezone(timedelta(hours=2)))),
                      id="non-utc-offset"),
         pytest.param(full_sample(sources=(), extra={}), id="no-sources"),
+        pytest.param(full_sample(sources=(queue_for_slo(),)), id="servicebus-queue-for-slo"),
+        pytest.param(full_sample(sources=(queue_for_slo(oldest_enqueued_at=None, incoming_per_minute=0.0,
+                                                        completed_per_minute=None),)), id="servicebus-queue-empty"),
     ],
 )
 def test_json_round_trip(sample: MetricSample) -> None:
@@ -132,6 +142,12 @@ def _delete(path: list):
     return mutate
 
 
+def _queue_mutated(mutate) -> str:
+    document = json.loads(full_sample(sources=(queue_for_slo(),)).to_json())
+    mutate(document)
+    return json.dumps(document)
+
+
 @pytest.mark.parametrize(
     ("body", "fragment"),
     [
@@ -167,6 +183,18 @@ def _delete(path: list):
                      "sources[0].partitions[2].beginning is missing", id="missing-beginning"),
         pytest.param(_mutated(_set(["sources", 1, "active_messages"], -3)),
                      "sources[1].active_messages must be at least 0", id="negative-active-messages"),
+        pytest.param(_queue_mutated(_set(["sources", 0, "incoming_per_minute"], -1)),
+                     "sources[0].incoming_per_minute must be between 0 and 1e+09", id="negative-rate"),
+        pytest.param(_queue_mutated(_set(["sources", 0, "completed_per_minute"], 2e9)),
+                     "sources[0].completed_per_minute must be between 0 and 1e+09", id="rate-too-big"),
+        pytest.param(_queue_mutated(_set(["sources", 0, "incoming_per_minute"], "600")),
+                     "sources[0].incoming_per_minute must be a finite number", id="string-rate"),
+        pytest.param(_queue_mutated(_set(["sources", 0, "incoming_per_minute"], True)),
+                     "sources[0].incoming_per_minute must be a finite number", id="boolean-rate"),
+        pytest.param(_queue_mutated(_set(["sources", 0, "oldest_enqueued_at"], "2026-03-01T11:59:00")),
+                     "sources[0].oldest_enqueued_at must carry a UTC offset", id="naive-enqueued-time"),
+        pytest.param(_queue_mutated(_set(["sources", 0, "oldest_enqueued_at"], "1970-01-01T00:00:00Z")),
+                     "sources[0].oldest_enqueued_at '1970-01-01T00:00:00Z' is outside the years", id="ancient-enqueued-time"),
         pytest.param(_mutated(_set(["sample_id"], "20260301T120000Z-0000000000000000")), "sample_id",
                      id="mismatching-sample-id"),
         pytest.param(_mutated(_set(["target"], "billing")), "does not match", id="id-of-another-target"),
@@ -215,3 +243,19 @@ def test_source_ok_must_be_a_boolean(value) -> None:
     body = _mutated(_set(["sources", 0, "ok"], value))
     with pytest.raises(SampleError, match=r"sources\[0\]\.ok"):
         parse_sample(body)
+
+
+@pytest.mark.parametrize(
+    ("enqueued_before", "age"),
+    [pytest.param(None, 0.0, id="empty"), pytest.param(timedelta(seconds=75), 75.0, id="waiting"),
+     pytest.param(timedelta(seconds=-5), 0.0, id="stamped-ahead")],
+)
+def test_oldest_age_is_read_from_the_enqueued_time(enqueued_before, age) -> None:
+    source = queue_for_slo(oldest_enqueued_at=None if enqueued_before is None else T0 - enqueued_before)
+    assert source.oldest_age_seconds(T0) == age
+
+
+def test_queue_fields_are_left_out_when_not_read() -> None:
+    """Samples of counted-only sources keep their shape: no null queue fields."""
+    written = json.loads(full_sample().to_json())["sources"][1]
+    assert not {"oldest_enqueued_at", "incoming_per_minute", "completed_per_minute"} & set(written)

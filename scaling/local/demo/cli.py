@@ -28,6 +28,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="a policy file whose first target's settings (mode, slo, rules, bounds, steps) replace "
                              "the default policy's; plan and source stay the demo's local ones")
     parser.add_argument("--out", type=Path, default=Path("out"), help="where the plot and CSV files go (default out/)")
+    parser.add_argument("--source", choices=("eventhub", "servicebus"), default="eventhub",
+                        help="eventhub (default: a simulated partitioned hub, checkpoints in Azurite) or servicebus "
+                             "(a simulated queue behind the Service Bus source's interfaces: the SLO mode on a queue)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or live table, only the summary")
     add_scenario_arguments(parser)
 
@@ -43,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
         print("error: --speed must not be negative", file=sys.stderr)
         return 2
     options = DemoOptions(trace=args.trace, minutes=args.minutes, start=args.start, speed=args.speed,
-                          policy=args.policy, out=args.out, live=not args.quiet, scenario=scenario_from(args))
+                          policy=args.policy, out=args.out, live=not args.quiet, scenario=scenario_from(args),
+                          source=args.source)
     try:
         result = run_demo(options)
     except DemoError as error:

@@ -23,6 +23,8 @@ PLAN_ID = f"/subscriptions/{SUBSCRIPTION}/resourceGroups/demo/providers/Microsof
 PLAN_TIER = "IsolatedV2"
 EVENTHUB_SETTING = "DEMO_EVENTHUB_CONNECTION"
 CHECKPOINT_SETTING = "DEMO_CHECKPOINT_STORAGE"
+SERVICEBUS_SETTING = "DEMO_SERVICEBUS_CONNECTION"
+SOURCES = ("eventhub", "servicebus")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +38,8 @@ class DemoOptions:
     live: bool = True
     #: The simulated world (``Scenario``); ``None``: the standard scenario.
     scenario: Any = None
+    #: eventhub (a simulated partitioned hub) or servicebus (a simulated queue, the SLO mode on a queue)
+    source: str = "eventhub"
 
 
 @dataclass
@@ -69,10 +73,23 @@ class DemoError(ValueError):
     """A problem with the demo's options (trace, window, policy file)."""
 
 
-def default_policy_document(partitions: int = 32) -> dict[str, Any]:
-    """The default policy: one target in SLO mode, bounds shaped like the hub (as ``simulated_target``)."""
+def default_policy_document(partitions: int = 32, source: str = "eventhub") -> dict[str, Any]:
+    """The default policy: one target in SLO mode, bounds shaped like the hub (as ``simulated_target``),
+    or over the simulated queue (every count from 1 to ``partitions``: consumers compete, no partitions)."""
     from scaling.local.simhub import CHECKPOINT_CONTAINER, EVENT_HUB
+    from scaling.local.simqueue import NAMESPACE_ID, QUEUE_NAME
 
+    if source == "servicebus":
+        return {"version": 1, "targets": [{
+            "name": TARGET_NAME,
+            "plan": {"resource_id": PLAN_ID},
+            "sources": [{"kind": "servicebus", "name": "queue", "queueName": QUEUE_NAME,
+                         "connectionFromEnv": SERVICEBUS_SETTING, "metricsResourceId": NAMESPACE_ID}],
+            "bounds": {"min_instances": 1, "max_instances": partitions, "balanced_counts": False},
+            "mode": "slo",
+        }]}
+    if source != "eventhub":
+        raise DemoError(f"--source {source!r}: choose one of {', '.join(SOURCES)}")
     return {"version": 1, "targets": [{
         "name": TARGET_NAME,
         "plan": {"resource_id": PLAN_ID},
@@ -84,20 +101,24 @@ def default_policy_document(partitions: int = 32) -> dict[str, Any]:
     }]}
 
 
-def demo_target(policy_file: Path | None = None, *, partitions: int = 32) -> Any:
-    """The demo's target: the default one, or the policy file's first target on the demo's plan and hub."""
+def demo_target(policy_file: Path | None = None, *, partitions: int = 32, source: str = "eventhub") -> Any:
+    """The demo's target: the default one, or the policy file's first target on the demo's plan and
+    hub (or queue)."""
     from scaling.domain.policy import PolicyError, load_policy, policy_from_dict
 
-    default = policy_from_dict(default_policy_document(partitions)).targets[0]
+    default = policy_from_dict(default_policy_document(partitions, source)).targets[0]
     if policy_file is None:
         return default
     try:
         chosen = load_policy(policy_file).targets[0]
     except (OSError, PolicyError) as error:
         raise DemoError(f"--policy {policy_file}: {error}") from error
-    names = {source.name for source in chosen.sources}
+    names = {item.name for item in chosen.sources}
     rules = tuple(replace(rule, source=None) if rule.source in names else rule for rule in chosen.rules)
-    return replace(chosen, plan=default.plan, sources=default.sources, rules=rules)
+    try:
+        return replace(chosen, plan=default.plan, sources=default.sources, rules=rules)
+    except ValueError as error:
+        raise DemoError(f"--policy {policy_file}: its first target cannot run on the demo's {source} source: {error}") from None
 
 
 def fake_eventhub_connection() -> str:
@@ -107,6 +128,14 @@ def fake_eventhub_connection() -> str:
     from scaling.local.simhub import EVENT_HUB, NAMESPACE
 
     return f"Endpoint=sb://{NAMESPACE}/;SharedAccessKeyName=demo;SharedAccessKey=local-demo-placeholder;EntityPath={EVENT_HUB}"
+
+
+def fake_servicebus_connection() -> str:
+    """The connection-string setting the queue source names. No Service Bus client is built from it:
+    the simulated queue replaces the Service Bus and Azure Monitor clients (``queue_for``)."""
+    from scaling.local.simqueue import NAMESPACE
+
+    return f"Endpoint=sb://{NAMESPACE}/;SharedAccessKeyName=demo;SharedAccessKey=local-demo-placeholder"
 
 
 def app_settings_for(target: Any, storage_connection: str, arm_endpoint: str) -> dict[str, str]:
@@ -123,4 +152,5 @@ def app_settings_for(target: Any, storage_connection: str, arm_endpoint: str) ->
         "SCALER_DRY_RUN": "false",
         CHECKPOINT_SETTING: storage_connection,
         EVENTHUB_SETTING: fake_eventhub_connection(),
+        SERVICEBUS_SETTING: fake_servicebus_connection(),
     }

@@ -33,16 +33,21 @@ def summarize(result: Any, scenario: Any) -> dict[str, Any]:
 
 
 def simulate_summary(trace: str | Path, *, start: int = 0, minutes: int | None = None, target: Any = None,
-                     scenario: Any = None) -> dict[str, Any]:
-    """What ``python -m scaling simulate --trace T --start S --minutes M [--policy P]`` reports for
-    the same window and target: the same engine and world, without functions or storage."""
+                     scenario: Any = None, source: str = "eventhub") -> dict[str, Any]:
+    """What ``python -m scaling simulate --trace T --start S --minutes M [--policy P] [--source S]``
+    reports for the same window and target: the same engine and world, without functions or storage."""
     from scaling.local.simhub import load_arrivals
     from scaling.simulation.peers import EngineAutoscaler
+    from scaling.simulation.queue_world import QueueEngineAutoscaler, simulate_queue
     from scaling.simulation.world import Scenario, simulate
 
     scenario = scenario or Scenario()
-    target = target or demo_target(partitions=scenario.partitions)
+    target = target or demo_target(partitions=scenario.partitions, source=source)
     arrivals = load_arrivals(trace, start=start, minutes=minutes, scenario=scenario)
+    if source == "servicebus":
+        result = simulate_queue(arrivals, QueueEngineAutoscaler(target), scenario, algorithm=f"policy:{target.name}",
+                                knob=target.mode)
+        return summarize(result, scenario)
     result = simulate(arrivals, EngineAutoscaler(target), scenario, algorithm=f"policy:{target.name}", knob=target.mode)
     return summarize(result, scenario)
 

@@ -60,9 +60,9 @@ def run_demo(options: DemoOptions, *, stream: TextIO | None = None, tolerance: T
         arrivals = load_arrivals(options.trace, start=options.start, minutes=options.minutes, scenario=scenario)
     except ValueError as error:
         raise DemoError(f"--trace {options.trace}: {error}") from error
-    target = demo_target(options.policy, partitions=scenario.partitions)
+    target = demo_target(options.policy, partitions=scenario.partitions, source=options.source)
     simulated = simulate_summary(options.trace, start=options.start, minutes=options.minutes, target=target,
-                                 scenario=scenario)
+                                 scenario=scenario, source=options.source)
 
     started = time.monotonic()
     azurite = (azurite_factory or Azurite)()
@@ -85,7 +85,7 @@ def run_demo(options: DemoOptions, *, stream: TextIO | None = None, tolerance: T
     summary_path = Path(options.out) / "summary.json"
     summary_path.write_text(json.dumps({
         "trace": str(options.trace), "start": options.start, "minutes": len(arrivals), "target": target.name,
-        "mode": target.mode, "demo": result.summary, "simulate": simulated, "tolerance": tolerance.describe(),
+        "mode": target.mode, "source": options.source, "demo": result.summary, "simulate": simulated, "tolerance": tolerance.describe(),
         "agrees": result.agrees, "differences": result.differences, "wall_seconds": round(result.wall_seconds, 1),
         "invocations": result.invocations, "failures": result.failures, "poison": result.poison,
         "plan_writes": result.plan_writes, "checkpoint_writes": result.checkpoint_writes,
@@ -120,10 +120,12 @@ class _DemoRun:
         from scaling.functions import scale as scale_module
         from scaling.local.host import LocalFunctionsHost
         from scaling.local.simhub import SimulatedClock, SimulatedConsumers, SimulatedHub
+        from scaling.local.simqueue import SimulatedQueue
         from scaling.plans.factory import build_plan_adapter
         from scaling.services.dead_letters import DeadLetterService
         from scaling.settings import Settings
         from scaling.simulation.peers import EPOCH
+        from scaling.simulation.queue_world import QueueWorld
         from scaling.simulation.world import World
         from scaling.storage.factory import build_table_storage
 
@@ -134,12 +136,16 @@ class _DemoRun:
         # Minute 0 of the window is EPOCH plus --start minutes, so a trace that starts at midnight
         # (WC98, NASA) shows its own time of day in the decision log.
         clock = SimulatedClock(EPOCH + _minutes(self.options.start))
-        world = World(self.arrivals, self.scenario)
-        hub = SimulatedHub(world)
-        consumers = SimulatedConsumers(world, self.connection_string)
+        on_queue = self.options.source == "servicebus"
+        # The queue demo swaps the hub for a simulated queue (no Service Bus emulator either):
+        # competing consumers, no checkpoints.
+        world = QueueWorld(self.arrivals, self.scenario) if on_queue else World(self.arrivals, self.scenario)
+        hub = None if on_queue else SimulatedHub(world)
+        queue = SimulatedQueue(world, clock.epoch) if on_queue else None
+        consumers = None if on_queue else SimulatedConsumers(world, self.connection_string)
         modules = (collect_module, evaluate_module, scale_module, poison_module)
         previous = tuple(module.set_service(None) for module in modules)
-        closers: list[Any] = [consumers.close]
+        closers: list[Any] = [consumers.close] if consumers else []
         host = None
         seen: set[str] = set()
 
@@ -149,11 +155,13 @@ class _DemoRun:
             return adapter
 
         try:
-            await consumers.open()
+            if consumers:
+                await consumers.open()
             # The production services, built by the real factories from the app settings, on the
-            # demo's clock; only the Event Hubs partition source is the simulated hub.
+            # demo's clock; only the Event Hubs partition source (or the Service Bus clients) is simulated.
             collector = collector_for(settings, capacity_reader=plan_adapter(), environ=app_settings, clock=clock,
-                                      partition_source_for=lambda source: hub)
+                                      partition_source_for=lambda source: hub,
+                                      queue_for=(lambda source: queue) if queue else None)
             closers.append(collector.aclose)
             evaluate_service = evaluate_service_for(settings, clock=clock)
             closers.append(evaluate_service.store.close)
@@ -179,8 +187,9 @@ class _DemoRun:
                 world.advance()
                 clock.minute = world.minute
                 mark = _lap(phases, "world", mark)
-                await consumers.checkpoint()
-                mark = _lap(phases, "checkpoints", mark)
+                if consumers:
+                    await consumers.checkpoint()
+                    mark = _lap(phases, "checkpoints", mark)
                 await host.tick(clock())
                 mark = _lap(phases, "timer (collect)", mark)
                 await host.drain()
@@ -213,7 +222,7 @@ class _DemoRun:
         return DemoResult(
             summary=summarize(run_result, self.scenario), simulated={}, differences=[], decisions=records, files=files,
             invocations=dict(host.stats.invocations), failures=dict(host.stats.failures), poison=poison,
-            plan_writes=len(arm.arm.writes), checkpoint_writes=consumers.writes, capacity=run_result.capacity,
+            plan_writes=len(arm.arm.writes), checkpoint_writes=consumers.writes if consumers else 0, capacity=run_result.capacity,
             phase_seconds=dict(self.phase_seconds),
         )
 

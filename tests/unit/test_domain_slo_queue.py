@@ -1,0 +1,138 @@
+"""The SLO mode on a Service Bus queue (scaling/domain/slo_queue.py), through the real engine."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from scaling.domain.decisions import DOWN, HOLD, UP, ScalerState
+from scaling.domain.engine import evaluate
+from scaling.domain.policy import Bounds, PlanSettings, SloSettings, SourceSettings, TargetPolicy
+from scaling.domain.samples import MetricSample, SourceReading
+from scaling.domain.slo_queue import age_after, is_queue_target
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+PLAN = "/subscriptions/0/resourceGroups/rg/providers/Microsoft.Web/serverfarms/jobs"
+NAMESPACE_ID = "/subscriptions/0/resourceGroups/rg/providers/Microsoft.ServiceBus/namespaces/jobs-ns"
+QUEUE = SourceSettings(kind="servicebus", name="jobs", fully_qualified_namespace="jobs-ns.servicebus.windows.net",
+                       queue_name="jobs", metrics_resource_id=NAMESPACE_ID)
+
+
+def target(throughput: float | None = 10.0, **slo) -> TargetPolicy:
+    return TargetPolicy(name="jobs", plan=PlanSettings(PLAN), sources=(QUEUE,), bounds=Bounds(1, 32, balanced_counts=False),
+                        mode="slo", slo=SloSettings(events_per_instance_per_second=throughput, **slo))
+
+
+def sample(minute: int, capacity: int, *, active: int, age: float | None, incoming: float | None,
+           completed: float | None = None, ok: bool = True) -> MetricSample:
+    moment = T0 + timedelta(minutes=minute)
+    reading = SourceReading(name="jobs", kind="servicebus", ok=ok, error=None if ok else "peek: timed out",
+                            active_messages=active if ok else None,
+                            oldest_enqueued_at=None if age is None else moment - timedelta(seconds=age),
+                            incoming_per_minute=incoming, completed_per_minute=completed)
+    return MetricSample(target="jobs", collected_at=moment, capacity=capacity, sources=(reading,))
+
+
+def steady(minutes: int, capacity: int, **reading) -> list[MetricSample]:
+    return [sample(minute, capacity, **reading) for minute in range(minutes)]
+
+
+def decide(policy: TargetPolicy, samples: list[MetricSample], state: ScalerState | None = None):
+    return evaluate(policy, state or ScalerState(target="jobs"), samples, samples[-1].collected_at)
+
+
+@pytest.mark.parametrize(
+    ("age", "backlog", "arrivals", "service", "seconds", "expected"),
+    [
+        pytest.param(100, 1000, 10, 5, 60, 130, id="half-served-ages-half-as-fast"),
+        pytest.param(100, 1000, 10, 10, 60, 100, id="served-as-fast-as-it-arrives"),
+        pytest.param(100, 1000, 10, 20, 60, 40, id="served-twice-as-fast-gets-younger"),
+        pytest.param(100, 1000, 10, 20, 0, 100, id="no-time-no-change"),
+        pytest.param(100, 500, 0, 0, 60, 160, id="nobody-serving-ages-by-the-clock"),
+        pytest.param(100, 500, 0, 10, 60, 0, id="backlog-drained"),
+        pytest.param(0, 0, 10, 10, 60, 0, id="keeping-up-stays-empty"),
+        pytest.param(0, 0, 10, 5, 60, 30, id="falling-behind-starts-aging"),
+        pytest.param(30, 100, 10, 100, 60, 0, id="drained-within-the-time"),
+    ],
+)
+def test_age_after_follows_the_fifo_fluid_model(age, backlog, arrivals, service, seconds, expected) -> None:
+    assert age_after(age, backlog, arrivals, service, seconds) == pytest.approx(expected)
+
+
+def test_only_all_servicebus_targets_are_queue_targets() -> None:
+    eventhub = SourceSettings(kind="eventhub", name="hub", fully_qualified_namespace="ns.servicebus.windows.net",
+                              event_hub_name="hub", checkpoint_account_url="https://a.blob.core.windows.net")
+    assert is_queue_target(target())
+    assert not is_queue_target(replace(target(), sources=(eventhub,)))
+
+
+def test_an_aging_queue_scales_out_to_serve_arrivals_and_drain() -> None:
+    """Arrivals of 30/s against 2 x 10/s: the oldest message would pass the limit before new
+    instances serve, so the count jumps to one that serves the forecast and drains the backlog."""
+    policy = target()
+    decision = decide(policy, steady(4, 2, active=6000, age=200, incoming=1800, completed=1200))
+    forecast = 30 * (1 + policy.slo.headroom)
+    assert (decision.direction, decision.reason_code) == (UP, "slo_at_risk")
+    assert decision.target_capacity * 10 > forecast
+    assert (decision.target_capacity - 1) * 10 < forecast + 6000 / policy.slo.max_event_age_seconds * 2
+    assert decision.metrics["predicted_age_seconds"] > decision.metrics["age_limit_seconds"]
+
+
+def test_a_queue_with_surplus_scales_in_to_the_smallest_count_that_holds() -> None:
+    policy = target()
+    decision = decide(policy, steady(5, 10, active=3, age=1, incoming=2100, completed=2100))
+    forecast = 35 * (1 + policy.slo.headroom)
+    assert (decision.direction, decision.reason_code) == (DOWN, "slo_surplus")
+    assert decision.target_capacity == math.ceil(forecast / 10)
+
+
+@pytest.mark.parametrize(
+    ("age", "direction", "code"),
+    [pytest.param(30, HOLD, "queue_rates_unknown", id="young"), pytest.param(250, UP, "queue_age_over_limit", id="old")],
+)
+def test_without_azure_monitor_rates_the_age_alone_decides(age, direction, code) -> None:
+    decision = decide(target(), steady(5, 4, active=100, age=age, incoming=None))
+    assert (decision.direction, decision.reason_code) == (direction, code)
+
+
+def test_no_scale_in_without_the_latest_rate() -> None:
+    samples = steady(5, 10, active=0, age=None, incoming=60, completed=60)
+    samples[-1] = sample(4, 10, active=0, age=None, incoming=None)
+    decision = decide(target(), samples)
+    assert (decision.direction, decision.reason_code) == (HOLD, "queue_rates_unknown")
+
+
+def test_a_failed_peek_holds() -> None:
+    samples = steady(5, 10, active=0, age=None, incoming=60, completed=60)
+    samples[-1] = sample(4, 10, active=0, age=None, incoming=60, ok=False)
+    decision = decide(target(), samples)
+    assert (decision.direction, decision.reason_code) == (HOLD, "no_queue_data")
+
+
+@pytest.mark.parametrize(
+    ("active", "learned"),
+    [pytest.param(5000, True, id="busy-queue-teaches-the-rate"), pytest.param(3, False, id="idle-queue-is-a-floor")],
+)
+def test_throughput_is_learned_from_completions_of_a_busy_queue(active, learned) -> None:
+    """Completions of 1200 a minute on 2 instances: 10 messages/s each, learned only while busy."""
+    decision = decide(target(throughput=None), steady(3, 2, active=active, age=30, incoming=1200, completed=1200))
+    state = decision.state
+    if learned:
+        assert state.throughput_per_instance == pytest.approx(10.0)
+        assert decision.metrics["throughput_source"] == "learned"
+    else:
+        assert state.throughput_per_instance is None and state.throughput_floor == pytest.approx(10.0)
+
+
+def test_completions_after_a_capacity_change_teach_nothing_until_it_is_steady() -> None:
+    """Azure Monitor's minute trails the sample: right after 4 -> 2 instances the completions
+    still count 4 instances' work and would double the learned rate."""
+    samples = steady(3, 4, active=5000, age=30, incoming=2400, completed=2400) + [
+        sample(minute, 2, active=5000, age=30, incoming=2400, completed=2400) for minute in range(3, 6)]
+    decision = decide(target(throughput=None), samples)
+    assert decision.state.throughput_per_instance is None and decision.state.throughput_floor is None
+    later = samples + [sample(minute, 2, active=5000, age=30, incoming=1200, completed=1200) for minute in range(6, 9)]
+    assert decide(target(throughput=None), later).state.throughput_per_instance == pytest.approx(10.0)
