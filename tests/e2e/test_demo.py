@@ -10,13 +10,14 @@ page's browser test.
 from __future__ import annotations
 
 import csv
+import io
 import socket
 
 import pytest
 
 from scaling.__main__ import build_parser
-from scaling.local.demo import TOLERANCE, compare, demo_target, simulate_summary
-from tests.e2e.shared_demo import AFTER, BEFORE, SURGE, RecordingAzurite
+from scaling.local.demo import TOLERANCE, DemoOptions, compare, demo_target, run_demo, simulate_summary
+from tests.e2e.shared_demo import AFTER, BEFORE, SURGE, RecordingAzurite, write_trace
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
