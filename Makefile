@@ -50,7 +50,7 @@ demo: install
 	$(PY) -m scaling demo $(DEMO_ARGS)
 
 benchmark: install
-	$(PY) -m scaling benchmark --trace $(TRACES)/worldcup98/per_minute.csv --trace $(TRACES)/nasa_jul95/per_minute.csv --json out/benchmark.json --markdown docs/benchmark.md
+	$(PY) -m scaling benchmark --trace $(TRACES)/worldcup98/per_minute.csv --trace $(TRACES)/nasa_jul95/per_minute.csv --scenario standard --scenario realistic --scenario hot --json out/benchmark.json --markdown docs/benchmark.md --readme README.md
 
 clean:
 	rm -rf $(VENV) node_modules out .pytest_cache .ruff_cache

@@ -172,6 +172,48 @@ def _trace_table(scenario: str, trace: str, trace_rows: list[dict]) -> list[str]
     return lines
 
 
+README_START, README_END = "<!-- benchmark:start -->", "<!-- benchmark:end -->"
+
+
+def readme_table(rows: Sequence[dict]) -> str:
+    """The README's summary: per scenario, each algorithm's best cost (x the fluid bound, and x
+    the clairvoyant's best) on every trace, and its minutes per scale action."""
+    traces = sorted({row["trace"] for row in rows})
+    lines = []
+    for scenario in sorted({row.get("scenario", "standard") for row in rows}, key=lambda name: (name != "standard", name)):
+        mine = [row for row in rows if row.get("scenario", "standard") == scenario]
+        best = {(row["trace"], row["algorithm"]): row for row in mine if row["best"]}
+        judged = " (judged by the other partitions' SLO)" if scenario in JUDGED_WITHOUT_HOTTEST else ""
+        lines += [f"**{scenario}**{judged}", "",
+                  "| algorithm | " + " | ".join(traces) + " | minutes per action (" + " / ".join(traces) + ") |",
+                  "|---|" + "---:|" * len(traces) + "---:|"]
+        for algorithm in ORDER:
+            if not any(row["algorithm"] == algorithm for row in mine):
+                continue
+            cells, per_action = [], []
+            for trace in traces:
+                row, reference = best.get((trace, algorithm)), best.get((trace, "clairvoyant"))
+                if row is None:
+                    cells.append("no setting meets the SLO")
+                    per_action.append("–")
+                    continue
+                versus = f" ({row['cost_ratio'] / reference['cost_ratio']:.2f}x clairvoyant)" if reference else ""
+                cells.append(f"{row['cost_ratio']:.3f}{versus}")
+                per_action.append(f"{row['minutes'] / row['scale_actions']:.1f}" if row["scale_actions"] else "∞")
+            lines.append(f"| {algorithm} | " + " | ".join(cells) + " | " + " / ".join(per_action) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def replace_block(text: str, block: str) -> str:
+    """``text`` with what stands between the README's benchmark markers replaced by ``block``."""
+    if README_START not in text or README_END not in text:
+        raise ValueError(f"no {README_START} ... {README_END} block to replace")
+    head, rest = text.split(README_START, 1)
+    _, tail = rest.split(README_END, 1)
+    return f"{head}{README_START}\n{block}\n{README_END}{tail}"
+
+
 def run_benchmark(traces: Sequence[str], workers: int | None = None, progress=None,
                   scenarios: Sequence[str] = ("standard",), overrides: tuple = ()) -> list[dict]:
     jobs = sorted((job for scenario in scenarios for trace in traces for job in jobs_for(trace, scenario, overrides)),
@@ -193,6 +235,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", required=True, help="where to write the JSON rows")
     parser.add_argument("--markdown", help="also write the summary table (with how to regenerate it) to this file")
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    parser.add_argument("--readme", help="also replace the summary between the benchmark markers of this README")
     parser.add_argument("--scenario", action="append", choices=tuple(NAMED_SCENARIOS),
                         help="named scenario of ../shared/BENCHMARK.md (repeatable; default: standard)")
     add_scenario_arguments(parser, scenario_choice=False)
@@ -216,6 +259,11 @@ def run(args: argparse.Namespace) -> int:
     table = summary_table(rows)
     print(table)
     print(f"benchmark: {len(rows)} runs in {elapsed:.0f}s on {args.workers or os.cpu_count()} workers")
+    if args.readme:
+        readme = Path(args.readme)
+        readme.write_text(replace_block(readme.read_text(encoding="utf-8"), readme_table(rows)
+                                        + f"\nMeasured in one run of `make benchmark`: {len(rows)} runs in {elapsed:.0f}s on "
+                                        f"{args.workers or os.cpu_count()} worker processes.\n"), encoding="utf-8")
     if args.markdown:
         command = ("python -m scaling benchmark " + " ".join(f"--trace {t}" for t in args.trace)
                    + "".join(f" --scenario {name}" for name in scenarios) + f" --json {args.json} --markdown {args.markdown}")

@@ -126,3 +126,22 @@ def test_clairvoyant_meets_the_slo_on_the_tiny_trace(tiny_rows: list[dict]) -> N
 def test_run_job_rejects_an_unknown_algorithm(tiny_trace: Path) -> None:
     with pytest.raises(ValueError, match="unknown algorithm"):
         run_job(Job(str(tiny_trace), "magic", "x"))
+
+
+def test_the_readme_block_is_written_between_its_markers_from_the_rows() -> None:
+    from scaling.simulation.benchmark import README_END, README_START, readme_table, replace_block
+
+    rows = []
+    for scenario, ratio in (("standard", 1.1), ("realistic", 1.3)):
+        for algorithm, cost in (("project-default", ratio), ("clairvoyant", 1.2)):
+            rows.append({"scenario": scenario, "trace": "t/per_minute.csv", "algorithm": algorithm, "knob": "k",
+                         "cost_ratio": cost, "minutes": 600, "scale_actions": 10, "best": True, "meets_slo": True})
+    table = readme_table(rows)
+    assert "**standard**" in table and "**realistic**" in table
+    assert "| project-default | 1.100 (0.92x clairvoyant) | 60.0 |" in table
+    assert "| project-default | 1.300 (1.08x clairvoyant) | 60.0 |" in table
+    text = f"intro\n{README_START}\nold numbers\n{README_END}\noutro\n"
+    replaced = replace_block(text, table)
+    assert "old numbers" not in replaced and replaced.startswith("intro\n") and replaced.endswith(f"{README_END}\noutro\n")
+    with pytest.raises(ValueError, match="benchmark:start"):
+        replace_block("no markers", table)
