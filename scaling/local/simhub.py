@@ -107,7 +107,8 @@ class SimulatedHub:
 
 
 class SimulatedConsumers:
-    """The consumer group's workers: processing is the world's, checkpoints are real blobs.
+    """The consumer group's workers: processing is the world's, checkpoints and ownership claims
+    are real blobs (``checkpoint()``, ``claim()``).
 
     ``checkpoint()`` writes, for every partition whose checkpoint moved since the last call, the
     blob ``{namespace}/{hub}/{consumer group}/checkpoint/{partition}`` (lower-cased) with
@@ -126,7 +127,10 @@ class SimulatedConsumers:
         self.container = container
         self.concurrency = concurrency
         self.writes = 0
+        self.claims = 0
         self._written = np.full(world.scenario.partitions, -1, dtype=np.int64)
+        self._claimed = np.full(world.scenario.partitions, -2, dtype=np.int64)  # -2: never claimed
+        self._etags: dict[int, str] = {}
         self._store = None
 
     async def open(self) -> SimulatedConsumers:
@@ -161,6 +165,34 @@ class SimulatedConsumers:
         await asyncio.gather(*(write(int(index)) for index in moved))
         self.writes += len(moved)
         return len(moved)
+
+    async def claim(self) -> int:
+        """Write the ownership blobs whose owner changed, as the processors' load balancing does
+        (``BlobCheckpointStore.claim_ownership``, each claim conditional on the etag of the last):
+        ``{namespace}/{hub}/{consumer group}/ownership/{partition}`` with metadata ``ownerid``,
+        the world's owner of the partition (``instance-N``, as ``simulate`` names them), or an
+        empty owner id (released) while its instance has failed and nobody took it over.
+
+        The claims are real blobs whose last-modified time is the wall clock, while collect runs
+        on the demo's simulated clock (minutes from 2026-01-01): a claim never looks expired to
+        it, so what decides liveness here is the owner id, which the world keeps current."""
+        if self._store is None:
+            raise RuntimeError("SimulatedConsumers.open() was not awaited")
+        owners = self.world.kernel.owners(0)
+        changed = np.flatnonzero(owners != self._claimed)
+        if not changed.size:
+            return 0
+        claimed = await self._store.claim_ownership([{
+            "fully_qualified_namespace": self.namespace, "eventhub_name": self.event_hub,
+            "consumer_group": self.consumer_group, "partition_id": str(index),
+            "owner_id": f"instance-{owners[index]}" if owners[index] >= 0 else "", "etag": self._etags.get(int(index)),
+        } for index in changed])
+        for ownership in claimed:
+            index = int(ownership["partition_id"])
+            self._etags[index] = ownership["etag"]
+            self._claimed[index] = owners[index]
+        self.claims += len(claimed)
+        return len(claimed)
 
     async def close(self) -> None:
         if self._store is not None:

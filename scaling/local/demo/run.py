@@ -188,6 +188,7 @@ class _DemoRun:
                 clock.minute = world.minute
                 mark = _lap(phases, "world", mark)
                 if consumers:
+                    await consumers.claim()
                     await consumers.checkpoint()
                     mark = _lap(phases, "checkpoints", mark)
                 await host.tick(clock())
