@@ -351,7 +351,7 @@ class _Passes:
 
 
 def offline_optimum(arrivals: np.ndarray, scenario: Scenario, budgets: list[int | None], *,
-                    violation_price: int = 8, steps: int = 3) -> list[Bracket]:
+                    violation_price: int = 16, steps: int = 3) -> list[Bracket]:
     """Per action budget (``None``: unlimited), a lower bound on the offline optimum and the
     best schedule found.
 

@@ -169,3 +169,29 @@ def test_a_schedule_replays_in_the_world_at_its_cost_and_meets_the_slo():
 def test_skewed_partitions_are_refused():
     with pytest.raises(ValueError, match="uniform partitions"):
         optimum.relaxed_model(np.ones(10), Scenario(skew=0.1))
+
+
+def test_the_optimum_command_writes_rows_and_compares_the_default(tmp_path):
+    """``python -m scaling optimum`` on a short trace: one row per budget, replayed in the world,
+    with project-default's cost over the bracket."""
+    from scaling.simulation import optimum_bench
+
+    minutes = np.arange(240)
+    counts = 5000 + 4000 * np.sin(minutes / 30.0) + np.random.default_rng(2).uniform(0, 2000, len(minutes))
+    path = tmp_path / "day" / "per_minute.csv"
+    path.parent.mkdir()
+    path.write_text("minute,arrivals\n" + "".join(f"{m},{c:.0f}\n" for m, c in zip(minutes, counts, strict=True)))
+    rows = optimum_bench.trace_rows(str(path), steps=2)
+    default = rows[0]
+    assert default["algorithm"] == "project-default"
+    found = rows[1:]
+    assert [row["budget"] for row in found] == [None, 240 // 15, 240 // 30, default["scale_actions"]]
+    for row in found:
+        assert row["algorithm"] == "offline-optimum"
+        assert row["meets_slo"] and row["slo_violation_minutes"] == 0
+        assert 1.0 < row["lower_bound_ratio"] <= row["cost_ratio"]
+        assert row["budget"] is None or row["scale_actions"] <= row["budget"]
+        assert row["project_default_vs_schedule"] == pytest.approx(default["cost_ratio"] / row["cost_ratio"], rel=1e-3)
+        assert row["project_default_vs_lower_bound"] >= row["project_default_vs_schedule"]
+    markdown = optimum_bench.table(rows)
+    assert "day/per_minute.csv" in markdown and "project-default: cost / fluid bound" in markdown
