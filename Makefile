@@ -45,7 +45,7 @@ demo: install
 	$(PY) -m scaling demo $(DEMO_ARGS)
 
 benchmark: install
-	$(PY) -m scaling benchmark --trace $(TRACES)/worldcup98/per_minute.csv --trace $(TRACES)/nasa_jul95/per_minute.csv --json out/benchmark.json --markdown docs/benchmark.md
+	$(PY) -m scaling benchmark --trace $(TRACES)/worldcup98/per_minute.csv --trace $(TRACES)/nasa_jul95/per_minute.csv --json out/benchmark.json --markdown docs/benchmark.md --optimum out/optimum.json
 
 # The offline optimum (its own command: it takes longer than the benchmark's budget).
 optimum: install

@@ -110,7 +110,15 @@ def mark_best(rows: list[dict]) -> None:
             min(meeting, key=lambda row: (row["cost_ratio"], row["scale_actions"]))["best"] = True
 
 
-ORDER = ("project-default", "project-tuned", "clairvoyant", "keda-hpa", "functions-target", "azure-monitor", "seed")
+ORDER = ("project-default", "project-tuned", "clairvoyant", "offline-optimum", "keda-hpa", "functions-target", "azure-monitor",
+         "seed")
+
+
+def optimum_column(rows: Sequence[dict], trace: str) -> tuple[float, float] | None:
+    """The offline optimum's unlimited-budget bracket on ``trace`` (schedule, lower bound), as
+    ratios to the fluid bound, from ``offline-optimum`` rows (``python -m scaling optimum``)."""
+    found = [row for row in rows if row["trace"] == trace and row["algorithm"] == "offline-optimum" and row.get("budget") is None]
+    return (found[0]["cost_ratio"], found[0]["lower_bound_ratio"]) if found else None
 
 
 def summary_table(rows: Sequence[dict]) -> str:
@@ -120,10 +128,12 @@ def summary_table(rows: Sequence[dict]) -> str:
         trace_rows = [row for row in rows if row["trace"] == trace]
         best = {row["algorithm"]: row for row in trace_rows if row["best"]}
         reference = best.get("clairvoyant")
+        optimum = optimum_column(trace_rows, trace)
+        extra = " cost / offline optimum |" if optimum else ""
         lines += [f"### {trace}", "",
                   "| algorithm | best setting | cost / fluid bound | cost / clairvoyant | SLO-violation min | "
-                  "scale actions | min per action | p99 age (min) | max age (min) | settings meeting SLO |",
-                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "scale actions | min per action | p99 age (min) | max age (min) | settings meeting SLO |" + extra,
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if optimum else "")]
         for algorithm in ORDER:
             group = [row for row in trace_rows if row["algorithm"] == algorithm]
             if not group:
@@ -133,13 +143,15 @@ def summary_table(rows: Sequence[dict]) -> str:
             if row is None:
                 closest = min(group, key=lambda r: r["slo_violation_minutes"])
                 lines.append(f"| {algorithm} | none meets the SLO (closest: {closest['knob']}, "
-                             f"{closest['slo_violation_minutes']} min) | – | – | – | – | – | – | – | 0/{len(group)} |")
+                             f"{closest['slo_violation_minutes']} min) | – | – | – | – | – | – | – | 0/{len(group)} |"
+                             + (" – |" if optimum else ""))
                 continue
             versus = f"{row['cost_ratio'] / reference['cost_ratio']:.3f}" if reference else "–"
             per_action = f"{row['minutes'] / row['scale_actions']:.1f}" if row["scale_actions"] else "∞"
             lines.append(f"| {algorithm} | {row['knob']} | {row['cost_ratio']:.3f} | {versus} | {row['slo_violation_minutes']} | "
                          f"{row['scale_actions']} | {per_action} | {row['p99_age_minutes']:.2f} | {row['max_age_minutes']:.2f} | "
-                         f"{meeting}/{len(group)} |")
+                         f"{meeting}/{len(group)} |"
+                         + (f" {row['cost_ratio'] / optimum[0]:.3f} – {row['cost_ratio'] / optimum[1]:.3f} |" if optimum else ""))
         lines.append("")
     return "\n".join(lines)
 
@@ -164,6 +176,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", required=True, help="where to write the JSON rows")
     parser.add_argument("--markdown", help="also write the summary table (with how to regenerate it) to this file")
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    parser.add_argument("--optimum", help="rows of `python -m scaling optimum` (JSON) to add, with a cost / offline "
+                        "optimum column (skipped when the file does not exist)")
     parser.add_argument("--checkpoint-delay", type=float, default=0.0,
                         help="seconds the consumers' checkpoints trail what they processed (standard scenario: 0)")
 
@@ -176,6 +190,11 @@ def run(args: argparse.Namespace) -> int:
 
     rows = run_benchmark(args.trace, args.workers, progress, args.checkpoint_delay)
     print(file=sys.stderr)
+    if getattr(args, "optimum", None) and Path(args.optimum).exists():
+        traces = {row["trace"] for row in rows}
+        rows += [row for row in json.loads(Path(args.optimum).read_text(encoding="utf-8"))
+                 if row["algorithm"] == "offline-optimum" and row["trace"] in traces]
+        mark_best(rows)
     elapsed = time.perf_counter() - started
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")

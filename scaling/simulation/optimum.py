@@ -326,12 +326,12 @@ class _Passes:
                                                  violation_price=self.violation_price)
         return self.done[price]
 
-    def within(self, budget: int, steps: int) -> Schedule:
-        """The schedule at the smallest price found (doubling, then ``steps`` bisection steps)
-        whose actions fit ``budget``: actions fall as the price rises."""
+    def within(self, budget: int, steps: int, first: int = 2) -> Schedule:
+        """The schedule at the smallest price found (doubling from ``first``, then ``steps``
+        bisection steps) whose actions fit ``budget``: actions fall as the price rises."""
         if self.at(0).actions <= budget:
             return self.at(0)
-        low, high = 0, 1
+        low, high = 0, first
         while self.at(high).actions > budget:
             if high >= 1 << 12:
                 raise ValueError(f"no schedule within {budget} actions")
@@ -351,7 +351,7 @@ class _Passes:
 
 
 def offline_optimum(arrivals: np.ndarray, scenario: Scenario, budgets: list[int | None], *,
-                    violation_price: int = 16, steps: int = 3) -> list[Bracket]:
+                    violation_price: int = 16, steps: int = 2) -> list[Bracket]:
     """Per action budget (``None``: unlimited), a lower bound on the offline optimum and the
     best schedule found.
 
@@ -361,7 +361,8 @@ def offline_optimum(arrivals: np.ndarray, scenario: Scenario, budgets: list[int 
     budget that meets the SLO in the world; the best over the prices tried is reported, found
     where the relaxed optimum's actions cross the budget. Schedule: the conservative model's
     priced optimum with no violation minute, at the smallest price tried that keeps it within
-    the budget. ``steps`` bounds the bisection on prices (more steps, a tighter bracket)."""
+    the budget. ``steps`` bounds the bisection on the schedule's price (more steps, a cheaper
+    schedule); the bound's price is only doubled."""
     arrivals = np.asarray(arrivals, dtype=float)
     allowed = int(math.floor(scenario.max_violation_fraction * len(arrivals) + 1e-9))
     relaxed = _Passes(arrivals, relaxed_model(arrivals, scenario), violation_price if allowed else None)
@@ -373,7 +374,7 @@ def offline_optimum(arrivals: np.ndarray, scenario: Scenario, budgets: list[int 
             lower = relaxed.at(0).objective - allowance
             found = conservative.at(0)
         else:
-            relaxed.within(budget, steps)
+            relaxed.within(budget, 0)  # any price gives a bound; the doubling's crossing is near the best
             lower = max(found.objective - price * budget for price, found in relaxed.done.items()) - allowance
             found = conservative.within(budget, steps)
         brackets.append(Bracket(budget, float(lower), found.cost, found.actions, conservative.price_of(found),

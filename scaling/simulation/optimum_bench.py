@@ -22,7 +22,7 @@ from pathlib import Path
 BUDGET_SPACINGS = (15, 30)  # one action per this many minutes
 
 
-def trace_rows(trace: str, steps: int = 3) -> list[dict]:
+def trace_rows(trace: str, steps: int = 2) -> list[dict]:
     """Every row for one trace (a worker process's job)."""
     from scaling.simulation import optimum
     from scaling.simulation.benchmark import Job, run_job
@@ -85,7 +85,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", required=True, help="where to write the JSON rows")
     parser.add_argument("--markdown", help="also write the table (with how to regenerate it) to this file")
     parser.add_argument("--workers", type=int, default=None, help="worker processes, one trace each (default: one per core)")
-    parser.add_argument("--steps", type=int, default=3, help="bisection steps on the action price per budget (default 3)")
+    parser.add_argument("--steps", type=int, default=2, help="bisection steps on the schedule's action price per budget (default 2)")
 
 
 def run(args: argparse.Namespace) -> int:

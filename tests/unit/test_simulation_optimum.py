@@ -195,3 +195,23 @@ def test_the_optimum_command_writes_rows_and_compares_the_default(tmp_path):
         assert row["project_default_vs_lower_bound"] >= row["project_default_vs_schedule"]
     markdown = optimum_bench.table(rows)
     assert "day/per_minute.csv" in markdown and "project-default: cost / fluid bound" in markdown
+
+
+def test_the_benchmark_table_divides_by_the_offline_optimum_when_its_rows_are_there():
+    from scaling.simulation.benchmark import mark_best, summary_table
+
+    def row(algorithm, ratio, **extra):
+        return {"trace": "t", "algorithm": algorithm, "knob": "k", "cost_ratio": ratio, "slo_violation_minutes": 0,
+                "minutes": 100, "scale_actions": 10, "p99_age_minutes": 1.0, "max_age_minutes": 2.0, "meets_slo": True,
+                "best": False, **extra}
+
+    rows = [row("project-default", 1.2), row("clairvoyant", 1.5)]
+    mark_best(rows)
+    assert "offline optimum" not in summary_table(rows)
+    rows.append(row("offline-optimum", 1.1, budget=None, lower_bound_ratio=1.0))
+    mark_best(rows)
+    table = summary_table(rows)
+    assert "cost / offline optimum" in table.splitlines()[2]
+    default_line = next(line for line in table.splitlines() if line.startswith("| project-default"))
+    assert default_line.endswith(f" {1.2 / 1.1:.3f} – {1.2 / 1.0:.3f} |")
+    assert any(line.startswith("| offline-optimum") for line in table.splitlines())
