@@ -152,14 +152,18 @@ class CountStates:
         older, latest = self.pairs[state, 0], self.pairs[state, 1]
         span = int(level.max()) + 1
         table = np.full((count, count, span), np.inf)
-        # labels come sorted by state, objective, backlog: the first of a cell is its least backlog
-        table[older[::-1], latest[::-1], level[::-1]] = backlog[::-1]
+        table[older, latest, level] = backlog  # one label per state and level
         np.minimum.accumulate(table, axis=2, out=table)  # objective no higher
-        higher = np.minimum.accumulate(table[::-1], axis=0)[::-1]  # older minimum no lower
-        same = np.full_like(higher, np.inf)
+        for index in range(count - 2, -1, -1):  # older minimum no lower
+            np.minimum(table[index], table[index + 1], out=table[index])
+        higher = table
+        same = np.empty_like(higher)
+        same[-1] = np.inf
         same[:-1] = higher[1:]  # same latest, older minimum strictly higher
-        other = np.full_like(higher, np.inf)
-        other[:, :-1] = np.minimum.accumulate(higher[:, ::-1], axis=1)[:, ::-1][:, 1:]  # latest strictly higher
+        other = np.empty_like(higher)
+        other[:, -1] = np.inf
+        for index in range(count - 2, -1, -1):  # latest strictly higher
+            np.minimum(other[:, index + 1], higher[:, index + 1], out=other[:, index])
         beaten = same[older, latest, level] <= backlog
         shifted = level - price
         usable = shifted >= 0
@@ -177,13 +181,17 @@ class CountStates:
 
 
 def cheapest_schedule(arrivals: np.ndarray, model: FluidModel, *, action_price: int = 0,
-                      violation_price: int | None = None, across_states: bool = True) -> Schedule:
+                      violation_price: int | None = None, across_states: bool | None = None) -> Schedule:
     """The schedule minimising ``cost + action_price * actions + violation_price * violations``
     in ``model`` (no violation allowed when ``violation_price`` is None), exactly: labels
     ``(objective, backlog)`` per count state, pruned each minute to those no cheaper label of the
     same state beats on backlog. Backlog is never discretised; prices are whole instance-minutes
     so that objectives stay integers. The first minute runs at the initial count (the world's
-    loop decides after each minute)."""
+    loop decides after each minute). ``across_states`` also prunes labels that a label of a
+    higher count state beats (same result, fewer labels; by default only when no violation is
+    priced: priced violations widen the objective levels, and the pruning's table with them)."""
+    if across_states is None:
+        across_states = violation_price is None
     arrivals = np.asarray(arrivals, dtype=float)
     minutes, count = len(arrivals), len(model.counts)
     initial = int(np.searchsorted(model.counts, model.initial))
@@ -222,26 +230,23 @@ def cheapest_schedule(arrivals: np.ndarray, model: FluidModel, *, action_price: 
             backlog = np.minimum(backlog, FORGET_ABOVE * model.limits[minute])
             parent, choice, follow, objective, backlog = (parent.ravel(), choice.ravel(), follow.ravel(),
                                                          objective.ravel(), backlog.ravel())
-        # group by state, cheapest first, least backlog first among equals (a radix sort on one
-        # small integer key after a sort by backlog, when the key fits in 16 bits)
+        # per (state, objective level) the least backlog, then keep a cell only if its backlog
+        # is below every cheaper level's of the same state (a dense table: no sort)
         base = objective.min()
         spread = int(objective.max() - base) + 1
-        if spread * states < 1 << 16:
-            order = np.argsort(backlog)
-            key = (follow[order] * spread + (objective[order] - base)).astype(np.uint16)
-            order = order[np.argsort(key, kind="stable")]
-        else:
-            order = np.lexsort((backlog, objective, follow))
+        cell = follow * spread + (objective - base)
+        least = np.full(states * spread, np.inf)
+        np.minimum.at(least, cell, backlog)
+        winner = np.full(states * spread, -1, dtype=np.int64)
+        best_here = backlog == least[cell]
+        winner[cell[best_here]] = np.flatnonzero(best_here)
+        grid = least.reshape(states, spread)
+        before = np.minimum.accumulate(grid, axis=1)
+        useful = np.isfinite(grid)
+        useful[:, 1:] &= grid[:, 1:] < before[:, :-1]
+        order = winner[np.flatnonzero(useful.ravel())]
         follow, objective, backlog = follow[order], objective[order], backlog[order]
-        # keep a label only if its backlog is below every cheaper label's of the same state
-        top = float(backlog.max()) + 1.0
-        shifted = backlog - follow * top
-        best_before = np.minimum.accumulate(shifted)
-        survive = np.empty(len(shifted), dtype=bool)
-        survive[0] = True
-        survive[1:] = (follow[1:] != follow[:-1]) | (shifted[1:] < best_before[:-1])
-        order = order[survive]
-        label_state, label_objective, label_backlog = follow[survive], objective[survive], backlog[survive]
+        label_state, label_objective, label_backlog = follow, objective, backlog
         if across_states and table.pairs is not None and len(label_state) > 64:
             keep = ~table.dominated(label_state, label_objective - label_objective.min(), label_backlog, int(action_price))
             order, label_state, label_objective, label_backlog = (order[keep], label_state[keep], label_objective[keep],
