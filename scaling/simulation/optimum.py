@@ -35,6 +35,8 @@ way in the lower bound (``nu`` per violation minute); the feasible schedule allo
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -321,14 +323,20 @@ class _Passes:
     """Cached searches at whole action prices, one model each (prices are searched by bisection,
     and several budgets share them)."""
 
-    def __init__(self, arrivals: np.ndarray, model: FluidModel, violation_price: int | None) -> None:
+    def __init__(self, arrivals: np.ndarray, model: FluidModel, violation_price: int | None, name: str,
+                 progress: Callable[[str], None] | None) -> None:
         self.arrivals, self.model, self.violation_price = arrivals, model, violation_price
+        self.name, self.progress = name, progress
         self.done: dict[int, Schedule] = {}
 
     def at(self, price: int) -> Schedule:
         if price not in self.done:
-            self.done[price] = cheapest_schedule(self.arrivals, self.model, action_price=price,
-                                                 violation_price=self.violation_price)
+            started = time.perf_counter()
+            self.done[price] = found = cheapest_schedule(self.arrivals, self.model, action_price=price,
+                                                         violation_price=self.violation_price)
+            if self.progress:
+                self.progress(f"{self.name} model, action price {price}: objective {found.objective:.0f}, "
+                              f"{found.actions} actions ({time.perf_counter() - started:.0f}s)")
         return self.done[price]
 
     def within(self, budget: int, steps: int, first: int = 2) -> Schedule:
@@ -356,7 +364,8 @@ class _Passes:
 
 
 def offline_optimum(arrivals: np.ndarray, scenario: Scenario, budgets: list[int | None], *,
-                    violation_price: int = 16, steps: int = 2) -> list[Bracket]:
+                    violation_price: int = 16, steps: int = 2,
+                    progress: Callable[[str], None] | None = None) -> list[Bracket]:
     """Per action budget (``None``: unlimited), a lower bound on the offline optimum and the
     best schedule found.
 
@@ -370,8 +379,8 @@ def offline_optimum(arrivals: np.ndarray, scenario: Scenario, budgets: list[int 
     schedule); the bound's price is only doubled."""
     arrivals = np.asarray(arrivals, dtype=float)
     allowed = int(math.floor(scenario.max_violation_fraction * len(arrivals) + 1e-9))
-    relaxed = _Passes(arrivals, relaxed_model(arrivals, scenario), violation_price if allowed else None)
-    conservative = _Passes(arrivals, conservative_model(arrivals, scenario), None)
+    relaxed = _Passes(arrivals, relaxed_model(arrivals, scenario), violation_price if allowed else None, "relaxed", progress)
+    conservative = _Passes(arrivals, conservative_model(arrivals, scenario), None, "conservative", progress)
     allowance = violation_price * allowed if allowed else 0
     brackets = []
     for budget in budgets:

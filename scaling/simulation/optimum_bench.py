@@ -37,7 +37,11 @@ def trace_rows(trace: str, steps: int = 2) -> list[dict]:
     budgets += [(minutes // spacing, f"1 per {spacing} min") for spacing in BUDGET_SPACINGS]
     budgets.append((default["scale_actions"], "project-default's actions"))
     started = time.perf_counter()
-    brackets = optimum.offline_optimum(arrivals, scenario, [budget for budget, _ in budgets], steps=steps)
+    def progress(message: str) -> None:
+        print(f"{name}: {message}", file=sys.stderr, flush=True)
+
+    brackets = optimum.offline_optimum(arrivals, scenario, [budget for budget, _ in budgets], steps=steps,
+                                       progress=progress)
     seconds = round(time.perf_counter() - started, 1)
     fluid = float(arrivals.sum()) / scenario.events_per_instance_per_minute
     default_cost = default["cost_ratio"] * fluid
