@@ -116,7 +116,8 @@ def mark_best(rows: list[dict]) -> None:
             min(meeting, key=lambda row: (row["cost_ratio"], row["scale_actions"]))["best"] = True
 
 
-ORDER = ("project-default", "project-tuned", "clairvoyant", "keda-hpa", "functions-target", "azure-monitor", "seed")
+ORDER = ("project-default", "project-tuned", "clairvoyant", "offline-optimum", "keda-hpa", "functions-target", "azure-monitor",
+         "seed")
 #: Scenarios whose hottest partition no count can serve: judged by the other partitions' SLO.
 JUDGED_WITHOUT_HOTTEST = ("hot",)
 
@@ -126,6 +127,13 @@ def judged_meets_slo(row: dict) -> bool:
     if row.get("scenario") in JUDGED_WITHOUT_HOTTEST and "other_partitions_meet_slo" in row:
         return bool(row["other_partitions_meet_slo"])
     return bool(row["meets_slo"])
+
+
+def optimum_column(rows: Sequence[dict], trace: str) -> tuple[float, float] | None:
+    """The offline optimum's unlimited-budget bracket on ``trace`` (schedule, lower bound), as
+    ratios to the fluid bound, from ``offline-optimum`` rows (``python -m scaling optimum``)."""
+    found = [row for row in rows if row["trace"] == trace and row["algorithm"] == "offline-optimum" and row.get("budget") is None]
+    return (found[0]["cost_ratio"], found[0]["lower_bound_ratio"]) if found else None
 
 
 def summary_table(rows: Sequence[dict]) -> str:
@@ -143,11 +151,13 @@ def _trace_table(scenario: str, trace: str, trace_rows: list[dict]) -> list[str]
     best = {row["algorithm"]: row for row in trace_rows if row["best"]}
     reference = best.get("clairvoyant")
     hot = scenario in JUDGED_WITHOUT_HOTTEST
+    optimum = optimum_column(trace_rows, trace)
     other = " other-partitions violation min |" if hot else ""
     lines = [f"### {trace} ({scenario})", "",
              "| algorithm | best setting | cost / fluid bound | cost / clairvoyant | SLO-violation min |" + other +
-             " scale actions | min per action | p99 age (min) | max age (min) | settings meeting SLO |",
-             "|---|---|---:|---:|---:|" + ("---:|" if hot else "") + "---:|---:|---:|---:|---:|"]
+             " scale actions | min per action | p99 age (min) | max age (min) | settings meeting SLO |"
+             + (" cost / offline optimum |" if optimum else ""),
+             "|---|---|---:|---:|---:|" + ("---:|" if hot else "") + "---:|---:|---:|---:|---:|" + ("---:|" if optimum else "")]
     for algorithm in ORDER:
         group = [row for row in trace_rows if row["algorithm"] == algorithm]
         if not group:
@@ -160,14 +170,15 @@ def _trace_table(scenario: str, trace: str, trace_rows: list[dict]) -> list[str]
             dashes = " – |" * (9 if hot else 8)
             lines.append(f"| {algorithm} | none meets the SLO (closest: {closest['knob']}, "
                          f"{closest.get(key, closest['slo_violation_minutes'])} min) |{dashes[:-1]}| 0/{len(group)} |"
-                         .replace("|| 0/", "| 0/"))
+                         .replace("|| 0/", "| 0/") + (" – |" if optimum else ""))
             continue
         versus = f"{row['cost_ratio'] / reference['cost_ratio']:.3f}" if reference else "–"
         per_action = f"{row['minutes'] / row['scale_actions']:.1f}" if row["scale_actions"] else "∞"
         others = f" {row.get('other_partitions_violation_minutes', '–')} |" if hot else ""
         lines.append(f"| {algorithm} | {row['knob']} | {row['cost_ratio']:.3f} | {versus} | {row['slo_violation_minutes']} |"
                      f"{others} {row['scale_actions']} | {per_action} | {row['p99_age_minutes']:.2f} | "
-                     f"{row['max_age_minutes']:.2f} | {meeting}/{len(group)} |")
+                     f"{row['max_age_minutes']:.2f} | {meeting}/{len(group)} |"
+                     + (f" {row['cost_ratio'] / optimum[0]:.3f} – {row['cost_ratio'] / optimum[1]:.3f} |" if optimum else ""))
     lines.append("")
     return lines
 
@@ -236,6 +247,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--markdown", help="also write the summary table (with how to regenerate it) to this file")
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
     parser.add_argument("--readme", help="also replace the summary between the benchmark markers of this README")
+    parser.add_argument("--optimum", help="rows of `python -m scaling optimum` (JSON, standard scenario) to add, with a "
+                        "cost / offline optimum column (skipped when the file does not exist)")
     parser.add_argument("--scenario", action="append", choices=tuple(NAMED_SCENARIOS),
                         help="named scenario of ../shared/BENCHMARK.md (repeatable; default: standard)")
     add_scenario_arguments(parser, scenario_choice=False)
@@ -252,21 +265,28 @@ def run(args: argparse.Namespace) -> int:
     for name in scenarios:
         scenario_from(args, name)  # a bad value fails here, naming it, before any worker starts
     rows = run_benchmark(args.trace, args.workers, progress, scenarios, overrides)
+    runs = len(rows)  # the offline optimum's rows below are read, not run
     print(file=sys.stderr)
+    if args.optimum and Path(args.optimum).exists() and "standard" in scenarios and not overrides:
+        traces = {row["trace"] for row in rows}
+        rows += [{**row, "scenario": "standard"} for row in json.loads(Path(args.optimum).read_text(encoding="utf-8"))
+                 if row["algorithm"] == "offline-optimum" and row["trace"] in traces]
+        mark_best(rows)
     elapsed = time.perf_counter() - started
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
     table = summary_table(rows)
     print(table)
-    print(f"benchmark: {len(rows)} runs in {elapsed:.0f}s on {args.workers or os.cpu_count()} workers")
+    print(f"benchmark: {runs} runs in {elapsed:.0f}s on {args.workers or os.cpu_count()} workers")
     if args.readme:
         readme = Path(args.readme)
         readme.write_text(replace_block(readme.read_text(encoding="utf-8"), readme_table(rows)
-                                        + f"\nMeasured in one run of `make benchmark`: {len(rows)} runs in {elapsed:.0f}s on "
+                                        + f"\nMeasured in one run of `make benchmark`: {runs} runs in {elapsed:.0f}s on "
                                         f"{args.workers or os.cpu_count()} worker processes.\n"), encoding="utf-8")
     if args.markdown:
         command = ("python -m scaling benchmark " + " ".join(f"--trace {t}" for t in args.trace)
-                   + "".join(f" --scenario {name}" for name in scenarios) + f" --json {args.json} --markdown {args.markdown}")
+                   + "".join(f" --scenario {name}" for name in scenarios) + f" --json {args.json} --markdown {args.markdown}"
+                   + (f" --readme {args.readme}" if args.readme else "") + (f" --optimum {args.optimum}" if args.optimum else ""))
         Path(args.markdown).write_text(
             "# Benchmark results\n\n"
             "Generated by a command, not typed: regenerate with `make benchmark`, i.e.\n\n"
@@ -281,7 +301,11 @@ def run(args: argparse.Namespace) -> int:
             + "Each row is the algorithm's cheapest setting that meets the SLO; `cost / clairvoyant` divides by the "
             "clairvoyant reference's best cost; `project-tuned` is tuned on the first 30% of the trace and scored on the "
             "rest. All rows, every knob value included, are in the JSON file.\n\n"
-            f"{table}\n\nWall time: {elapsed:.0f}s for {len(rows)} runs on {args.workers or os.cpu_count()} worker processes.\n",
+            + ("`offline-optimum` rows (standard scenario) are read from the `python -m scaling optimum` output "
+               "(`make optimum`, docs/optimum.md); `cost / offline optimum` divides by its unlimited-budget bracket: its "
+               "schedule's cost (first number) and its lower bound (second).\n\n" if runs < len(rows) else "")
+            +
+            f"{table}\n\nWall time: {elapsed:.0f}s for {runs} runs on {args.workers or os.cpu_count()} worker processes.\n",
             encoding="utf-8",
         )
     return 0
