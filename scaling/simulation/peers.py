@@ -212,8 +212,12 @@ class EngineAutoscaler:
         self.history: deque[MetricSample] = deque(maxlen=window_minutes)
         self.on_decision = on_decision
 
+    def sample(self, observation: Observation) -> MetricSample:
+        """What ``collect`` would have produced for the observation."""
+        return observation_sample(self.target.name, observation, start=self.start)
+
     def decide(self, observation: Observation) -> int | None:
-        sample = observation_sample(self.target.name, observation, start=self.start)
+        sample = self.sample(observation)
         self.history.append(sample)
         decision = evaluate(self.target, self.state, self.history, sample.collected_at)
         self.state = decision.state or self.state

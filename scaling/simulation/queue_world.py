@@ -15,7 +15,6 @@ metrics trail the queue).
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -23,13 +22,12 @@ from typing import Protocol
 
 import numpy as np
 
-from scaling.domain.decisions import Decision, ScalerState
-from scaling.domain.engine import evaluate
 from scaling.domain.policy import SEED_STEP, Bounds, PlanSettings, SourceSettings, TargetPolicy, seed_rules
 from scaling.domain.samples import MetricSample, SourceReading
 from scaling.simulation.kernel import DRAINED, arrival_minutes
-from scaling.simulation.peers import EPOCH, SIMULATED_PLAN
+from scaling.simulation.peers import EPOCH, SIMULATED_PLAN, EngineAutoscaler
 from scaling.simulation.scenario import RunResult, Scenario, scored_result
+from scaling.simulation.world import drive
 
 #: Azure Monitor's platform metrics usually land one to three minutes after the minute they count.
 METRICS_LAG_MINUTES = 1
@@ -154,18 +152,8 @@ def simulate_queue(arrivals: np.ndarray, autoscaler: QueueAutoscaler, scenario: 
                    knob: str = "", score_from: int = 0, metrics_lag_minutes: int = METRICS_LAG_MINUTES,
                    on_minute: Callable[[int, QueueObservation, int | None], None] | None = None) -> RunResult:
     """Replay ``arrivals`` (messages per minute) through one queue with ``autoscaler`` in the loop."""
-    world = QueueWorld(arrivals, scenario, metrics_lag_minutes=metrics_lag_minutes)
-    while not world.done:
-        world.advance()
-        if world.minute % scenario.collection_interval_minutes:
-            continue
-        observation = world.observe()
-        wanted = autoscaler.decide(observation)
-        if on_minute is not None:
-            on_minute(world.minute - 1, observation, wanted)
-        if wanted is not None:
-            world.request(wanted)
-    return world.result(algorithm=algorithm, knob=knob, score_from=score_from)
+    return drive(QueueWorld(arrivals, scenario, metrics_lag_minutes=metrics_lag_minutes), autoscaler, scenario,
+                 algorithm=algorithm, knob=knob, score_from=score_from, on_minute=on_minute)
 
 
 # --- the real rule engine on a queue -------------------------------------------------------------
@@ -206,23 +194,11 @@ def queue_sample(target: str, observation: QueueObservation, source_name: str = 
                         sources=(reading,))
 
 
-class QueueEngineAutoscaler:
+class QueueEngineAutoscaler(EngineAutoscaler):
     """Drives the real ``evaluate`` with the queue's samples, keeping only the window it needs."""
 
-    def __init__(self, target: TargetPolicy, on_decision: Callable[[MetricSample, Decision], None] | None = None) -> None:
-        self.target = target
-        self.state = ScalerState(target=target.name)
-        self.history: deque[MetricSample] = deque(maxlen=max(int(target.window_seconds // 60) + 2, 3))
-        self.on_decision = on_decision
-
-    def decide(self, observation: QueueObservation) -> int | None:
-        sample = queue_sample(self.target.name, observation, self.target.sources[0].name)
-        self.history.append(sample)
-        decision = evaluate(self.target, self.state, self.history, sample.collected_at)
-        self.state = decision.state or self.state
-        if self.on_decision is not None:
-            self.on_decision(sample, decision)
-        return decision.target_capacity if decision.acts else None
+    def sample(self, observation: QueueObservation) -> MetricSample:  # type: ignore[override]
+        return queue_sample(self.target.name, observation, self.target.sources[0].name)
 
 
 #: The seed rule's upper thresholds tried against the SLO mode (the benchmark's grid, in messages).

@@ -181,7 +181,14 @@ def simulate(
     Minutes before ``score_from`` run (to warm state up) but are not scored, so that a policy
     tuned on the first part of a trace is scored on the rest only.
     """
-    world = World(arrivals, scenario)
+    return drive(World(arrivals, scenario), autoscaler, scenario, algorithm=algorithm, knob=knob, score_from=score_from,
+                 on_minute=on_minute)
+
+
+def drive(world, autoscaler, scenario: Scenario, *, algorithm: str = "", knob: str = "", score_from: int = 0,
+          on_minute: Callable | None = None) -> RunResult:
+    """The loop of every simulated world (a hub's ``World``, a queue's): a minute at a time, the
+    autoscaler observing at each collection and its wish requested at once."""
     while not world.done:
         world.advance()
         if world.minute % scenario.collection_interval_minutes:
