@@ -86,8 +86,6 @@ def _service(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     from scaling.domain.pause import PauseError, parse_duration, pause_until
     from scaling.domain.policy_fields import MAX_INSTANCES
-    from scaling.services.pause import PauseConflict
-    from scaling.settings import SettingsError
     from scaling.storage.records import utc_now
 
     if args.at is not None and not 1 <= args.at <= MAX_INSTANCES:
@@ -102,51 +100,45 @@ def run(args: argparse.Namespace) -> int:
     except PauseError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    problem = _check_target(args, args.at)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
-    try:
-        service, tables = _service(args)
-    except SettingsError as error:
-        print(f"error: {error} (or pass --connection-string)", file=sys.stderr)
-        return 2
-    try:
-        pause = service.pause(args.target, reason=args.reason, requested_by=_who(args), until=until, pinned_at=args.at)
-    except PauseConflict as error:
-        print(f"conflict: {error}", file=sys.stderr)
-        return 1
-    except Exception as error:  # a missing table or unreachable account: say so, no traceback
-        print(f"error: cannot pause {args.target!r}: {error}", file=sys.stderr)
-        return 1
-    finally:
-        tables.close()
-    print(f"{args.target}: {pause.describe()}")
+    code, outcome = _on_service(args, args.at, "pause", lambda service: service.pause(
+        args.target, reason=args.reason, requested_by=_who(args), until=until, pinned_at=args.at))
+    if code is not None:
+        return code
+    print(f"{args.target}: {outcome.describe()}")
     return 0
 
 
-def run_resume(args: argparse.Namespace) -> int:
+def _on_service(args: argparse.Namespace, pinned_at: int | None, verb: str, act):
+    """Check the target, build the pause service on the app's storage and ``act`` on it: ``(None,
+    what act returned)``, or ``(exit code, None)`` (2: bad input or settings, 1: a conflict or an
+    unreachable store), said on stderr."""
     from scaling.services.pause import PauseConflict
     from scaling.settings import SettingsError
 
-    problem = _check_target(args, None)
+    problem = _check_target(args, pinned_at)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
-        return 2
+        return 2, None
     try:
         service, tables = _service(args)
     except SettingsError as error:
         print(f"error: {error} (or pass --connection-string)", file=sys.stderr)
-        return 2
+        return 2, None
     try:
-        ended = service.resume(args.target, requested_by=_who(args))
+        return None, act(service)
     except PauseConflict as error:
         print(f"conflict: {error}", file=sys.stderr)
-        return 1
-    except Exception as error:
-        print(f"error: cannot resume {args.target!r}: {error}", file=sys.stderr)
-        return 1
+        return 1, None
+    except Exception as error:  # a missing table or unreachable account: say so, no traceback
+        print(f"error: cannot {verb} {args.target!r}: {error}", file=sys.stderr)
+        return 1, None
     finally:
         tables.close()
-    print(f"{args.target}: resumed" + (f" (was {ended.describe()})" if ended else " (it was not paused)"))
+
+
+def run_resume(args: argparse.Namespace) -> int:
+    code, outcome = _on_service(args, None, "resume", lambda service: service.resume(args.target, requested_by=_who(args)))
+    if code is not None:
+        return code
+    print(f"{args.target}: resumed" + (f" (was {outcome.describe()})" if outcome else " (it was not paused)"))
     return 0
