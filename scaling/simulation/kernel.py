@@ -312,6 +312,11 @@ class Kernel:
         self._arrival_shares = shares[:, :, None]  # (minute, partition, 1)
         #: Per partition, events arrived by the start of each minute (minute + 1, partition).
         self.partition_cumulative = np.concatenate((np.zeros((1, partitions)), np.cumsum(shares, axis=0)))
+        if self.rotating:  # for ``_oldest_arrival``: each partition's curve in a row, and all rows in one ascending line
+            self._curves = np.ascontiguousarray(self.partition_cumulative.T)
+            self._curve_length = self._curves.shape[1]
+            self._lift = np.arange(partitions) * (float(self._curves[:, -1].max()) + 1.0)
+            self._stacked_curves = (self._curves + self._lift[:, None]).ravel()
         #: What collect reads: last enqueued sequence number + 1 per partition, per minute (minute, partition, 1).
         self.enqueued = np.floor(self.partition_cumulative + 1e-6)[:, :, None]
 
@@ -422,12 +427,17 @@ class Kernel:
             arrived = np.full(self.count, float(now))
             arrived[some] = arrival_minutes(self.cumulative, position[some])
             return arrived
-        # Shares move: each partition has its own arrival curve.
+        # Shares move: each partition has its own arrival curve. One search over every partition's
+        # curve at once: the curves laid end to end, each lifted above the one before it.
+        partitions, columns = np.nonzero(waiting)
+        curves, length = self._curves, self._curve_length
+        index = np.searchsorted(self._stacked_curves, processed[partitions, columns] + self._lift[partitions], side="right")
+        index = np.clip(index - partitions * length, 1, now)  # within the partition's curve, up to now
+        low, high = curves[partitions, index - 1], curves[partitions, index]
+        position = processed[partitions, columns]
+        times = index - 1 + np.where(high > low, (position - low) / np.maximum(high - low, 1e-12), 0.0)
         arrived = np.full(self.count, float(now))
-        for partition in np.flatnonzero(waiting.any(axis=1)):
-            columns = np.flatnonzero(waiting[partition])
-            times = arrival_minutes(self.partition_cumulative[: now + 1, partition], processed[partition, columns])
-            arrived[columns] = np.minimum(arrived[columns], times)
+        np.minimum.at(arrived, columns, times)
         return arrived
 
     def _fail(self, minute: int, which: float) -> None:
