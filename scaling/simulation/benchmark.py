@@ -167,7 +167,7 @@ def _trace_table(scenario: str, trace: str, trace_rows: list[dict]) -> list[str]
         if row is None:
             key = "other_partitions_violation_minutes" if hot else "slo_violation_minutes"
             closest = min(group, key=lambda r: r.get(key, r["slo_violation_minutes"]))
-            dashes = " – |" * (9 if hot else 8)
+            dashes = " – |" * (8 if hot else 7)
             lines.append(f"| {algorithm} | none meets the SLO (closest: {closest['knob']}, "
                          f"{closest.get(key, closest['slo_violation_minutes'])} min) |{dashes[:-1]}| 0/{len(group)} |"
                          .replace("|| 0/", "| 0/") + (" – |" if optimum else ""))

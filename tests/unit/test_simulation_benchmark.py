@@ -145,3 +145,16 @@ def test_the_readme_block_is_written_between_its_markers_from_the_rows() -> None
     assert "old numbers" not in replaced and replaced.startswith("intro\n") and replaced.endswith(f"{README_END}\noutro\n")
     with pytest.raises(ValueError, match="benchmark:start"):
         replace_block("no markers", table)
+
+
+@pytest.mark.parametrize("scenario", ["standard", "hot"])
+def test_a_row_where_no_setting_meets_the_slo_has_as_many_cells_as_the_header(scenario) -> None:
+    from scaling.simulation.benchmark import summary_table
+
+    rows = [{"scenario": scenario, "trace": "t/per_minute.csv", "algorithm": algorithm, "knob": "k", "cost_ratio": 1.2,
+             "minutes": 600, "scale_actions": 10, "best": best, "meets_slo": best, "slo_violation_minutes": 0 if best else 9,
+             "other_partitions_violation_minutes": 0 if best else 9, "other_partitions_meet_slo": best,
+             "p99_age_minutes": 1.0, "max_age_minutes": 2.0}
+            for algorithm, best in (("clairvoyant", True), ("seed", False))]
+    lines = [line for line in summary_table(rows).splitlines() if line.startswith("|")]
+    assert len({line.count("|") for line in lines}) == 1, lines
