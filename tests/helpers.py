@@ -38,6 +38,17 @@ def app_function(name: str) -> Any:
     return function
 
 
+def drive_plans(kernel, plans: list[dict[int, int]]) -> None:
+    """Drive ``kernel`` to the end: candidate ``c`` requests ``plans[c][m]`` after minute ``m``
+    (counted from 1, as observations are)."""
+    while not kernel.done:
+        kernel.advance()
+        wanted = np.array([plan.get(kernel.minute, kernel.requested[column]) for column, plan in enumerate(plans)])
+        rows = np.flatnonzero(wanted != kernel.requested)
+        if rows.size:
+            kernel.request(rows, wanted[rows])
+
+
 def flat(minutes: int = 1440) -> np.ndarray:
     return np.full(minutes, 9000.0)
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from scaling.domain.decisions import ScalerState
+from scaling.domain.policy import TargetPolicy
 from scaling.domain.samples import MetricSample
 
 
@@ -39,3 +40,34 @@ class Proposal:
     reasons: tuple[str, ...]
     metrics: dict
     state: ScalerState | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """The clock of one evaluation, as the SLO modes read it (seconds): the age limit (the SLO
+    less the safety margin), the usual gap between samples, the time since the latest sample,
+    and how long the scale-out in flight still needs before its instances serve."""
+
+    limit: float
+    interval: float
+    since_latest: float
+    pending_seconds: float
+
+
+def sample_interval(samples: Sequence[MetricSample]) -> float:
+    """The median gap between samples (60 s until there are two)."""
+    if len(samples) < 2:
+        return 60.0
+    gaps = sorted((b.collected_at - a.collected_at).total_seconds() for a, b in zip(samples, samples[1:], strict=False))
+    return max(gaps[len(gaps) // 2], 1.0)
+
+
+def timing(target: TargetPolicy, situation: Situation) -> Timing:
+    latest, state = situation.samples[-1], situation.state
+    pending_seconds = 0.0
+    if state.pending_ready_at is not None and situation.ready_capacity < situation.capacity:
+        pending_seconds = max((state.pending_ready_at - latest.collected_at).total_seconds(), 0.0)
+    return Timing(limit=target.slo.max_event_age_seconds - target.slo.safety_seconds,
+                  interval=sample_interval(situation.samples),
+                  since_latest=max((situation.now - latest.collected_at).total_seconds(), 0.0),
+                  pending_seconds=pending_seconds)

@@ -29,7 +29,7 @@ import numpy as np
 from scaling.domain.decisions import DOWN, HOLD, UP
 from scaling.domain.lag import partitions_per_instance
 from scaling.domain.policy import TargetPolicy
-from scaling.domain.proposal import Proposal, Situation
+from scaling.domain.proposal import Proposal, Situation, timing
 from scaling.domain.samples import MetricSample
 
 NO_RATE = 1e-9
@@ -173,16 +173,9 @@ def service_rate(partitions: int, instances: int, throughput_per_instance: float
     return throughput_per_instance / partitions_per_instance(partitions, instances)
 
 
-def _sample_interval(samples: Sequence[MetricSample]) -> float:
-    if len(samples) < 2:
-        return 60.0
-    gaps = sorted((b.collected_at - a.collected_at).total_seconds() for a, b in zip(samples, samples[1:], strict=False))
-    return max(gaps[len(gaps) // 2], 1.0)
-
-
 def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     """Scale out when the SLO is at risk, in to the cheapest count that holds (module docstring)."""
-    samples, now, capacity, ready_capacity = situation.samples, situation.now, situation.capacity, situation.ready_capacity
+    samples, capacity, ready_capacity = situation.samples, situation.capacity, situation.ready_capacity
     state, throughput, counts = situation.state, situation.throughput, situation.counts
     slo = target.slo
     latest = samples[-1]
@@ -201,12 +194,8 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     if not outlooks:
         return Proposal(None, HOLD, "no_partition_data", ("no Event Hubs source with partitions in the latest sample",), {})
 
-    limit = slo.max_event_age_seconds - slo.safety_seconds
-    interval = _sample_interval(samples)
-    since_latest = max((now - latest.collected_at).total_seconds(), 0.0)
-    pending_seconds = 0.0
-    if state.pending_ready_at is not None and ready_capacity < capacity:
-        pending_seconds = max((state.pending_ready_at - latest.collected_at).total_seconds(), 0.0)
+    clock = timing(target, situation)
+    limit, interval, since_latest, pending_seconds = clock.limit, clock.interval, clock.since_latest, clock.pending_seconds
     enough_history = (latest.collected_at - samples[0].collected_at).total_seconds() >= slo.rate_window_seconds
 
     # A partition that receives more than one instance can serve (its owner's whole rate) over

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from scaling.domain.decisions import DOWN, HOLD, UP
 from scaling.domain.policy import TargetPolicy
-from scaling.domain.proposal import Proposal, Situation
+from scaling.domain.proposal import Proposal, Situation, timing
 from scaling.domain.samples import MetricSample, SourceReading
 
 KIND = "servicebus"
@@ -121,13 +121,6 @@ def age_after(age: float, backlog: float, arrival_rate: float, service_rate: flo
     return max(age + (1.0 - service_rate / arrival_rate) * seconds, 0.0)
 
 
-def _sample_interval(samples: Sequence[MetricSample]) -> float:
-    if len(samples) < 2:
-        return 60.0
-    gaps = sorted((b.collected_at - a.collected_at).total_seconds() for a, b in zip(samples, samples[1:], strict=False))
-    return max(gaps[len(gaps) // 2], 1.0)
-
-
 def _throughput_unknown(target: TargetPolicy, situation: Situation, outlook: QueueOutlook) -> Proposal:
     capacity, ready = situation.capacity, situation.ready_capacity
     limit = target.slo.max_event_age_seconds - target.slo.safety_seconds
@@ -145,8 +138,8 @@ def _throughput_unknown(target: TargetPolicy, situation: Situation, outlook: Que
 def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     """Scale out when the queue's oldest message would pass the SLO before new instances help;
     otherwise scale in to the smallest count expected to hold ``min_dwell_seconds``."""
-    samples, now, capacity, ready = situation.samples, situation.now, situation.capacity, situation.ready_capacity
-    slo, throughput, counts, state = target.slo, situation.throughput, situation.counts, situation.state
+    samples, capacity, ready = situation.samples, situation.capacity, situation.ready_capacity
+    slo, throughput, counts = target.slo, situation.throughput, situation.counts
     latest = samples[-1]
     outlook = queue_outlook(samples, slo.rate_window_seconds)
     if outlook is None:
@@ -154,12 +147,8 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     if throughput is None or throughput <= 0:
         return _throughput_unknown(target, situation, outlook)
 
-    limit = slo.max_event_age_seconds - slo.safety_seconds
-    interval = _sample_interval(samples)
-    since_latest = max((now - latest.collected_at).total_seconds(), 0.0)
-    pending_seconds = 0.0
-    if state.pending_ready_at is not None and ready < capacity:
-        pending_seconds = max((state.pending_ready_at - latest.collected_at).total_seconds(), 0.0)
+    clock = timing(target, situation)
+    limit, interval, since_latest, pending_seconds = clock.limit, clock.interval, clock.since_latest, clock.pending_seconds
     react = since_latest + interval + slo.provisioning_delay_seconds
     known = [rate for rate in (outlook.arrival_rate, outlook.recent_arrival_rate) if rate is not None]
     if not known:

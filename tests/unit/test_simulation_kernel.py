@@ -12,18 +12,7 @@ import pytest
 
 from scaling.simulation.kernel import Kernel, serve
 from scaling.simulation.scenario import Scenario
-
-
-def run(kernel: Kernel, plans: list[dict[int, int]]) -> None:
-    """Drive ``kernel`` to the end: candidate ``c`` requests ``plans[c][m]`` after minute ``m``
-    (counted from 1, as observations are)."""
-    while not kernel.done:
-        kernel.advance()
-        wanted = np.array([plan.get(kernel.minute, kernel.requested[column]) for column, plan in enumerate(plans)])
-        rows = np.flatnonzero(wanted != kernel.requested)
-        if rows.size:
-            kernel.request(rows, wanted[rows])
-
+from tests.helpers import drive_plans
 
 # --- serving: water-filling per owner, every candidate with its own instance count ---------------------------
 
@@ -81,7 +70,7 @@ PLANS = [
 
 def test_provisioning_delay_and_billing_per_candidate() -> None:
     kernel = Kernel(np.full(20, 500.0), Scenario(provisioning_delay_minutes=2), len(PLANS))
-    run(kernel, [plan for plan, _, _ in PLANS])
+    drive_plans(kernel, [plan for plan, _, _ in PLANS])
     for (plan, capacity, serving), result in zip(PLANS, kernel.results(algorithm="a", knobs=["k"] * len(PLANS), score_from=0),
                                                  strict=True):
         assert result.capacity.tolist() == capacity
@@ -94,7 +83,7 @@ def test_provisioning_delay_and_billing_per_candidate() -> None:
 def test_actions_are_counted_from_the_first_scored_minute(score_from, actions) -> None:
     kernel = Kernel(np.full(20, 500.0), Scenario(), 2)
     # acting after minutes 6 and 12 (index 5, 11), and 5, 12 and 14 (index 4, 11, 13)
-    run(kernel, [{6: 3, 12: 2}, {5: 8, 12: 2, 14: 4}])
+    drive_plans(kernel, [{6: 3, 12: 2}, {5: 8, 12: 2, 14: 4}])
     results = kernel.results(algorithm="a", knobs=["x", "y"], score_from=score_from)
     assert [result.scale_actions for result in results] == actions
     assert [result.minutes for result in results] == [20 - score_from] * 2
@@ -108,7 +97,7 @@ def test_oldest_event_age_per_candidate() -> None:
     # waiting event arriving at (m + 1) / 2 at the end of minute m; two instances just keep up.
     kernel = Kernel(np.full(12, 2000.0), Scenario(partitions=4, initial_capacity=1, provisioning_delay_minutes=0), 3)
     kernel.request(np.array([1, 2]), np.array([2, 4]))  # before the first minute: serving at once, no action counted
-    run(kernel, [{}, {}, {}])
+    drive_plans(kernel, [{}, {}, {}])
     one, two, four = kernel.results(algorithm="a", knobs=["1", "2", "4"], score_from=0)
     np.testing.assert_allclose(one.age, np.arange(1, 13) / 2)
     assert one.slo_violation_minutes == 2  # ages 5.5 and 6
@@ -124,7 +113,7 @@ def test_a_hot_partition_is_the_bottleneck_in_every_candidate() -> None:
     scenario = Scenario(partitions=4, skew=1.0, initial_capacity=4)  # weights 8:4:2:1 of 15
     kernel = Kernel(np.full(5, 3000.0), scenario, 2)
     kernel.request(np.array([1]), np.array([8]))
-    run(kernel, [{}, {}])
+    drive_plans(kernel, [{}, {}])
     for result in kernel.results(algorithm="a", knobs=["4", "8"], score_from=0):
         assert result.final_backlog == pytest.approx(5 * (3000.0 * 8 / 15 - 1000.0))
 
@@ -159,7 +148,7 @@ def test_checkpoints_trail_what_was_processed(delay_seconds, expected) -> None:
 def test_events_are_conserved_in_every_candidate() -> None:
     arrivals = np.array([2000.0, 9000.0, 20000.0, 500.0, 0.0, 15000.0, 3000.0] * 3)
     kernel = Kernel(arrivals, Scenario(skew=0.3, provisioning_delay_minutes=1), 4)
-    run(kernel, [{2: 8, 9: 2}, {1: 32}, {}, {3: 16, 4: 3, 12: 40}])
+    drive_plans(kernel, [{2: 8, 9: 2}, {1: 32}, {}, {3: 16, 4: 3, 12: 40}])
     for result in kernel.results(algorithm="a", knobs=[""] * 4, score_from=0):
         served = np.concatenate([[0.0], result.backlog[:-1]]) + arrivals - result.backlog
         assert (served >= -1e-6).all()

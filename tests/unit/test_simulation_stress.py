@@ -13,17 +13,7 @@ from hypothesis import strategies as st
 from scaling.simulation.kernel import Kernel, rebalance
 from scaling.simulation.scenario import NAMED_SCENARIOS, Scenario
 from scaling.simulation.world import World
-
-
-def drive(kernel: Kernel, plans: list[dict[int, int]]) -> None:
-    """Candidate ``c`` requests ``plans[c][m]`` after minute ``m`` (counted from 1)."""
-    while not kernel.done:
-        kernel.advance()
-        wanted = np.array([plan.get(kernel.minute, kernel.requested[column]) for column, plan in enumerate(plans)])
-        rows = np.flatnonzero(wanted != kernel.requested)
-        if rows.size:
-            kernel.request(rows, wanted[rows])
-
+from tests.helpers import drive_plans
 
 # --- the named sets and their validation -------------------------------------------------------------------------
 
@@ -144,7 +134,7 @@ def test_each_scale_out_waits_its_own_drawn_delay_and_the_draws_follow_the_seed(
     def serving_after_scale_outs(seed: int) -> list[int]:
         scenario = Scenario(partitions=8, provisioning_delay_range=(1, 4), seed=seed)
         kernel = Kernel(np.full(60, 100.0), scenario, 1)
-        drive(kernel, [{minute: 1 + minute // 5 for minute in range(5, 60, 5)}])
+        drive_plans(kernel, [{minute: 1 + minute // 5 for minute in range(5, 60, 5)}])
         return kernel.serving_series[:, 0].tolist()
 
     first, again, other = serving_after_scale_outs(3), serving_after_scale_outs(3), serving_after_scale_outs(4)
@@ -183,7 +173,7 @@ def test_balanced_assignment_moves_the_fewest_partitions(partitions, before, aft
 def test_scaling_out_by_one_moves_few_partitions_when_balanced_and_many_when_modulo() -> None:
     def moved(assignment: str) -> int:
         kernel = Kernel(np.full(6, 100.0), Scenario(initial_capacity=4, assignment=assignment, provisioning_delay_minutes=0), 1)
-        drive(kernel, [{2: 5}])
+        drive_plans(kernel, [{2: 5}])
         first = kernel.owners(0).copy()
         return first, kernel._owners.moved[:, 0].sum()
 
@@ -274,12 +264,12 @@ def test_a_candidate_in_a_stressed_batch_sees_the_world_it_sees_alone() -> None:
     arrivals = 3000.0 + 2000.0 * np.sin(np.arange(240) / 20.0)
     plans = [{10: 4, 60: 2, 120: 6, 200: 3}, {5: 8, 100: 5}, {30: 3, 90: 7, 150: 4, 180: 6}]
     batch = Kernel(arrivals, scenario, len(plans))
-    drive(batch, plans)
+    drive_plans(batch, plans)
     together = batch.results(algorithm="a", knobs=["0", "1", "2"], score_from=0)
     assert sum(result.scale_actions for result in together) == 10
     for column, plan in enumerate(plans):
         alone = Kernel(arrivals, scenario, 1)
-        drive(alone, [plan])
+        drive_plans(alone, [plan])
         result = alone.results(algorithm="a", knobs=[str(column)], score_from=0)[0]
         np.testing.assert_array_equal(result.serving, together[column].serving)
         np.testing.assert_allclose(result.age, together[column].age, rtol=0, atol=1e-9)
