@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields
 
 from scaling.simulation.scenario import ASSIGNMENTS, NAMED_SCENARIOS, Scenario
 
@@ -63,11 +62,10 @@ def add_scenario_arguments(parser: argparse.ArgumentParser, *, scenario_choice: 
 
 def scenario_overrides(args: argparse.Namespace) -> dict:
     """The fields the flags set."""
-    known = {item.name for item in fields(Scenario)}
     overrides = {}
     for flag, field_name, _ in FLAGS:
         value = getattr(args, f"scenario_{flag[2:].replace('-', '_')}", None)
-        if value is not None and field_name in known:
+        if value is not None:
             overrides[field_name] = tuple(value) if field_name == "slowdowns" else value
     return overrides
 
