@@ -27,10 +27,10 @@ from datetime import datetime
 import numpy as np
 
 from scaling.domain.decisions import DOWN, HOLD, UP
-from scaling.domain.lag import partitions_per_instance
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.proposal import Proposal, Situation, timing
 from scaling.domain.samples import MetricSample
+from scaling.domain.sizing import OWNER_LOAD, WORST_CASE, OwnerLoads
 
 NO_RATE = 1e-9
 #: How fast the learned checkpoint delay may creep up per evaluation (seconds), and its ceiling
@@ -50,6 +50,11 @@ class SourceOutlook:
     recent_arrival_rate: np.ndarray
     backlog: np.ndarray
     age_seconds: np.ndarray
+    #: Each partition's live owner in the latest sample (``None``: none); ``None`` when the source
+    #: collects no ownership (a consumer that writes none, the legacy layout).
+    owners: tuple[str | None, ...] | None = None
+    #: Partitions set aside as hotter than one instance (``_set_aside``); ``None``: none.
+    set_aside: np.ndarray | None = None
 
     @property
     def partitions(self) -> int:
@@ -141,6 +146,7 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
             recent_arrival_rate=recent_rate,
             backlog=np.asarray([p.backlog for p in source.partitions], dtype=float),
             age_seconds=ages,
+            owners=tuple(p.owner for p in source.partitions) if source.owners else None,
         )
     return outlooks
 
@@ -165,12 +171,7 @@ def _set_aside(outlook: SourceOutlook, hot: np.ndarray) -> SourceOutlook:
     def zero(values: np.ndarray) -> np.ndarray:
         return np.where(hot, 0.0, values)
     return replace(outlook, arrival_rate=zero(outlook.arrival_rate), recent_arrival_rate=zero(outlook.recent_arrival_rate),
-                   backlog=zero(outlook.backlog), age_seconds=zero(outlook.age_seconds))
-
-
-def service_rate(partitions: int, instances: int, throughput_per_instance: float) -> float:
-    """Events per second one partition gets when its owner is shared evenly (the worst case)."""
-    return throughput_per_instance / partitions_per_instance(partitions, instances)
+                   backlog=zero(outlook.backlog), age_seconds=zero(outlook.age_seconds), set_aside=hot)
 
 
 def propose(target: TargetPolicy, situation: Situation) -> Proposal:
@@ -225,11 +226,15 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     ages = [np.maximum(o.age_seconds - delay, 0.0) for o in outlooks]
     worst_now = max(float(a.max()) for a in ages)
     worst_predicted = 0.0
-    for outlook, forecast, age in zip(outlooks, forecasts, ages, strict=True):
+    loads = [OwnerLoads.of(forecast, outlook.owners, outlook.set_aside) for outlook, forecast in zip(outlooks, forecasts, strict=True)]
+    for outlook, load, age in zip(outlooks, loads, ages, strict=True):
         first = min(pending_seconds, react)
-        then = predicted_age(age, outlook.backlog, forecast, service_rate(outlook.partitions, ready_capacity, throughput), first)
-        then = predicted_age(then, outlook.backlog, forecast, service_rate(outlook.partitions, capacity, throughput), react - first)
+        then = predicted_age(age, outlook.backlog, load.forecast, load.service(ready_capacity, throughput), first)
+        then = predicted_age(then, outlook.backlog, load.forecast, load.service(capacity, throughput), react - first)
         worst_predicted = max(worst_predicted, float(np.max(then)))
+    owned = all(load.ownership for load in loads)
+    sizing_note = (f"sizing: {OWNER_LOAD}, busiest owner {_busiest(loads, capacity):.1f}/s now "
+                   f"of {throughput:.1f}/s per instance" if owned else f"sizing: {WORST_CASE}, no ownership")
     metrics = {
         "arrival_rate": round(total_rate, 3),
         "oldest_age_seconds": round(worst_now, 1),
@@ -237,6 +242,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         "age_limit_seconds": limit,
         "reaction_seconds": round(react, 1),
         "checkpoint_delay_seconds": round(delay, 1),
+        "busiest_load": round(_busiest(loads, capacity), 3),
         **({"hot_partitions": len(hot_notes) - 1} if hot_notes else {}),
     }
     hot_reasons = tuple(["hot_partition: " + "; ".join(hot_notes)] if hot_notes else [])
@@ -247,12 +253,14 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         needed = [forecast + np.maximum(outlook.backlog + forecast * (slo.provisioning_delay_seconds + since_latest)
                                         - forecast * slo.safety_seconds, 0.0) / drain_seconds
                   for outlook, forecast in zip(outlooks, forecasts, strict=True)]
+        need_loads = [OwnerLoads.of(need, outlook.owners, outlook.set_aside) for outlook, need in zip(outlooks, needed, strict=True)]
         wanted = next((count for count in counts if count > capacity and all(
-            service_rate(outlook.partitions, count, throughput) >= float(need.max())
-            for outlook, need in zip(outlooks, needed, strict=True))), counts[-1])
+            bool(np.all(load.service(count, throughput) >= load.forecast)) for load in need_loads)), counts[-1])
+        metrics["predicted_busiest_load"] = round(_busiest(loads, wanted), 3)
         return Proposal(wanted, UP, "slo_at_risk",
                         (f"oldest event would be {worst_predicted:.0f}s old in {react:.0f}s (limit {limit:.0f}s); "
-                         f"arrivals {total_rate:.1f}/s, {throughput:.2f}/s per instance", *hot_reasons), metrics, new_state)
+                         f"arrivals {total_rate:.1f}/s, {throughput:.2f}/s per instance", sizing_note, *hot_reasons),
+                        metrics, new_state)
 
     if not enough_history:
         return Proposal(None, HOLD, "too_few_samples",
@@ -262,8 +270,8 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     hold_seconds = math.inf
     for count in (count for count in counts if count < capacity):
         shortest = math.inf
-        for outlook, forecast, age in zip(outlooks, forecasts, ages, strict=True):
-            serve = service_rate(outlook.partitions, count, throughput)
+        for load, forecast, age in zip(loads, forecasts, ages, strict=True):
+            serve = load.service(count, throughput)
             growth = np.where(forecast > NO_RATE, 1.0 - serve / np.maximum(forecast, NO_RATE), -1.0)
             filling = growth > 0
             if not filling.any():
@@ -276,8 +284,16 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     if chosen is None:
         return Proposal(None, HOLD, "hot_partition" if hot_reasons else "slo_steady",
                         (f"oldest event {worst_now:.0f}s, predicted {worst_predicted:.0f}s within the {limit:.0f}s limit; "
-                         f"no smaller count would hold for {slo.min_dwell_seconds:.0f}s", *hot_reasons), metrics, new_state)
+                         f"no smaller count would hold for {slo.min_dwell_seconds:.0f}s", sizing_note, *hot_reasons),
+                        metrics, new_state)
     holds = "indefinitely" if math.isinf(hold_seconds) else f"for about {hold_seconds:.0f}s"
+    metrics["predicted_busiest_load"] = round(_busiest(loads, chosen), 3)
     return Proposal(chosen, DOWN, "slo_surplus",
                     (f"{chosen} instances keep the oldest event under {limit:.0f}s {holds} "
-                     f"(arrivals {total_rate:.1f}/s, {throughput:.2f}/s per instance)", *hot_reasons), metrics, new_state)
+                     f"(arrivals {total_rate:.1f}/s, {throughput:.2f}/s per instance)", sizing_note, *hot_reasons),
+                    metrics, new_state)
+
+
+def _busiest(loads: Sequence[OwnerLoads], instances: int) -> float:
+    """The busiest owner's forecast load (events/s) at ``instances``, over the sources."""
+    return max(load.busiest(instances) for load in loads)

@@ -107,6 +107,44 @@ def _rows_by(keys: Sequence, build) -> np.ndarray:
     return np.array([built[key] if key in built else built.setdefault(key, build(key)) for key in keys], dtype=np.int64)
 
 
+class _Loads:
+    """``sizing.service_rates`` for every candidate (column): the busiest owner's load of ``values``
+    (rows x candidates, set-aside rows already 0) at any count, exact where the candidate's live
+    owners are that many and own every partition, else the ``k`` heaviest partitions' sum."""
+
+    def __init__(self, values: np.ndarray, hot: np.ndarray | None, layout: ShareRows, owners: np.ndarray,
+                 live_owners: np.ndarray, rate: np.ndarray, per_instance: np.ndarray) -> None:
+        if hot is not None:  # a set-aside partition weighs as much as the heaviest other one
+            values = np.where(hot, values.max(axis=0), values)
+        by_partition = values[layout.row_of]  # (partitions, candidates)
+        owned = owners >= 0
+        self.ownership = owned.any(axis=0)
+        self.exact_count = np.where(self.ownership & owned.all(axis=0), live_owners, -1)
+        self.heaviest = np.cumsum(np.sort(by_partition, axis=0)[::-1], axis=0)
+        count = owners.shape[1]
+        slots = (np.where(owned, owners, 0) * count + np.arange(count)[None, :]).ravel()
+        loads = np.bincount(slots[owned.ravel()], weights=by_partition.ravel()[owned.ravel()],
+                            minlength=(int(owners.max(initial=0)) + 1) * count)
+        self.exact = loads.reshape(-1, count).max(axis=0)
+        self.partitions = len(layout.row_of)
+        self.rate, self.per_instance = rate, per_instance
+
+    def load(self, counts: np.ndarray, columns: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """The busiest owner's load at ``counts`` (one per chosen column)."""
+        per_owner = self.per_instance[counts].astype(np.int64)
+        heaviest = self.heaviest[np.minimum(per_owner, self.partitions) - 1, np.arange(self.heaviest.shape[1])[columns]]
+        return np.where(self.exact_count[columns] == counts, self.exact[columns], heaviest)
+
+    def service(self, values: np.ndarray, counts: np.ndarray, columns: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """Each row's service rate at ``counts`` (one per chosen column) for ``values`` of those columns."""
+        rate = self.rate[columns]
+        equal = rate / self.per_instance[counts]
+        load = self.load(counts, columns)
+        sized = self.ownership[columns] & (load > 0)
+        ratio = rate / np.where(sized, load, 1.0)
+        return np.where(sized[None, :], np.maximum(values * ratio[None, :], equal[None, :]), equal[None, :])
+
+
 def _predicted_age(age: np.ndarray, backlog: np.ndarray, forecast: np.ndarray, service: np.ndarray,
                    seconds: np.ndarray) -> np.ndarray:
     """``slo.predicted_age`` with a service rate and a duration per candidate (column)."""
@@ -285,8 +323,9 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             age = np.maximum(ages - learned_delay, 0.0)
             pending_seconds = np.where(~np.isnan(pending_at) & (ready < capacity), np.maximum(pending_at - moment, 0.0), 0.0)
             first = np.minimum(pending_seconds, react)
-            then = _predicted_age(age, waiting, forecast, rate / per_instance[ready], first)
-            then = _predicted_age(then, waiting, forecast, rate / per_instance[capacity], react - first)
+            loads = _Loads(forecast, hot if any_hot else None, layout, owners_now, live_owners, rate, per_instance)
+            then = _predicted_age(age, waiting, forecast, loads.service(forecast, ready), first)
+            then = _predicted_age(then, waiting, forecast, loads.service(forecast, capacity), react - first)
             worst_predicted = np.maximum(0.0, then.max(axis=0))
             risk = known & (worst_predicted > settings.limit)
             if risk.any():
@@ -294,10 +333,13 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 since = learned_delay[rows]
                 wanted_rate = forecast[:, rows]
                 need = (wanted_rate + np.maximum(waiting[:, rows] + wanted_rate * (settings.provisioning[rows] + since)
-                                                 - wanted_rate * settings.safety[rows], 0.0) / settings.drain[rows]).max(axis=0)
+                                                 - wanted_rate * settings.safety[rows], 0.0) / settings.drain[rows])
+                needs = _Loads(need, hot[:, rows] if any_hot else None, layout, owners_now[:, rows], live_owners[rows],
+                               rate[rows], per_instance)
                 candidates = levels[rows]
-                fits = (settings.valid_level[rows] & (candidates > capacity[rows, None])
-                        & (rate[rows, None] / per_instance[np.minimum(candidates, settings.top + 1)] >= need[:, None]))
+                serves = np.stack([(needs.service(need, np.minimum(candidates[:, level], settings.top + 1)) >= need).all(axis=0)
+                                   for level in range(candidates.shape[1])], axis=1)
+                fits = settings.valid_level[rows] & (candidates > capacity[rows, None]) & serves
                 chosen = np.where(fits.any(axis=1), candidates[np.arange(len(rows)), fits.argmax(axis=1)], settings.highest[rows])
                 proposal[rows] = chosen
                 upward[rows] = True
@@ -309,7 +351,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 free = np.isnan(last_action) | (moment >= last_action + settings.cooldown_down)
                 eligible = known & ~risk & free & (budget >= 2) & (settings.lowest < capacity)
                 if eligible.any():
-                    down_rows, chosen = _scale_in(eligible, capacity, rate, forecast, age, settings, sample_interval)
+                    down_rows, chosen = _scale_in(eligible, capacity, loads, forecast, age, settings, sample_interval)
                     proposal[down_rows] = chosen
 
         # --- evaluate: snapping, bounds, cooldown, the action budget; the request ----------------
@@ -367,7 +409,7 @@ def _oldest_event_ages(times: np.ndarray, window: np.ndarray, oldest: np.ndarray
     return np.where(waiting, np.maximum(times[-1] - arrived, 0.0), 0.0)
 
 
-def _scale_in(eligible: np.ndarray, capacity: np.ndarray, rate: np.ndarray, forecast: np.ndarray, age: np.ndarray,
+def _scale_in(eligible: np.ndarray, capacity: np.ndarray, loads: _Loads, forecast: np.ndarray, age: np.ndarray,
               settings: _Candidates, interval_seconds: float) -> tuple[np.ndarray, np.ndarray]:
     """The smallest allowed count below the capacity expected to hold for ``min_dwell_seconds``
     (``slo_proposal``'s scale-in search) for the ``eligible`` candidates; returns the candidates
@@ -376,7 +418,9 @@ def _scale_in(eligible: np.ndarray, capacity: np.ndarray, rate: np.ndarray, fore
     The engine tries counts ascending and takes the first that holds. How long a count holds
     never shrinks as the count grows (more service: slower growth, fewer filling partitions),
     so the first that holds is found by checking where the fluid model says it should be and
-    the count below; only when those disagree with the estimate are all counts tried in turn.
+    the count below; only when those disagree with the estimate are all counts tried in turn
+    (and always where a count below the capacity is sized by exact owner loads, which may hold
+    where the bound of the count above does not).
     """
     columns = np.arange(len(capacity))
     reaction = interval_seconds + settings.provisioning
@@ -385,22 +429,31 @@ def _scale_in(eligible: np.ndarray, capacity: np.ndarray, rate: np.ndarray, fore
     below = settings.below[columns, np.minimum(capacity, settings.top)]  # allowed counts under the capacity
 
     def holds(level: np.ndarray, chosen: np.ndarray | slice = slice(None)) -> np.ndarray:
-        serve = rate[chosen] / settings.level_per_instance[columns[chosen], level]
+        counts = np.minimum(settings.levels[columns[chosen], level], settings.top + 1)
+        serve = loads.service(forecast[:, chosen], counts, chosen)
         growth = np.where(flowing[:, chosen], 1.0 - serve / safe_forecast[:, chosen], -1.0)
         filling = growth > 0
         margin = settings.limit[chosen] - growth * reaction[chosen] - age[:, chosen]
         hold = np.where(filling, np.where(margin > 0, margin / np.where(filling, growth, 1.0), 0.0), np.inf).min(axis=0)
         return hold >= settings.dwell[chosen]
 
-    # Where it should be: growth at most (limit - age) / (reaction + dwell) on every partition.
+    # Where it should be: growth at most (limit - age) / (reaction + dwell) on every partition,
+    # i.e. a service of at least (1 - that) of each forecast, at the equal share or the owner-load ratio.
     allowed_growth = (settings.limit - age) / (reaction + settings.dwell)
     required = np.where(flowing, forecast * (1.0 - allowed_growth), -np.inf).max(axis=0)
-    guess = (rate[:, None] / settings.level_per_instance < required[:, None]).sum(axis=1)
-    guess = np.clip(guess, 0, np.maximum(below - 1, 0))
+    fraction = np.maximum(np.where(flowing, 1.0 - allowed_growth, 0.0).max(axis=0), 0.0)
+    counts = np.minimum(settings.levels, settings.top + 1)
+    short = np.zeros(settings.levels.shape, dtype=bool)
+    for level in range(settings.levels.shape[1]):
+        load = loads.load(counts[:, level])
+        by_load = loads.ownership & (load > 0) & (loads.rate >= fraction * load)
+        short[:, level] = (loads.rate / settings.level_per_instance[:, level] < required) & ~by_load
+    guess = np.clip(short.sum(axis=1), 0, np.maximum(below - 1, 0))
     at_guess = holds(guess)
     under_guess = (guess > 0) & holds(np.maximum(guess - 1, 0))
-    found = eligible & at_guess & ~under_guess
-    unsure = eligible & ~found & ~(~at_guess & (guess == below - 1))
+    exact_below = (loads.exact_count > 0) & (loads.exact_count < capacity)
+    found = eligible & at_guess & ~under_guess & ~exact_below
+    unsure = eligible & ~found & (exact_below | ~(~at_guess & (guess == below - 1)))
     chosen = np.where(found, guess, -1)
     for level in range(settings.levels.shape[1]):  # (rarely needed) every count in turn, ascending
         trying = np.flatnonzero(unsure & (level < below))

@@ -13,7 +13,8 @@ class ShareRows:
     """The rows the engine's per-partition arithmetic runs on.
 
     Partitions with the same share of arrivals have the same sequence numbers, arrival rates and
-    forecast, and the service rate the engine assumes is the same for every partition. Then each
+    forecast, and the service rate the engine assumes for a partition depends on nothing else of
+    it (``sizing.service_rates``: its forecast and the busiest owner's load). Then each
     per-partition quantity the engine reduces is monotone in the partition's checkpoint: its
     oldest-event age (and the predicted ages built on it) and its backlog are largest at the
     smallest checkpoint, the hold time of a scale-in shortest there, the saturation test
@@ -31,8 +32,10 @@ class ShareRows:
         if 2 * len(shares) < partitions:
             self.groups = [np.flatnonzero(group == index) for index in range(len(shares))]
             self.representative = np.repeat([members[0] for members in self.groups], 2)
+            self.row_of = 2 * group  # each partition's group's first row (both rows share its forecast)
         else:
             self.representative = np.arange(partitions)
+            self.row_of = np.arange(partitions)
         self.count = len(self.representative)
 
     def reduce(self, checkpoints: np.ndarray) -> np.ndarray:

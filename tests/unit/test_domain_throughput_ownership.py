@@ -75,9 +75,9 @@ def test_a_partition_hotter_than_one_instance_is_named_and_not_chased() -> None:
     """Eight partitions, weights 2/3, 2/9, ... of 1,800 events a minute: partition 0 gets ~1,200 a
     minute, more than one instance (1,000) serves, at any count. The engine learns the rate from
     the busy owners, names the partition (reason ``hot_partition``) within 5 minutes of knowing
-    the rate, and sizes for the other seven (partition 1's 400 a minute needs at most two
-    partitions per instance: 4 instances) instead of chasing partition 0 to the maximum of 8;
-    the other partitions meet the SLO."""
+    the rate, and sizes for the other seven (by owner load: ~600 a minute of others, and the hot
+    partition counted as heavy as partition 1's 400, fit about one instance) instead of chasing
+    partition 0 to the maximum of 8; the other partitions meet the SLO."""
     from scaling.simulation.peers import EngineAutoscaler, simulated_target
     from scaling.simulation.scenario import Scenario
     from scaling.simulation.world import simulate
@@ -92,5 +92,5 @@ def test_a_partition_hotter_than_one_instance_is_named_and_not_chased() -> None:
                  if any(reason.startswith("hot_partition: hub/0 receives") for reason in decision.reasons))
     assert named - learned <= 5
     assert any(decision.reason_code == "hot_partition" for decision in decisions)
-    assert result.capacity[named + 30:].max() == 4
+    assert result.capacity[named + 30:].max() <= 2
     assert result.other_partitions_violation_minutes == 0

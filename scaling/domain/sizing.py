@@ -1,0 +1,128 @@
+"""How much of its owner's throughput each partition gets at an instance count (the SLO mode's sizing).
+
+The SLO mode predicts each partition's oldest-event age under a candidate count, so what it needs
+from a count is each partition's service rate. Consumers share an instance's throughput among
+the partitions it owns by demand (a quiet partition's unused share goes to the busy ones), so
+what limits a partition is its owner's **load**: the sum of the forecast arrival rates of the
+partitions that instance owns.
+
+- **Holding at the current count** (as many live owners as the count, every partition owned):
+  the latest sample names each partition's owner, so each owner's load is exact, and the busiest
+  owner's load is what the count must carry.
+- **Another count**: the load balancer moves the fewest partitions, but which ones is not known
+  in advance. After the change every instance owns at most ``k = ceil(P / n)`` partitions, so
+  the busiest owner carries at most the ``k`` heaviest partitions: their sum bounds the busiest
+  load whatever moves where. If the assignment comes out better, the next evaluation sees the
+  exact loads (the first point above) and may scale in; if worse than the bound, it cannot.
+- **No ownership collected** (a consumer that writes none, the legacy layout, Service Bus): the
+  worst case, as if every partition were as busy as the busiest and all shared one owner: each
+  gets ``throughput / k`` (``sizing: worst_case, no ownership`` in the decision).
+
+A partition set aside as hotter than one instance (``hot_partition``) asks more than its owner
+serves, so it takes at least what any partition it shares an owner with gets: in the loads it
+counts as heavy as the heaviest other partition (its own age is not sized for).
+
+With ownership each partition is served at the busiest owner's ratio ``throughput / load`` of its
+own forecast (no partition falls behind faster than those of the busiest owner), and never
+below an equal share ``throughput / k`` (what an owner gives each of its partitions before
+redistributing). With uniform load the two rules agree: ``k`` partitions of rate ``r`` on the
+busiest owner, ``r * throughput / (k * r) = throughput / k``.
+
+Worked example (docs/slo-mode.md has it with numbers): 8 partitions, 4 instances, throughput
+100/s, forecasts 60, 20, 20, 20, 20, 20, 20, 20 /s, owners a: {60, 20}, b, c, d: {20, 20} each.
+The worst case gives each partition 100 / 2 = 50/s: the 60/s partition falls behind, and 8
+instances would be needed. By owner load the busiest owner carries 80/s <= 100/s: 4 hold. At 3
+instances (k = 3) the bound is 60 + 20 + 20 = 100/s <= 100/s: 3 hold too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from scaling.domain.lag import partitions_per_instance
+
+OWNER_LOAD = "owner_load"
+WORST_CASE = "worst_case"
+
+
+def has_ownership(owners: tuple[str | None, ...] | None) -> bool:
+    """Whether the collected ownership says anything (some partition has a live owner)."""
+    return owners is not None and any(owner is not None for owner in owners)
+
+
+def owner_indices(owners: tuple[str | None, ...]) -> np.ndarray:
+    """Per partition, its owner as an index in order of first appearance (-1: no live owner)."""
+    seen: dict[str, int] = {}
+    return np.asarray([-1 if owner is None else seen.setdefault(owner, len(seen)) for owner in owners], dtype=np.int64)
+
+
+def owner_loads(forecast: np.ndarray, owners: tuple[str | None, ...]) -> np.ndarray:
+    """Each live owner's load (in order of first appearance): the sum of its partitions' forecasts,
+    added in partition order."""
+    index = owner_indices(owners)
+    owned = index >= 0
+    return np.bincount(index[owned], weights=np.asarray(forecast, dtype=float)[owned], minlength=int(index.max(initial=-1)) + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerLoads:
+    """One source's forecasts (events/s per partition, set-aside partitions at 0) and what sizes
+    them at any count: the heaviest partitions' running sums and, when every partition has a
+    live owner, the busiest owner's exact load and how many owners there are."""
+
+    forecast: np.ndarray
+    ownership: bool
+    heaviest: np.ndarray
+    exact: float
+    live_owners: int
+
+    @classmethod
+    def of(cls, forecast: np.ndarray, owners: tuple[str | None, ...] | None,
+           set_aside: np.ndarray | None = None) -> OwnerLoads:
+        forecast = np.asarray(forecast, dtype=float)
+        if not has_ownership(owners):
+            return cls(forecast, False, np.zeros(0), 0.0, 0)
+        loads = load_forecast(forecast, set_aside)
+        heaviest = np.cumsum(np.sort(loads)[::-1])
+        if None in owners:
+            return cls(forecast, True, heaviest, 0.0, -1)
+        return cls(forecast, True, heaviest, float(owner_loads(loads, owners).max()), len(set(owners)))
+
+    def busiest(self, instances: int) -> float:
+        """The busiest owner's load at ``instances`` (module docstring): exact when the current
+        owners are that many and own every partition, else the ``k`` heaviest partitions' sum;
+        without ownership ``k`` times the heaviest partition."""
+        per_owner = partitions_per_instance(len(self.forecast), instances)
+        if not self.ownership:
+            return float(per_owner * self.forecast.max(initial=0.0))
+        if self.live_owners == instances:
+            return self.exact
+        return float(self.heaviest[min(per_owner, len(self.heaviest)) - 1])
+
+    def service(self, instances: int, throughput: float) -> np.ndarray:
+        """Events per second each partition is served at ``instances`` (module docstring)."""
+        equal = throughput / partitions_per_instance(len(self.forecast), instances)
+        if not self.ownership:
+            return np.full(len(self.forecast), equal)
+        load = self.busiest(instances)
+        if load <= 0:
+            return np.full(len(self.forecast), equal)
+        return np.maximum(self.forecast * (throughput / load), equal)
+
+
+def load_forecast(forecast: np.ndarray, set_aside: np.ndarray | None) -> np.ndarray:
+    """The forecasts that make up the owners' loads: a set-aside (hot) partition counts as the
+    heaviest other partition (module docstring)."""
+    forecast = np.asarray(forecast, dtype=float)
+    if set_aside is None or not set_aside.any():
+        return forecast
+    return np.where(set_aside, forecast[~set_aside].max(initial=0.0), forecast)
+
+
+def service_rates(forecast: np.ndarray, instances: int, throughput: float,
+                  owners: tuple[str | None, ...] | None, set_aside: np.ndarray | None = None) -> np.ndarray:
+    """Events per second each partition is served at ``instances``; ``set_aside`` marks the hot
+    partitions (their forecast is 0 here)."""
+    return OwnerLoads.of(forecast, owners, set_aside).service(instances, throughput)
