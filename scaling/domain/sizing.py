@@ -28,7 +28,7 @@ below an equal share ``throughput / k`` (what an owner gives each of its partiti
 redistributing). With uniform load the two rules agree: ``k`` partitions of rate ``r`` on the
 busiest owner, ``r * throughput / (k * r) = throughput / k``.
 
-Worked example (docs/slo-mode.md has it with numbers): 8 partitions, 4 instances, throughput
+Worked example (docs/policy.md, "Sizing by owner load"): 8 partitions, 4 instances, throughput
 100/s, forecasts 60, 20, 20, 20, 20, 20, 20, 20 /s, owners a: {60, 20}, b, c, d: {20, 20} each.
 The worst case gives each partition 100 / 2 = 50/s: the 60/s partition falls behind, and 8
 instances would be needed. By owner load the busiest owner carries 80/s <= 100/s: 4 hold. At 3
