@@ -104,6 +104,81 @@ def run_job(job: Job) -> dict:
     return row
 
 
+#: Peers whose whole sweep runs as batches of columns of one ``Kernel`` (batched_peers.py), and
+#: how their sweeps share out into work units (the stressed worlds' load balancing is per setting
+#: and costs by the number of actions: the busiest peers apart, for the two workers to share).
+PEER_UNITS = (("keda-hpa", "clairvoyant"), ("functions-target", "azure-monitor"))
+#: Rough relative cost per minute of trace of each kind of work unit (for scheduling the longest first).
+UNIT_WEIGHTS = {"project-tuned": 6.0, "project-default": 3.0, "seed": 1.0, "keda-hpa": 4.0, "functions-target": 4.0}
+#: How much dearer the stressed scenarios' worlds are (the load balancer's draws on every change).
+SCENARIO_WEIGHTS = {"standard": 1.0}
+
+
+def work_units(jobs: Sequence[Job], minutes: dict[str, int] | None = None) -> list[tuple[Job, ...]]:
+    """The jobs grouped as they run: project-tuned and project-default alone, each seed sweep as
+    one rules batch, the other peers' sweeps as ``PEER_UNITS`` batches; longest (estimated) first."""
+    groups: dict[tuple, list[Job]] = {}
+    for job in jobs:
+        unit = next((units[0] for units in PEER_UNITS if job.algorithm in units), job.algorithm)
+        key = (job.scenario, job.overrides, job.trace, unit)
+        groups.setdefault(key if unit not in ("project-tuned", "project-default") else (*key, job.knob), []).append(job)
+
+    def cost(unit: tuple[Job, ...]) -> float:
+        first = unit[0]
+        kind = next((units[0] for units in PEER_UNITS if first.algorithm in units), first.algorithm)
+        length = (minutes or {}).get(first.trace, 1)
+        return UNIT_WEIGHTS.get(kind, first.weight) * length * SCENARIO_WEIGHTS.get(first.scenario, 2.5)
+
+    return sorted((tuple(group) for group in groups.values()), key=lambda unit: -cost(unit))
+
+
+def run_unit(unit: tuple[Job, ...]) -> list[dict]:
+    """One work unit's rows, in the order of its jobs: a single job as ``run_job`` runs it, a
+    seed sweep as one ``simulate_batch``, peers' sweeps as one ``simulate_peers``; a batch's
+    seconds are shared out evenly over its rows. Every row is the one ``run_job`` gives alone."""
+    if len(unit) == 1 and unit[0].algorithm not in SWEPT_IN_BATCHES:
+        return [run_job(unit[0])]
+    from scaling.simulation import batched_peers, peers
+    from scaling.simulation.batched import simulate_batch
+    from scaling.simulation.world import Scenario, load_trace, scale_trace
+
+    first = unit[0]
+    scenario = Scenario.named(first.scenario, **dict(first.overrides))
+    arrivals = scale_trace(load_trace(first.trace), scenario)
+    partitions = scenario.partitions
+    started = time.perf_counter()
+    by_algorithm: dict[str, list[Job]] = {}
+    for job in unit:
+        by_algorithm.setdefault(job.algorithm, []).append(job)
+    if set(by_algorithm) == {"seed"}:
+        results = simulate_batch(arrivals, [peers.seed_target(scenario, job.value, job.value / 10) for job in unit], scenario,
+                                 algorithm="seed", knobs=[job.knob for job in unit])
+        ordered = list(unit)
+    else:
+        batches = []
+        for algorithm, group in by_algorithm.items():
+            values, knobs = [job.value for job in group], [job.knob for job in group]
+            if algorithm == "keda-hpa":
+                batches.append(batched_peers.KedaHpaBatch(values, partitions, knobs))
+            elif algorithm == "functions-target":
+                batches.append(batched_peers.FunctionsTargetBatch(values, partitions, knobs))
+            elif algorithm == "azure-monitor":
+                batches.append(batched_peers.AzureMonitorBatch(values, [job.step for job in group], knobs, maximum=partitions))
+            elif algorithm == "clairvoyant":
+                batches.append(batched_peers.ClairvoyantBatch(arrivals, scenario, [int(value) for value in values], knobs))
+            else:
+                raise ValueError(f"{algorithm} does not run in a batch")
+        results = batched_peers.simulate_peers(arrivals, batches, scenario)
+        ordered = [job for group in by_algorithm.values() for job in group]
+    seconds = round((time.perf_counter() - started) / len(unit), 2)
+    trace = Path(first.trace).parent.name + "/" + Path(first.trace).name
+    return [{**_row(trace, result, scenario, job.scenario), "seconds": seconds} for job, result in zip(ordered, results, strict=True)]
+
+
+#: The algorithms ``run_unit`` runs as batches (even a sweep of one setting).
+SWEPT_IN_BATCHES = ("seed", "keda-hpa", "functions-target", "azure-monitor", "clairvoyant")
+
+
 def mark_best(rows: list[dict]) -> None:
     """Per scenario, trace and algorithm, flag the cheapest setting that meets the SLO (in a
     scenario with a hot partition no count can serve, the SLO of the other partitions)."""
@@ -227,14 +302,17 @@ def replace_block(text: str, block: str) -> str:
 
 def run_benchmark(traces: Sequence[str], workers: int | None = None, progress=None,
                   scenarios: Sequence[str] = ("standard",), overrides: tuple = ()) -> list[dict]:
-    jobs = sorted((job for scenario in scenarios for trace in traces for job in jobs_for(trace, scenario, overrides)),
-                  key=lambda job: -job.weight)
+    jobs = [job for scenario in scenarios for trace in traces for job in jobs_for(trace, scenario, overrides)]
+    from scaling.simulation.world import load_trace
+
+    units = work_units(jobs, {trace: len(load_trace(trace)) for trace in traces})
     rows: list[dict] = []
     with ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-        for row in pool.map(run_job, jobs):
-            rows.append(row)
-            if progress:
-                progress(len(rows), len(jobs), row)
+        for unit_rows in pool.map(run_unit, units):
+            for row in unit_rows:
+                rows.append(row)
+                if progress:
+                    progress(len(rows), len(jobs), row)
     order = {name: index for index, name in enumerate(ORDER)}
     rows.sort(key=lambda row: (list(scenarios).index(row["scenario"]), row["trace"], order.get(row["algorithm"], 99), row["knob"]))
     mark_best(rows)

@@ -197,13 +197,19 @@ def water_fill(demand: np.ndarray, owners: Ownership, rate: float, done: np.ndar
     """
     partitions, count = demand.shape
     owner = owners.owner
-    if demand.min() > 0:
+    # Which first round a candidate takes depends on its own demand only (the two round
+    # ``rate * speed / k`` differently), so that it gets the same numbers in any batch.
+    busy = demand.min(axis=0) > 0
+    if busy.all():
         np.minimum(demand, owners.share if speed == 1.0 else owners.share * speed, out=done)
     else:
         active = demand > 0
         sharing = np.bincount(owner[active], minlength=owner.size)
         share = np.where(sharing > 0, rate / np.maximum(sharing, 1), 0.0)
         done[...] = np.where(active, np.minimum(demand, share[owner]), 0.0)
+        if busy.any():
+            share = owners.share[:, busy]
+            done[:, busy] = np.minimum(demand[:, busy], share if speed == 1.0 else share * speed)
     np.greater(np.subtract(demand, done, out=scratch), 1e-9, out=capped)  # (implies demand > 0, so active)
     some = capped.any(axis=0)
     if not check_full:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scaling.simulation.kernel import Kernel, serve
+from scaling.simulation.kernel import Kernel, Ownership, serve, water_fill
 from scaling.simulation.scenario import Scenario
 from tests.helpers import drive_plans
 
@@ -53,6 +53,24 @@ def test_serve_a_batch_gives_each_candidate_its_own_instances(partitions) -> Non
         wanted = np.bincount(owners, weights=demand, minlength=count)
         # an owner serves all its partitions want, or is full
         assert np.all((np.abs(per_owner - wanted) < 1e-9) | (np.abs(per_owner - 1000.0) < 1e-9))
+
+
+def test_a_slowed_candidate_gets_the_same_service_whatever_its_neighbours_demand() -> None:
+    """At a speed factor the two first rounds of ``water_fill`` round ``rate * speed / k``
+    differently; which one a candidate takes follows its own demand only: a busy candidate next
+    to one with an idle partition gets, bit for bit, what it gets alone."""
+    partitions, instances, rate, speed = 32, 5, 1000.0, 0.7  # owners of 6: 1000 / 6 * 0.7 != 700 / 6
+    busy = np.full(partitions, 5000.0)  # every partition capped by its share
+    idle = busy.copy()
+    idle[5] = 0.0
+    served = {}
+    for name, columns in (("together", [idle, busy]), ("alone", [busy])):
+        demand = np.stack(columns, axis=1)
+        owners = Ownership(demand.shape[1], partitions, rate)
+        owners.update(np.full(demand.shape[1], instances, dtype=np.int64))
+        buffers = np.zeros_like(demand), np.zeros_like(demand), np.zeros(demand.shape, dtype=bool)
+        served[name] = water_fill(demand, owners, rate * speed, *buffers, False, speed)[:, -1].copy()
+    np.testing.assert_array_equal(served["together"], served["alone"])
 
 
 # --- provisioning and billing, several plans in one batch --------------------------------------------------------

@@ -1,0 +1,201 @@
+"""The benchmark's peers as batches: a whole knob sweep (every setting a column of one ``Kernel``)
+decided with numpy over the columns, instead of one ``simulate`` per setting.
+
+Each ``*Batch`` here is the peer of peers.py of the same name with one array slot per setting,
+doing the same floating-point operations in the same order, so ``simulate_peers`` gives every
+setting the ``RunResult`` that ``simulate(arrivals, <peer>(setting), scenario)`` gives it, bit for
+bit (a column's world does not depend on its batch: kernel.py). tests/unit/test_simulation_batched_peers.py
+compares them. The world's minute runs once for all settings of all peers; what stays per setting
+in Python is only the load balancer's draws when a count changes (``Ownership``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from scaling.domain.lag import balanced_counts, effective_capacity
+from scaling.simulation.kernel import Kernel
+from scaling.simulation.scenario import RunResult, Scenario
+
+#: What a batch's ``decide`` returns for a setting that holds (peers.py's ``None``).
+HOLD = -1
+
+
+class PeerBatch(Protocol):
+    """Settings of one peer, one column each: ``decide`` returns each one's wish (``HOLD``: none)."""
+
+    algorithm: str
+    knobs: list[str]
+
+    def decide(self, minute: int, capacity: np.ndarray, backlog: np.ndarray, true_backlog: np.ndarray) -> np.ndarray: ...
+
+
+class KedaHpaBatch:
+    """``peers.KedaHpa`` for several thresholds: desired = ceil(total lag / threshold), the HPA's
+    tolerance, scale-in stabilization over the recommendations of the last minutes, scale-out limit."""
+
+    algorithm = "keda-hpa"
+
+    def __init__(self, thresholds: Sequence[float], partitions: int, knobs: Sequence[str], *, tolerance: float = 0.1,
+                 stabilization_minutes: float = 5.0, syncs_per_minute: int = 4) -> None:
+        self.threshold = np.asarray(thresholds, dtype=float)
+        self.knobs = list(knobs)
+        self.partitions = partitions
+        self.tolerance = tolerance
+        self.stabilization = stabilization_minutes
+        self.syncs = syncs_per_minute
+        self.recommendations: deque[tuple[float, np.ndarray]] = deque()  # (moment, one per setting)
+
+    def decide(self, minute: int, capacity: np.ndarray, backlog: np.ndarray, true_backlog: np.ndarray) -> np.ndarray:
+        total = np.minimum(backlog, self.partitions * self.threshold)
+        current = capacity
+        for sync in range(self.syncs):
+            moment = minute + sync / self.syncs
+            ratio = total / (current * self.threshold)
+            wanted = np.ceil(total / self.threshold).astype(np.int64)
+            recommendation = np.where(np.abs(ratio - 1.0) <= self.tolerance, current, wanted)
+            recommendation = np.minimum(np.maximum(recommendation, 1), self.partitions)
+            while self.recommendations and self.recommendations[0][0] <= moment - self.stabilization:
+                self.recommendations.popleft()
+            self.recommendations.append((moment, recommendation))
+            desired = recommendation
+            held = np.max([r for _, r in self.recommendations], axis=0)
+            desired = np.where(desired < current, np.minimum(current, held), desired)
+            desired = np.where(desired > current, np.minimum(desired, np.maximum(current + 4, 2 * current)), desired)
+            current = desired
+        return current
+
+
+class FunctionsTargetBatch:
+    """``peers.FunctionsTargetBased`` for several targets: ceil(unprocessed / target) rounded up to
+    a count that spreads the partitions, voted on several times a minute."""
+
+    algorithm = "functions-target"
+
+    def __init__(self, targets: Sequence[float], partitions: int, knobs: Sequence[str], *, votes_per_minute: int = 6,
+                 max_step: int = 4, scale_in_quiet_minutes: float = 3.0) -> None:
+        self.target = np.asarray(targets, dtype=float)
+        self.knobs = list(knobs)
+        self.partitions = partitions
+        self.counts = np.asarray(balanced_counts(partitions), dtype=np.int64)
+        self.votes = votes_per_minute
+        self.max_step = max_step
+        self.quiet = scale_in_quiet_minutes
+        self.last_scale_out = np.full(len(self.target), -math.inf)
+
+    def decide(self, minute: int, capacity: np.ndarray, backlog: np.ndarray, true_backlog: np.ndarray) -> np.ndarray:
+        desired = np.maximum(np.ceil(backlog / self.target).astype(np.int64), 1)
+        index = np.searchsorted(self.counts, desired)  # the first count >= desired
+        desired = np.where(index < len(self.counts), self.counts[np.minimum(index, len(self.counts) - 1)], self.partitions)
+        current = capacity
+        for vote in range(self.votes):
+            moment = minute + vote / self.votes
+            out = desired > current
+            quiet = (desired < current) & (moment - self.last_scale_out >= self.quiet)
+            self.last_scale_out = np.where(out, moment, self.last_scale_out)
+            current = np.where(out, np.minimum(desired, current + self.max_step), np.where(quiet, desired, current))
+        return current
+
+
+class AzureMonitorBatch:
+    """``peers.AzureMonitorStyle`` for several (threshold, step) settings: average backlog per
+    instance over a window, a shared cooldown, the flapping check on scale-in."""
+
+    algorithm = "azure-monitor"
+
+    def __init__(self, thresholds: Sequence[float], steps: Sequence[int], knobs: Sequence[str], *, window_minutes: int = 5,
+                 cooldown_minutes: int = 5, maximum: int = 32) -> None:
+        self.upper = np.asarray(thresholds, dtype=float)
+        self.lower = self.upper / 4
+        self.step = np.asarray(steps, dtype=np.int64)
+        self.knobs = list(knobs)
+        self.window: deque[np.ndarray] = deque(maxlen=window_minutes)
+        self.cooldown = cooldown_minutes
+        self.maximum = maximum
+        self.last_action = np.full(len(self.upper), -math.inf)
+
+    def decide(self, minute: int, capacity: np.ndarray, backlog: np.ndarray, true_backlog: np.ndarray) -> np.ndarray:
+        self.window.append(backlog)
+        if len(self.window) < self.window.maxlen:
+            return np.full(len(self.upper), HOLD, dtype=np.int64)
+        free = minute - self.last_action >= self.cooldown
+        summed = 0
+        for total in self.window:  # Python's sum: left to right from 0
+            summed = summed + total
+        average_total = summed / len(self.window)
+        per_instance = average_total / capacity
+        out = free & (per_instance > self.upper) & (capacity < self.maximum)
+        lower = np.maximum(capacity - self.step, 1)
+        into = free & ~out & (per_instance < self.lower) & (capacity > 1) & ~(average_total / lower >= self.upper)
+        self.last_action = np.where(out | into, minute, self.last_action)
+        return np.where(out, np.minimum(capacity + self.step, self.maximum), np.where(into, lower, HOLD))
+
+
+class ClairvoyantBatch:
+    """``peers.Clairvoyant`` for several horizons: the smallest spreading count that covers the mean
+    arrival rate ahead plus the true backlog drained over SLO - 1 minutes."""
+
+    algorithm = "clairvoyant"
+
+    def __init__(self, arrivals: np.ndarray, scenario: Scenario, horizons: Sequence[int], knobs: Sequence[str]) -> None:
+        self.cumulative = np.concatenate(([0.0], np.cumsum(arrivals)))
+        self.minutes = len(arrivals)
+        self.scenario = scenario
+        self.horizon = np.asarray(horizons, dtype=np.int64)
+        self.knobs = list(knobs)
+        self.levels = [(effective_capacity(scenario.partitions, n, scenario.events_per_instance_per_minute), n)
+                       for n in balanced_counts(scenario.partitions)]
+
+    def _mean(self, start, end) -> np.ndarray:
+        start, end = np.minimum(start, self.minutes), np.minimum(end, self.minutes)
+        span = end - start
+        return np.where(span > 0, (self.cumulative[end] - self.cumulative[start]) / np.maximum(span, 1), 0.0)
+
+    def decide(self, minute: int, capacity: np.ndarray, backlog: np.ndarray, true_backlog: np.ndarray) -> np.ndarray:
+        delay = self.scenario.provisioning_delay_minutes
+        drain = true_backlog / max(self.scenario.slo_minutes - 1, 1)
+        ahead = self._mean(np.full(len(self.horizon), minute + delay), minute + delay + self.horizon)
+        need = np.maximum(ahead, self._mean(np.array([minute]), np.array([minute + delay + 1]))) + drain
+        wanted = np.full(len(self.horizon), self.levels[-1][1], dtype=np.int64)
+        for level, count in reversed(self.levels):
+            wanted = np.where(level >= need, count, wanted)
+        return wanted
+
+
+def simulate_peers(arrivals: np.ndarray, batches: Sequence[PeerBatch], scenario: Scenario, *,
+                   score_from: int = 0) -> list[RunResult]:
+    """Every setting of every batch as ``simulate(arrivals, <its peer>, scenario)`` scores it, in
+    the batches' order: one ``Kernel``, each setting a column; each collection the observed
+    backlog (collect's integer lag rules, ``peers.observed_backlog``) of every column at once."""
+    sizes = [len(batch.knobs) for batch in batches]
+    count = sum(sizes)
+    kernel = Kernel(arrivals, scenario, count)
+    slices = [slice(start, start + size) for start, size in zip(np.cumsum([0, *sizes[:-1]]).tolist(), sizes, strict=True)]
+    positions = np.zeros((scenario.partitions, count))
+    interval = scenario.collection_interval_minutes
+    while not kernel.done:
+        kernel.advance()
+        now = kernel.minute
+        if now % interval:
+            continue
+        last = (kernel.enqueued[now, :, 0].astype(np.int64) - 1)[:, None]
+        checkpoint = kernel.checkpoint_positions(positions).astype(np.int64) - 1
+        lag = np.where(checkpoint < 0, last + 1, last - checkpoint)
+        backlog = np.where(last < 0, 0, np.maximum(lag, 0)).sum(axis=0).astype(float)
+        true_backlog = kernel.total_backlog()
+        capacity = kernel.requested.copy()
+        wanted = np.concatenate([batch.decide(now, capacity[part], backlog[part], true_backlog[part])
+                                 for batch, part in zip(batches, slices, strict=True)])
+        wanted = np.where(wanted == HOLD, HOLD, np.maximum(wanted, 1))  # as ``World.request``
+        rows = np.flatnonzero((wanted != HOLD) & (wanted != capacity))
+        if rows.size:
+            kernel.request(rows, wanted[rows])
+    results = kernel.results(algorithm="", knobs=[knob for batch in batches for knob in batch.knobs], score_from=score_from)
+    for result, algorithm in zip(results, [batch.algorithm for batch in batches for _ in batch.knobs], strict=True):
+        result.algorithm = algorithm
+    return results
