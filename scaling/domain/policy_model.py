@@ -184,7 +184,9 @@ class SloSettings:
 
     ``events_per_instance_per_second`` is a prior; the engine learns the real throughput from
     saturated periods. ``provisioning_delay_seconds`` is how long new instances take to serve.
-    ``min_dwell_seconds`` is the shortest time a scale-in must be expected to hold.
+    ``min_dwell_seconds`` is the shortest time a scale-in must be expected to hold, at the
+    forecast and at the busiest collection interval of the last ``scale_in_peak_seconds`` (a lull
+    between bursts is no reason to scale in, and scale out again at the next burst).
     ``max_actions_per_hour`` is an action budget (a token bucket): scale-outs are never held
     back, but a scale-in waits until the budget covers it and the scale-out likely to follow,
     because every action rebalances partitions and makes consumers process events twice.
@@ -209,6 +211,9 @@ class SloSettings:
         description="arrival rates are measured over this window"), NUMBER] = 180.0
     history_seconds: Annotated[float, Field(ge=120, le=MAX_SECONDS,
         description="how much history the engine reads"), NUMBER] = 600.0
+    scale_in_peak_seconds: Annotated[float, Field(ge=0, le=MAX_SECONDS,
+        description="a scale-in must also hold at the busiest collection interval's arrivals of this "
+                    "last stretch (0: at the rate window's only); at most history_seconds"), NUMBER] = 300.0
 
     _document = document_keys()
 
@@ -216,6 +221,8 @@ class SloSettings:
     def _consistent(self) -> SloSettings:
         if self.safety_seconds >= self.max_event_age_seconds:
             raise invalid("safety_seconds", "must be lower than {0}", "max_event_age_seconds")
+        if self.scale_in_peak_seconds > self.history_seconds:
+            raise invalid("scale_in_peak_seconds", "must be at most {0}", "history_seconds")
         return self
 
 

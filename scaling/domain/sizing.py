@@ -12,8 +12,13 @@ partitions that instance owns.
 - **Another count**: the load balancer moves the fewest partitions, but which ones is not known
   in advance. After the change every instance owns at most ``k = ceil(P / n)`` partitions, so
   the busiest owner carries at most the ``k`` heaviest partitions: their sum bounds the busiest
-  load whatever moves where. If the assignment comes out better, the next evaluation sees the
-  exact loads (the first point above) and may scale in; if worse than the bound, it cannot.
+  load whatever moves where. With fewer instances than the current owners, the survivors keep
+  what they own (only the leaving instances' partitions move), so an owner ends with at most
+  its load now plus the ``k - c`` heaviest partitions (``c``: how many it owns): the busiest
+  such sum bounds the load too, and the lower of the two bounds is used (which instances leave
+  is not known: every owner is assumed to survive). After the change the next evaluation reads
+  the real assignment (the first point above): a better one may let it scale in further, a
+  worse one (a balancer that moves more than it must) is corrected by scaling out.
 - **No ownership collected** (a consumer that writes none, the legacy layout, Service Bus): the
   worst case, as if every partition were as busy as the busiest and all shared one owner: each
   gets ``throughput / k`` (``sizing: worst_case, no ownership`` in the decision).
@@ -37,7 +42,7 @@ instances (k = 3) the bound is 60 + 20 + 20 = 100/s <= 100/s: 3 hold too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -77,6 +82,9 @@ class OwnerLoads:
     heaviest: np.ndarray
     exact: float
     live_owners: int
+    #: Each live owner's load and partition count (when every partition has one).
+    owner_load: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    owner_partitions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @classmethod
     def of(cls, forecast: np.ndarray, owners: tuple[str | None, ...] | None,
@@ -88,7 +96,9 @@ class OwnerLoads:
         heaviest = np.cumsum(np.sort(loads)[::-1])
         if None in owners:
             return cls(forecast, True, heaviest, 0.0, -1)
-        return cls(forecast, True, heaviest, float(owner_loads(loads, owners).max()), len(set(owners)))
+        per_owner = owner_loads(loads, owners)
+        counts = np.bincount(owner_indices(owners))
+        return cls(forecast, True, heaviest, float(per_owner.max()), len(per_owner), per_owner, counts)
 
     def busiest(self, instances: int) -> float:
         """The busiest owner's load at ``instances`` (module docstring): exact when the current
@@ -99,7 +109,12 @@ class OwnerLoads:
             return float(per_owner * self.forecast.max(initial=0.0))
         if self.live_owners == instances:
             return self.exact
-        return float(self.heaviest[min(per_owner, len(self.heaviest)) - 1])
+        bound = float(self.heaviest[min(per_owner, len(self.heaviest)) - 1])
+        if self.live_owners > instances:
+            # Fewer instances: the survivors keep what they own and take at most the heaviest of the rest.
+            gained = np.concatenate(([0.0], self.heaviest))[np.clip(per_owner - self.owner_partitions, 0, len(self.heaviest))]
+            return min(bound, float((self.owner_load + gained).max()))
+        return bound
 
     def service(self, instances: int, throughput: float) -> np.ndarray:
         """Events per second each partition is served at ``instances`` (module docstring)."""

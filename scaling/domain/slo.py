@@ -11,7 +11,9 @@ per second) and:
 - scales out to the smallest allowed count that serves the forecast arrivals and drains what
   piled up;
 - scales in to the smallest allowed count that is expected to hold for ``min_dwell_seconds``
-  before the age would call for a scale-out again. A count that serves *less* than the arrival
+  before the age would call for a scale-out again, at the forecast or the busiest collection
+  interval of the last ``scale_in_peak_seconds``, whichever is higher (a lull between bursts is
+  no reason to scale in, and scale out again at the next burst). A count that serves *less* than the arrival
   rate is allowed: the backlog then grows slowly within the SLO budget, and the next scale-out
   drains it. Alternating between two neighbouring counts this way costs what the arrivals need
   on average instead of the next count up, while the dwell time bounds how often it acts.
@@ -50,6 +52,9 @@ class SourceOutlook:
     recent_arrival_rate: np.ndarray
     backlog: np.ndarray
     age_seconds: np.ndarray
+    #: The busiest collection interval's arrival rate of the last ``scale_in_peak_seconds`` (events/s):
+    #: a scale-in must hold at it too.
+    peak_arrival_rate: np.ndarray | None = None
     #: Each partition's live owner in the latest sample (``None``: none); ``None`` when the source
     #: collects no ownership (a consumer that writes none, the legacy layout).
     owners: tuple[str | None, ...] | None = None
@@ -102,8 +107,10 @@ def oldest_event_age(times: Sequence[float], last_enqueued: Sequence[int], check
     return float(ages[0])
 
 
-def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: float) -> dict[str, SourceOutlook]:
-    """Per Event Hubs source of the latest sample, its partitions' rates, backlog and ages."""
+def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: float,
+                       peak_seconds: float = 0.0) -> dict[str, SourceOutlook]:
+    """Per Event Hubs source of the latest sample, its partitions' rates, backlog and ages, and the
+    busiest interval's rate among those ending within ``peak_seconds`` (at least the last one)."""
     latest = samples[-1]
     latest_time = _seconds(latest.collected_at)
     outlooks: dict[str, SourceOutlook] = {}
@@ -137,6 +144,12 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
             return np.maximum(positions[-1] - positions[index], 0.0) / elapsed
 
         arrival, recent_rate = rate_since(base), rate_since(recent)
+        peak = recent_rate
+        if len(times) > 1:
+            first = next(index for index, time in enumerate(times) if latest_time - time <= peak_seconds)
+            start = max(min(first, len(times) - 2), 0)
+            steps = np.diff(times_array[start:])
+            peak = np.max(np.maximum(np.diff(positions[start:], axis=0), 0.0) / np.where(steps > 0, steps, np.inf)[:, None], axis=0)
         oldest = np.asarray([(p.checkpoint + 1) if p.checkpoint is not None and p.checkpoint >= 0 else max(p.beginning, 0)
                              for p in source.partitions], dtype=float)
         ages = oldest_event_ages(times_array, positions, oldest, np.maximum(arrival, recent_rate))
@@ -146,6 +159,7 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
             recent_arrival_rate=recent_rate,
             backlog=np.asarray([p.backlog for p in source.partitions], dtype=float),
             age_seconds=ages,
+            peak_arrival_rate=peak,
             owners=tuple(p.owner for p in source.partitions) if source.owners else None,
         )
     return outlooks
@@ -170,8 +184,9 @@ def _set_aside(outlook: SourceOutlook, hot: np.ndarray) -> SourceOutlook:
     their owners (the service rate keeps every partition), but no count is chosen for them."""
     def zero(values: np.ndarray) -> np.ndarray:
         return np.where(hot, 0.0, values)
+    peak = None if outlook.peak_arrival_rate is None else zero(outlook.peak_arrival_rate)
     return replace(outlook, arrival_rate=zero(outlook.arrival_rate), recent_arrival_rate=zero(outlook.recent_arrival_rate),
-                   backlog=zero(outlook.backlog), age_seconds=zero(outlook.age_seconds), set_aside=hot)
+                   backlog=zero(outlook.backlog), age_seconds=zero(outlook.age_seconds), peak_arrival_rate=peak, set_aside=hot)
 
 
 def propose(target: TargetPolicy, situation: Situation) -> Proposal:
@@ -191,7 +206,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         return Proposal(None, HOLD, "throughput_unknown",
                         ("per-instance throughput not learned yet (needs an interval with backlog on every partition)",), {})
 
-    outlooks = list(partition_outlooks(samples, slo.rate_window_seconds).values())
+    outlooks = list(partition_outlooks(samples, slo.rate_window_seconds, slo.scale_in_peak_seconds).values())
     if not outlooks:
         return Proposal(None, HOLD, "no_partition_data", ("no Event Hubs source with partitions in the latest sample",), {})
 
@@ -266,11 +281,17 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         return Proposal(None, HOLD, "too_few_samples",
                         (f"holding: rates need {slo.rate_window_seconds:.0f}s of history before any scale-in", *hot_reasons),
                         metrics, new_state)
+    # A scale-in must hold at the busiest recent interval too, not only at the rate window's
+    # forecast: a lull between bursts is no reason to act (and act again at the next burst).
+    calm = [forecast if outlook.peak_arrival_rate is None
+            else np.maximum(forecast, outlook.peak_arrival_rate * (1.0 + slo.headroom))
+            for outlook, forecast in zip(outlooks, forecasts, strict=True)]
+    calm_loads = [OwnerLoads.of(forecast, outlook.owners, outlook.set_aside) for outlook, forecast in zip(outlooks, calm, strict=True)]
     chosen = None
     hold_seconds = math.inf
     for count in (count for count in counts if count < capacity):
         shortest = math.inf
-        for load, forecast, age in zip(loads, forecasts, ages, strict=True):
+        for load, forecast, age in zip(calm_loads, calm, ages, strict=True):
             serve = load.service(count, throughput)
             growth = np.where(forecast > NO_RATE, 1.0 - serve / np.maximum(forecast, NO_RATE), -1.0)
             filling = growth > 0
@@ -287,7 +308,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
                          f"no smaller count would hold for {slo.min_dwell_seconds:.0f}s", sizing_note, *hot_reasons),
                         metrics, new_state)
     holds = "indefinitely" if math.isinf(hold_seconds) else f"for about {hold_seconds:.0f}s"
-    metrics["predicted_busiest_load"] = round(_busiest(loads, chosen), 3)
+    metrics["predicted_busiest_load"] = round(_busiest(calm_loads, chosen), 3)
     return Proposal(chosen, DOWN, "slo_surplus",
                     (f"{chosen} instances keep the oldest event under {limit:.0f}s {holds} "
                      f"(arrivals {total_rate:.1f}/s, {throughput:.2f}/s per instance)", sizing_note, *hot_reasons),

@@ -15,7 +15,8 @@ floating point matters:
   oldest-event ages from the sequence-number history (``oldest_event_ages``), the learned
   checkpoint delay, ``predicted_age`` over the reaction time (ready capacity first, then the
   requested one), the scale-out count that drains the backlog, and the smallest scale-in count
-  expected to hold for ``min_dwell_seconds``.
+  expected to hold for ``min_dwell_seconds`` (at the forecast or the history's busiest interval),
+  each sized by owner load (``sizing.py``: ``_Loads``).
 
 Sample times are whole seconds since the Unix epoch, as ``minute_time`` makes them, so that the
 age arithmetic rounds as the engine's does. The engine's decisions that cannot change what
@@ -52,7 +53,7 @@ def supports(target: TargetPolicy) -> bool:
     if target.mode != "slo" or target.bounds.min_instances < 1 or target.profiles:  # profiles: the engine's
         return False
     slo = target.slo
-    seconds = (slo.provisioning_delay_seconds, slo.rate_window_seconds, target.window_seconds,
+    seconds = (slo.provisioning_delay_seconds, slo.rate_window_seconds, target.window_seconds, slo.scale_in_peak_seconds,
                target.scale_up.cooldown_seconds, target.scale_down.cooldown_seconds)
     return all(float(value).is_integer() for value in seconds)
 
@@ -92,6 +93,7 @@ class _Candidates:
         self.headroom_factor = np.array([1.0 + s.headroom for s in slo])
         self.budget = np.array([float(s.max_actions_per_hour) for s in slo])
         self.provisioning = np.array([float(s.provisioning_delay_seconds) for s in slo])
+        self.peak = np.array([float(s.scale_in_peak_seconds) for s in slo])
         self.prior = np.array([np.nan if s.events_per_instance_per_second is None else s.events_per_instance_per_second
                                for s in slo])
         self.cooldown_up = np.array([float(t.scale_up.cooldown_seconds) for t in targets])
@@ -123,17 +125,28 @@ class _Loads:
         self.heaviest = np.cumsum(np.sort(by_partition, axis=0)[::-1], axis=0)
         count = owners.shape[1]
         slots = (np.where(owned, owners, 0) * count + np.arange(count)[None, :]).ravel()
-        loads = np.bincount(slots[owned.ravel()], weights=by_partition.ravel()[owned.ravel()],
-                            minlength=(int(owners.max(initial=0)) + 1) * count)
-        self.exact = loads.reshape(-1, count).max(axis=0)
+        size = (int(owners.max(initial=0)) + 1) * count
+        self.owner_load = np.bincount(slots[owned.ravel()], weights=by_partition.ravel()[owned.ravel()],
+                                      minlength=size).reshape(-1, count)
+        self.owner_partitions = np.bincount(slots[owned.ravel()], minlength=size).reshape(-1, count)
+        self.exact = self.owner_load.max(axis=0)
         self.partitions = len(layout.row_of)
+        self.gainable = np.concatenate((np.zeros((1, count)), self.heaviest))  # the j heaviest's sum at row j
         self.rate, self.per_instance = rate, per_instance
 
     def load(self, counts: np.ndarray, columns: np.ndarray | slice = slice(None)) -> np.ndarray:
         """The busiest owner's load at ``counts`` (one per chosen column)."""
         per_owner = self.per_instance[counts].astype(np.int64)
-        heaviest = self.heaviest[np.minimum(per_owner, self.partitions) - 1, np.arange(self.heaviest.shape[1])[columns]]
-        return np.where(self.exact_count[columns] == counts, self.exact[columns], heaviest)
+        index = np.arange(self.heaviest.shape[1])[columns]
+        bound = self.heaviest[np.minimum(per_owner, self.partitions) - 1, index]
+        live = self.exact_count[columns]
+        fewer = live > counts
+        if fewer.any():  # the survivors keep theirs and take at most the heaviest of the rest
+            owners = self.owner_partitions[:, columns]
+            gained = self.gainable[np.clip(per_owner[None, :] - owners, 0, self.partitions), index[None, :]]
+            kept = np.where(owners > 0, self.owner_load[:, columns] + gained, -np.inf).max(axis=0)
+            bound = np.where(fewer, np.minimum(bound, kept), bound)
+        return np.where(live == counts, self.exact[columns], bound)
 
     def service(self, values: np.ndarray, counts: np.ndarray, columns: np.ndarray | slice = slice(None)) -> np.ndarray:
         """Each row's service rate at ``counts`` (one per chosen column) for ``values`` of those columns."""
@@ -351,7 +364,16 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 free = np.isnan(last_action) | (moment >= last_action + settings.cooldown_down)
                 eligible = known & ~risk & free & (budget >= 2) & (settings.lowest < capacity)
                 if eligible.any():
-                    down_rows, chosen = _scale_in(eligible, capacity, loads, forecast, age, settings, sample_interval)
+                    # slo.propose: a scale-in holds against the busiest interval of the history too.
+                    # (each candidate's busiest interval among those ending within its scale_in_peak_seconds)
+                    later_max = np.maximum.accumulate(np.maximum(np.diff(window, axis=0), 0.0)[::-1], axis=0)[::-1]
+                    start = np.clip(samples - 1 - np.floor(settings.peak / interval_seconds).astype(np.int64), 0, samples - 2)
+                    peak = later_max[start, :].T / (times[1] - times[0])  # (rows, candidates)
+                    calm = np.maximum(forecast, peak * settings.headroom_factor)
+                    if any_hot:
+                        calm = np.where(hot, 0.0, calm)
+                    calm_loads = _Loads(calm, hot if any_hot else None, layout, owners_now, live_owners, rate, per_instance)
+                    down_rows, chosen = _scale_in(eligible, capacity, calm_loads, calm, age, settings, sample_interval)
                     proposal[down_rows] = chosen
 
         # --- evaluate: snapping, bounds, cooldown, the action budget; the request ----------------
