@@ -102,6 +102,8 @@ BOUNDARIES = [
      document(slo={"rate_window_seconds": 86_401}), "must be at most 86400"),
     ("targets[0].slo.history_seconds", document(slo={"history_seconds": 86_400}),
      document(slo={"history_seconds": 86_401}), "must be at most 86400"),
+    ("targets[0].slo.scale_in_peak_seconds", document(slo={"history_seconds": 900, "scale_in_peak_seconds": 900}),
+     document(slo={"history_seconds": 900, "scale_in_peak_seconds": 900.5}), "must be at most history_seconds"),
     ("targets[0].sources[0].unprocessed_event_threshold", document(sources=[hub(unprocessed_event_threshold=10**12)]),
      document(sources=[hub(unprocessed_event_threshold=10**12 + 1)]), "must be at most 1000000000000"),
     ("targets[0].sources[0].activation_unprocessed_event_threshold",

@@ -165,6 +165,35 @@ def test_scale_in_only_to_a_count_that_holds_for_min_dwell(min_dwell, expected, 
     assert holds in decision.reasons[0]
 
 
+def bursty(burst_minutes_ago: int, *, minutes: int = 10) -> list[MetricSample]:
+    """Consumers keeping up with 2 events/s per partition, but 4.2/s in the one minute that ended
+    ``burst_minutes_ago`` minutes before T0."""
+    samples, last = [], 100_000
+    for k in range(minutes + 1):
+        if k:
+            last += round((4.2 if minutes - k + 1 == burst_minutes_ago + 1 else 2.0) * 60)
+        partitions = tuple(PartitionReading.measure(str(p), 0, last, last) for p in range(PARTITIONS))
+        samples.append(MetricSample(target="orders", collected_at=T0 - timedelta(minutes=minutes - k), capacity=8,
+                                    sources=(SourceReading(name="hub", kind="eventhub", partitions=partitions),)))
+    return samples
+
+
+@pytest.mark.parametrize(
+    ("burst_minutes_ago", "peak_seconds", "expected"),
+    [
+        # The rate window (3 min) sees 2/s: alone it cuts to 4 (see the table above). A burst of 4.2/s
+        # (x 1.05 = 4.41/s) within scale_in_peak_seconds must hold too: only 8 instances serve it.
+        pytest.param(3, 360, None, id="burst-within-the-peak-window-holds"),
+        pytest.param(5, 360, None, id="burst-at-the-window-edge-holds"),
+        pytest.param(7, 360, 4, id="older-burst-forgotten"),
+        pytest.param(3, 0, 4, id="peak-window-off"),
+    ],
+)
+def test_a_scale_in_holds_at_the_busiest_recent_interval(burst_minutes_ago, peak_seconds, expected) -> None:
+    decision = evaluate(slo_target(scale_in_peak_seconds=peak_seconds), state(), bursty(burst_minutes_ago), T0)
+    assert decision.target_capacity == expected, decision.reasons
+
+
 def test_no_scale_in_when_no_lower_count_holds() -> None:
     # 4.0 events/s per partition at 8 instances (4.17/s each): 7 instances would fall behind fast
     decision = evaluate(slo_target(), state(), idle(4.0), T0)
