@@ -13,12 +13,14 @@ partitions that instance owns.
   in advance. After the change every instance owns at most ``k = ceil(P / n)`` partitions, so
   the busiest owner carries at most the ``k`` heaviest partitions: their sum bounds the busiest
   load whatever moves where. With fewer instances than the current owners, the survivors keep
-  what they own (only the leaving instances' partitions move), so an owner ends with at most
-  its load now plus the ``k - c`` heaviest partitions (``c``: how many it owns): the busiest
-  such sum bounds the load too, and the lower of the two bounds is used (which instances leave
-  is not known: every owner is assumed to survive). After the change the next evaluation reads
-  the real assignment (the first point above): a better one may let it scale in further, a
-  worse one (a balancer that moves more than it must) is corrected by scaling out.
+  what they own (only the leaving instances' partitions move, which ones go where is drawn),
+  so an owner ends with its load now plus ``k - c`` moved partitions (``c``: how many it owns),
+  estimated at the mean load of the partitions it does not own: the busiest such estimate is
+  used when lower than the bound (which instances leave is not known: every owner is assumed
+  to survive). This is an expectation over the draw, not a worst case, so after the change the
+  next evaluation reads the real assignment (the first point above): a better one may let it
+  scale in further, a worse one (or a balancer that moves more than it must) is corrected by
+  scaling out, and that action counts in the action budget.
 - **No ownership collected** (a consumer that writes none, the legacy layout, Service Bus): the
   worst case, as if every partition were as busy as the busiest and all shared one owner: each
   gets ``throughput / k`` (``sizing: worst_case, no ownership`` in the decision).
@@ -111,8 +113,11 @@ class OwnerLoads:
             return self.exact
         bound = float(self.heaviest[min(per_owner, len(self.heaviest)) - 1])
         if self.live_owners > instances:
-            # Fewer instances: the survivors keep what they own and take at most the heaviest of the rest.
-            gained = np.concatenate(([0.0], self.heaviest))[np.clip(per_owner - self.owner_partitions, 0, len(self.heaviest))]
+            # Fewer instances: the survivors keep what they own and take, of the partitions that move
+            # (which ones is drawn), as many as they have room for at the others' mean load.
+            partitions = len(self.heaviest)
+            others = (self.heaviest[-1] - self.owner_load) / np.maximum(partitions - self.owner_partitions, 1)
+            gained = np.clip(per_owner - self.owner_partitions, 0, partitions) * others
             return min(bound, float((self.owner_load + gained).max()))
         return bound
 

@@ -131,7 +131,6 @@ class _Loads:
         self.owner_partitions = np.bincount(slots[owned.ravel()], minlength=size).reshape(-1, count)
         self.exact = self.owner_load.max(axis=0)
         self.partitions = len(layout.row_of)
-        self.gainable = np.concatenate((np.zeros((1, count)), self.heaviest))  # the j heaviest's sum at row j
         self.rate, self.per_instance = rate, per_instance
 
     def load(self, counts: np.ndarray, columns: np.ndarray | slice = slice(None)) -> np.ndarray:
@@ -141,10 +140,12 @@ class _Loads:
         bound = self.heaviest[np.minimum(per_owner, self.partitions) - 1, index]
         live = self.exact_count[columns]
         fewer = live > counts
-        if fewer.any():  # the survivors keep theirs and take at most the heaviest of the rest
+        if fewer.any():  # the survivors keep theirs and take the moving ones at the others' mean
             owners = self.owner_partitions[:, columns]
-            gained = self.gainable[np.clip(per_owner[None, :] - owners, 0, self.partitions), index[None, :]]
-            kept = np.where(owners > 0, self.owner_load[:, columns] + gained, -np.inf).max(axis=0)
+            load = self.owner_load[:, columns]
+            others = (self.heaviest[-1, index][None, :] - load) / np.maximum(self.partitions - owners, 1)
+            gained = np.clip(per_owner[None, :] - owners, 0, self.partitions) * others
+            kept = np.where(owners > 0, load + gained, -np.inf).max(axis=0)
             bound = np.where(fewer, np.minimum(bound, kept), bound)
         return np.where(live == counts, self.exact[columns], bound)
 
