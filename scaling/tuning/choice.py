@@ -1,33 +1,40 @@
 """Step 3 of the tuning job: which simulated candidate to recommend for a target.
+
+The selection itself is ``scaling.simulation.robust`` (the benchmark's ``project-tuned`` uses
+the same one): out-of-time folds, the margin rule, stress replays of the shortlist, the regime
+check. This module is the job's side of it: which stress replays to run as Spark work after the
+first pass (``stress_works``), and the choice from the rows the executors returned
+(``choose``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+
+from scaling.simulation.robust import MARGIN, Selection, regime_changes, select, shortlist, stress_replays
+from scaling.tuning.tasks import TargetWork
 
 
-def choose(rows: list[dict], candidates: Sequence[Any], scenario: Any) -> tuple[int | None, str]:
-    """The index of the cheapest candidate meeting the SLO on validation (and, when any does, on
-    training too), via ``pick_cheapest``; ``None`` when none meets it."""
-    from scaling.simulation.candidates import pick_cheapest
-    from scaling.simulation.world import RunResult
+def stress_works(work: TargetWork, base_rows: Sequence[dict]) -> tuple[dict[tuple[str, str], TargetWork], list[int]]:
+    """The stress replays of ``work``'s shortlist (candidate 0, the current policy, always in it):
+    one work per stress set, keyed by (target, set), and the shortlisted candidate indices (a
+    stress work's candidate ``i`` is ``work.candidates[listed[i]]``)."""
+    base = [row for row in sorted(base_rows, key=lambda row: row["index"])]
+    listed = shortlist(base, 0, work.scenario.slo_minutes, MARGIN)
+    works = {}
+    for replay in stress_replays(work.scenario, work.folds, work.arrivals):
+        works[(work.target, replay.name)] = TargetWork(
+            work.target, replay.arrivals(work.arrivals), replay.scenario, replay.folds.train_ends[0],
+            tuple(work.candidates[index] for index in listed), replay.folds.train_ends, replay.name)
+    return works, listed
 
-    def as_result(row: dict) -> RunResult:
-        validation = row["validation"]
-        cost_ratio = validation["cost_ratio"]
-        return RunResult(algorithm="candidate", knob=row["label"], minutes=validation["minutes"], cost=validation["cost"],
-                         fluid_lower_bound=validation["cost"] / cost_ratio if cost_ratio else 0.0,
-                         slo_violation_minutes=validation["slo_violation_minutes"], p99_age_minutes=validation["p99_age_minutes"],
-                         max_age_minutes=validation["max_age_minutes"], scale_actions=validation["scale_actions"],
-                         final_backlog=validation.get("final_backlog", 0.0))
 
-    both = [row for row in rows if row["train"]["meets_slo"]]
-    pool, how = (both, "meets the SLO on training and validation") if any(
-        row["validation"]["meets_slo"] for row in both) else (rows, "meets the SLO on validation (none met it on training too)")
-    picked = pick_cheapest([(candidates[row["index"]], as_result(row)) for row in pool], scenario)
-    if picked is None:
-        return None, "no candidate meets the SLO on the validation window"
-    label = picked[0].label
-    index = next(row["index"] for row in pool if row["label"] == label)
-    return index, f"cheapest candidate that {how}"
+def choose(work: TargetWork, base_rows: Sequence[dict], stress_rows: Sequence[dict], listed: Sequence[int]) -> Selection:
+    """``robust.select`` over the executors' rows: the history's scenario (``base_rows``, one per
+    candidate) and the stress replays (``stress_rows``, shortlist indices)."""
+    base = [row for row in sorted(base_rows, key=lambda row: row["index"])]
+    stress: dict[str, dict[int, dict]] = {}
+    for row in stress_rows:
+        stress.setdefault(row["replay"], {})[listed[row["index"]]] = row
+    return select([candidate.label for candidate in work.candidates], base, stress, 0, work.scenario.slo_minutes, MARGIN,
+                  regime_changes(work.arrivals, work.folds))
