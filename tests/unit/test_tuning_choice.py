@@ -1,0 +1,81 @@
+"""The tuning job's choice (scaling/tuning/choice.py) is the robust selection the benchmark's
+project-tuned runs: the job's executor tasks (``run_chunk``, here without Spark), its stress works
+and ``choose`` give the very ``Selection`` that ``robust.tune`` gives in-process, and the
+benchmark's project-tuned row is what ``robust.tune`` chose."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from scaling.simulation import robust
+from scaling.simulation.candidates import Candidate, all_candidates, slo_candidates
+from scaling.simulation.peers import simulated_target
+from scaling.simulation.world import Scenario, load_trace, scale_trace
+from scaling.tuning.choice import choose, stress_works
+from scaling.tuning.tasks import CURRENT, TargetWork, run_chunk
+
+SCENARIO = Scenario(partitions=8, peak_instances=6)
+
+
+def history() -> np.ndarray:
+    minutes = np.arange(900)
+    wave = 300 + 700 * 0.5 * (1 - np.cos(2 * np.pi * minutes / 300))
+    return scale_trace(wave + np.where((minutes > 500) & (minutes < 540), 400.0, 0.0), SCENARIO)
+
+
+def test_the_job_chooses_exactly_what_robust_tune_chooses() -> None:
+    arrivals = history()
+    base = simulated_target(SCENARIO, name="orders")
+    candidates = (Candidate(CURRENT, base), *all_candidates(base, "small"))
+    folds = robust.blocked_folds(len(arrivals), 3, 0.4)
+    work = TargetWork("orders", arrivals, SCENARIO, folds.train_ends[0], candidates, folds.train_ends)
+    # What the executors would return: the first pass, then the stress works of the shortlist.
+    rows = run_chunk(("orders", list(range(len(candidates)))), {"orders": work})
+    replays, listed = stress_works(work, rows)
+    assert {replay for _, replay in replays} == set(robust.STRESS_SETS)
+    stress_rows = [row for key, replay in replays.items()
+                   for row in run_chunk((key, list(range(len(replay.candidates)))), replays)]
+    job = choose(work, rows, stress_rows, listed)
+    alone = robust.tune(arrivals, SCENARIO, candidates, current_index=0, folds=3, first_train_fraction=0.4)
+    assert (job.index, job.kept_current, job.reason, job.safer) == (alone.index, alone.kept_current, alone.reason, alone.safer)
+    assert job.failures == alone.failures
+    assert job.risk == alone.risk and job.current_risk == alone.current_risk
+    assert job.regime == alone.regime
+    # The job's rows hold the numbers the selection read: per fold, and over all validation blocks.
+    assert [len(row["folds"]) for row in rows] == [3] * len(candidates)
+    assert all(row["replay"] in robust.STRESS_SETS for row in stress_rows)
+
+
+def test_the_benchmark_project_tuned_row_is_robust_tune_s_choice(tmp_path: Path) -> None:
+    from scaling.simulation.benchmark import TRAIN_FRACTION, TUNING_GRID, Job, run_job
+
+    counts = np.concatenate([np.full(200, 200.0), np.linspace(200, 1000, 200), np.full(200, 300.0)])
+    trace = tmp_path / "small.csv"
+    trace.write_text("minute,count\n" + "".join(f"{i},{c:.0f}\n" for i, c in enumerate(counts)), encoding="utf-8")
+    row = run_job(Job(str(trace), "project-tuned", "tuned on first 30%"))
+    scenario = Scenario()
+    arrivals = scale_trace(load_trace(trace), scenario)
+    base = simulated_target(scenario, name="tuned")
+    candidates = [Candidate("default (kept)", base), *all_candidates(base, TUNING_GRID)]
+    chosen = robust.tune(arrivals[: int(len(arrivals) * TRAIN_FRACTION)], scenario, candidates)
+    assert row["knob"] == candidates[chosen.index].label
+    assert row["tuning"] == {"kept_default": chosen.kept_current, "reason": chosen.reason}
+
+
+def test_stress_works_replay_only_the_shortlist_from_a_warm_up_before_validation() -> None:
+    arrivals = history()
+    base = simulated_target(SCENARIO, name="orders")
+    candidates = (Candidate(CURRENT, base), *slo_candidates(base, "small"))
+    folds = robust.blocked_folds(len(arrivals), 3, 0.4)
+    work = TargetWork("orders", arrivals, SCENARIO, folds.train_ends[0], candidates, folds.train_ends)
+    rows = run_chunk(("orders", list(range(len(candidates)))), {"orders": work})
+    replays, listed = stress_works(work, rows)
+    assert listed == robust.shortlist(sorted(rows, key=lambda row: row["index"]), 0, SCENARIO.slo_minutes)
+    for (target, name), replay in replays.items():
+        assert target == "orders" and replay.replay == name
+        assert replay.candidates == tuple(candidates[index] for index in listed)
+        start = max(folds.train_ends[0] - robust.STRESS_WARMUP_MINUTES, 0)
+        assert len(replay.arrivals) == len(arrivals) - start
+        assert replay.folds.validation == tuple((a - start, b - start) for a, b in folds.validation)
