@@ -30,6 +30,7 @@ executor tasks and calls the same ``shortlist`` and ``select``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -97,6 +98,20 @@ def blocked_folds(minutes: int, folds: int = 3, first_train_fraction: float = 0.
     return Folds(tuple(first + int(round(block * k)) for k in range(folds)), minutes)
 
 
+def percentile_99(values: np.ndarray) -> float:
+    """``np.percentile(values, 99)`` (its default linear method, the same floating-point steps),
+    by a partial sort: about ten times as fast, and every candidate's every window needs one."""
+    count = len(values)
+    position = 0.99 * (count - 1)
+    low = math.floor(position)
+    high = min(low + 1, count - 1)
+    ordered = np.partition(values, (low, high))
+    below, above = float(ordered[low]), float(ordered[high])
+    fraction = position - low
+    step = above - below
+    return above - step * (1 - fraction) if fraction >= 0.5 else below + step * fraction
+
+
 def window_numbers(result: RunResult, scenario: Scenario, start: int, end: int) -> dict:
     """Cost, SLO and action numbers of a run over minutes ``[start, end)``."""
     mu = scenario.events_per_instance_per_minute
@@ -114,17 +129,24 @@ def window_numbers(result: RunResult, scenario: Scenario, start: int, end: int) 
         "slo_violation_minutes": violations,
         "meets_slo": violations <= scenario.max_violation_fraction * minutes,
         "scale_actions": changes,
-        "p99_age_minutes": round(float(np.percentile(ages, 99)), 3) if minutes else 0.0,
+        "p99_age_minutes": round(percentile_99(ages), 3) if minutes else 0.0,
         "max_age_minutes": round(float(ages.max()), 3) if minutes else 0.0,
     }
 
 
 def scores(result: RunResult, scenario: Scenario, folds: Folds) -> dict:
     """A run's numbers per fold (``train``, ``validation``) and over all validation blocks."""
+    windows: dict[tuple[int, int], dict] = {}  # one fold: its validation block is all of validation
+
+    def numbers(start: int, end: int) -> dict:
+        if (start, end) not in windows:
+            windows[(start, end)] = window_numbers(result, scenario, start, end)
+        return windows[(start, end)]
+
     return {
-        "folds": [{"train": window_numbers(result, scenario, *train), "validation": window_numbers(result, scenario, *valid)}
+        "folds": [{"train": numbers(*train), "validation": numbers(*valid)}
                   for train, valid in zip(folds.training, folds.validation, strict=True)],
-        "validation": window_numbers(result, scenario, folds.train_ends[0], folds.minutes),
+        "validation": numbers(folds.train_ends[0], folds.minutes),
     }
 
 

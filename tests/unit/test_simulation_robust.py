@@ -300,3 +300,10 @@ def test_on_a_trace_whose_history_is_quiet_the_job_recommends_a_policy_that_hold
         assert chosen.reason
     else:
         assert picked.meets_slo(scenario) and picked.max_age_minutes <= scenario.slo_minutes, picked
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 99, 100, 101, 1000, 2881])
+def test_percentile_99_is_numpy_s_percentile(count: int) -> None:
+    values = np.random.default_rng(count).random(count) * 7
+    values[::7] = np.round(values[::7], 1)  # ties
+    assert robust.percentile_99(values) == np.percentile(values, 99)
