@@ -170,6 +170,10 @@ def test_shortlist_is_the_current_policy_and_cheaper_candidates_that_hold_on_the
     base = [candidate(300.0), candidate(250.0), candidate(350.0), candidate(200.0, ((2.0, 3.0), (4.6, 4.8), (2.0, 3.0))),
             candidate(300.0)]
     assert shortlist(base, 0, SLO) == [0, 1, 4]
+    # At most ``size`` of them, the cheapest (ties: fewer scale actions).
+    many = [candidate(300.0), candidate(290.0), candidate(280.0, actions=9), candidate(280.0, actions=4), candidate(295.0)]
+    assert shortlist(many, 0, SLO, size=2) == [0, 2, 3]
+    assert shortlist(many, 0, SLO, size=1) == [0, 3]
     # The current policy is always replayed, even when it fails the splits itself.
     assert shortlist([candidate(300.0, ((5.0, 6.0),) * 3), candidate(290.0)], 0, SLO) == [0, 1]
 
@@ -252,9 +256,16 @@ def test_stress_replays_start_a_warm_up_before_the_first_validation_block() -> N
         assert replay.start == start
         assert replay.folds.validation == tuple((a - start, b - start) for a, b in folds.validation)
         assert len(replay.arrivals(arrivals)) == 2500 - start
+    assert [replay.name for replay in replays] == list(robust.STRESS_SETS)
     surge = next(replay for replay in replays if replay.name == "surge")
     assert surge.load == robust.MAX_LOAD_FACTOR  # 100 events a minute, 8,000 served: capped
     assert surge.arrivals(arrivals)[0] == pytest.approx(100.0 * surge.load)
+
+
+def test_a_stress_set_that_is_the_history_s_own_world_is_not_replayed_again() -> None:
+    folds = Folds((1000, 1500, 2000), 2500)
+    replays = robust.stress_replays(Scenario.named("realistic"), folds, np.full(2500, 100.0))
+    assert [replay.name for replay in replays] == [name for name in robust.STRESS_SETS if name != "realistic"]
 
 
 def test_tune_keeps_the_current_policy_and_says_why_when_no_candidate_holds() -> None:

@@ -16,7 +16,7 @@ from scaling.simulation.world import Scenario, load_trace, scale_trace
 from scaling.tuning.choice import choose, stress_works
 from scaling.tuning.tasks import CURRENT, TargetWork, run_chunk
 
-SCENARIO = Scenario(partitions=8, peak_instances=6)
+SCENARIO = Scenario(partitions=8, peak_instances=4)  # the surge replay grows it to 6
 
 
 def history() -> np.ndarray:
