@@ -38,3 +38,13 @@ def choose(work: TargetWork, base_rows: Sequence[dict], stress_rows: Sequence[di
         stress.setdefault(row["replay"], {})[listed[row["index"]]] = row
     return select([candidate.label for candidate in work.candidates], base, stress, 0, work.scenario.slo_minutes, MARGIN,
                   regime_changes(work.arrivals, work.folds))
+
+
+def selection_evidence(work: TargetWork, selection: Selection) -> dict:
+    """The evidence file's ``selection`` of a target (the report's risk table reads it)."""
+    return {"kept_current": selection.kept_current, "reason": selection.reason,
+            "recommended": work.candidates[selection.index].label,
+            "margin": {"p99_fraction": MARGIN.p99_fraction, "max_fraction": MARGIN.max_fraction},
+            "risk": selection.risk, "current_risk": selection.current_risk, "regime": selection.regime,
+            "regime_change": any(fold["changes"] for fold in selection.regime),
+            "safer": work.candidates[selection.safer].label if selection.safer is not None else None}

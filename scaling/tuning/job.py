@@ -48,7 +48,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from scaling.tuning.choice import choose, stress_works
+from scaling.tuning.choice import choose, selection_evidence, stress_works
 from scaling.tuning.options import GRIDS, TuneError, TuneOptions
 from scaling.tuning.planning import default_target, plan_target, simulate_all
 from scaling.tuning.recovery import recover_histories
@@ -61,7 +61,7 @@ def run_job(spark: Any, options: TuneOptions) -> dict:
     """Run the whole job on ``spark``; returns the evidence document (also written next to OUT)."""
     from scaling.domain.policy import Policy, PolicyError, load_policy_text, policy_to_dict
     from scaling.simulation.candidates import Candidate, all_candidates
-    from scaling.simulation.robust import MARGIN, blocked_folds
+    from scaling.simulation.robust import blocked_folds
     from scaling.tuning.tasks import CURRENT, TargetWork
 
     if options.grid not in GRIDS:
@@ -163,11 +163,7 @@ def run_job(spark: Any, options: TuneOptions) -> dict:
             stressed.setdefault(work.candidates[shortlists[name][row["index"]]].label, {})[row["replay"]] = {
                 "validation": row["validation"], "folds": [fold["validation"] for fold in row["folds"]]}
         item["stress"] = {"sets": sorted({row["replay"] for row in replayed}), "candidates": stressed}
-        item["selection"] = {"kept_current": selection.kept_current, "reason": selection.reason,
-                             "margin": {"p99_fraction": MARGIN.p99_fraction, "max_fraction": MARGIN.max_fraction},
-                             "risk": selection.risk, "current_risk": selection.current_risk, "regime": selection.regime,
-                             "regime_change": any(fold["changes"] for fold in selection.regime),
-                             "safer": work.candidates[selection.safer].label if selection.safer is not None else None}
+        item["selection"] = selection_evidence(work, selection)
         item["recommended"] = _evidence_numbers(by_index[index])
         if selection.kept_current:
             item["status"] = "kept current"

@@ -13,7 +13,7 @@ from scaling.simulation import robust
 from scaling.simulation.candidates import Candidate, all_candidates, slo_candidates
 from scaling.simulation.peers import simulated_target
 from scaling.simulation.world import Scenario, load_trace, scale_trace
-from scaling.tuning.choice import choose, stress_works
+from scaling.tuning.choice import choose, selection_evidence, stress_works
 from scaling.tuning.tasks import CURRENT, TargetWork, run_chunk
 
 SCENARIO = Scenario(partitions=8, peak_instances=4)  # the surge replay grows it to 6
@@ -46,6 +46,25 @@ def test_the_job_chooses_exactly_what_robust_tune_chooses() -> None:
     # The job's rows hold the numbers the selection read: per fold, and over all validation blocks.
     assert [len(row["folds"]) for row in rows] == [3] * len(candidates)
     assert all(row["replay"] in robust.STRESS_SETS for row in stress_rows)
+    assert_report_says_cost_risk_and_regime(work, job)
+
+
+def assert_report_says_cost_risk_and_regime(work: TargetWork, selection: robust.Selection) -> None:
+    """The summary's table per target: expected cost and SLO risk as min / median / max across
+    folds, the stress replays' worst fold, and the regime check."""
+    from scaling.tuning.report import summary_markdown
+
+    evidence = {"history": "h", "grid": "small", "train_fraction": 0.4, "folds": 3, "messages": [],
+                "simulation": {"candidate_policy_minutes": 1, "seconds": 1.0, "parallelism": 2, "minutes_per_second": 1.0},
+                "targets": {"orders": {"status": "kept current" if selection.kept_current else "tuned", "messages": [],
+                                       "selection": selection_evidence(work, selection)}}}
+    text = summary_markdown(evidence)
+    cost = selection.risk["cost_ratio"]
+    assert f"{cost['min']:g} / {cost['median']:g} / {cost['max']:g}" in text
+    for name, replay in selection.risk["stress"].items():
+        assert f"{name}: {replay['worst_p99_age_minutes']:g} / {replay['worst_max_age_minutes']:g}" in text
+    assert "Regime change (validation traffic unlike its training window): " in text
+    assert "p99 <= 0.9 x SLO and max <= 1 x SLO" in text
 
 
 def test_the_benchmark_project_tuned_row_is_robust_tune_s_choice(tmp_path: Path) -> None:
