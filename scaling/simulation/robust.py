@@ -19,9 +19,9 @@ is the one selection both the Spark tuning job (``scaling.tuning``) and the benc
   maximum at most ``max_fraction`` of it; on the training windows the plain SLO.
 - **The choice** (``select``): the cheapest candidate (validation cost in the history's
   scenario) that holds everywhere, if it costs no more than the current policy; otherwise the
-  current policy stays, with the reason. ``shortlist`` keeps the stress replays cheap: only
-  candidates that hold on the splits and cost no more than the current policy can be chosen, so
-  only the ``SHORTLIST_SIZE`` cheapest of them (and the current policy) are replayed.
+  current policy stays, with the reason. ``shortlist`` and ``stress_round`` keep the stress
+  replays cheap: only candidates that hold on the splits and cost no more than the current policy
+  can be chosen, so only they are replayed, cheapest first, in rounds that stop once one holds.
 - **Regime change** (``regime_changes``): per fold, whether the validation block's traffic looks
   unlike its training window (rate level, peak-to-mean, burstiness).
 
@@ -186,22 +186,45 @@ def holds_on_splits(candidate: Mapping, slo_minutes: float, margin: Margin = MAR
     return None
 
 
-#: At most this many candidates (the cheapest) besides the current policy are replayed under stress.
-SHORTLIST_SIZE = 12
+#: Stress replays run in rounds of this many candidates, cheapest first (the current policy joins the first).
+STRESS_ROUND = 8
 
 
-def shortlist(base: Sequence[Mapping], current_index: int, slo_minutes: float, margin: Margin = MARGIN,
-              size: int = SHORTLIST_SIZE) -> list[int]:
-    """The candidates worth a stress replay, in index order: the current policy, and the ``size``
-    cheapest of those that hold on every split and cost no more than it on validation (nothing
-    else can be chosen; a replay's time grows with its candidates)."""
+def shortlist(base: Sequence[Mapping], current_index: int, slo_minutes: float, margin: Margin = MARGIN) -> list[int]:
+    """The candidates worth a stress replay: the current policy first, then those that hold on
+    every split and cost no more than it on validation, cheapest first (nothing else can be chosen)."""
     ceiling = base[current_index]["validation"]["cost"]
     eligible = [index for index, candidate in enumerate(base)
                 if index != current_index and candidate["validation"]["cost"] <= ceiling
                 and holds_on_splits(candidate, slo_minutes, margin) is None]
-    cheapest = sorted(eligible, key=lambda index: (base[index]["validation"]["cost"], base[index]["validation"]["scale_actions"],
-                                                   index))[:size]
-    return sorted([current_index, *cheapest])
+    return [current_index, *sorted(eligible, key=lambda index: (base[index]["validation"]["cost"],
+                                                                base[index]["validation"]["scale_actions"], index))]
+
+
+def holds_under_stress(index: int, stress: Mapping[str, Mapping[int, Mapping]], slo_minutes: float,
+                       margin: Margin = MARGIN) -> str | None:
+    """Why candidate ``index`` fails a stress replay (or was not replayed), ``None`` when it holds in all."""
+    for name, replay in stress.items():
+        if index not in replay:
+            return "not replayed under stress: fails on the splits, costs more than the current policy, or a cheaper one holds"
+        failed = holds_on_splits(replay[index], slo_minutes, margin, name)
+        if failed:
+            return failed
+    return None
+
+
+def stress_round(listed: Sequence[int], stress: Mapping[str, Mapping[int, Mapping]], current_index: int, slo_minutes: float,
+                 margin: Margin = MARGIN, size: int = STRESS_ROUND) -> list[int]:
+    """The next candidates to replay under stress: the next ``size`` of the shortlist (the current
+    policy among the first), none once a replayed candidate other than the current policy holds in
+    every replay (every cheaper one has been replayed and failed, so it is the choice: rounds give
+    what replaying the whole shortlist would, in one round when a cheap candidate holds)."""
+    if not stress:
+        return []
+    done = set().union(*(replay.keys() for replay in stress.values()))
+    if any(index != current_index and holds_under_stress(index, stress, slo_minutes, margin) is None for index in done):
+        return []
+    return [index for index in listed if index not in done][:size]
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,15 +315,7 @@ def select(labels: Sequence[str], base: Sequence[Mapping], stress: Mapping[str, 
     stress replay ``name`` (candidates not replayed cannot be chosen)."""
     failures: dict[int, str] = {}
     for index, candidate in enumerate(base):
-        failed = holds_on_splits(candidate, slo_minutes, margin)
-        for name, replay in stress.items():
-            if failed:
-                break
-            if index not in replay:
-                failed = ("not replayed under stress: fails on the splits, costs more than the current policy, or is not "
-                          f"among the {SHORTLIST_SIZE} cheapest that hold on them")
-                break
-            failed = holds_on_splits(replay[index], slo_minutes, margin, name)
+        failed = holds_on_splits(candidate, slo_minutes, margin) or holds_under_stress(index, stress, slo_minutes, margin)
         if failed:
             failures[index] = failed
 
@@ -408,10 +423,12 @@ def tune(arrivals: np.ndarray, scenario: Scenario, candidates: Sequence[Candidat
     splits = blocked_folds(len(arrivals), folds, first_train_fraction)
     base = [scores(result, scenario, splits) for result in run_candidates(candidates, arrivals, scenario)]
     listed = shortlist(base, current_index, scenario.slo_minutes, margin)
-    stress = {}
-    for replay in stress_replays(scenario, splits, arrivals, sets):
-        runs = run_candidates([candidates[index] for index in listed], replay.arrivals(arrivals), replay.scenario)
-        stress[replay.name] = {index: scores(result, replay.scenario, replay.folds)
-                               for index, result in zip(listed, runs, strict=True)}
+    replays = stress_replays(scenario, splits, arrivals, sets)
+    stress: dict[str, dict[int, dict]] = {replay.name: {} for replay in replays}
+    while batch := stress_round(listed, stress, current_index, scenario.slo_minutes, margin):
+        for replay in replays:
+            runs = run_candidates([candidates[index] for index in batch], replay.arrivals(arrivals), replay.scenario)
+            stress[replay.name].update({index: scores(result, replay.scenario, replay.folds)
+                                        for index, result in zip(batch, runs, strict=True)})
     return select([candidate.label for candidate in candidates], base, stress, current_index, scenario.slo_minutes, margin,
                   regime_changes(arrivals, splits))

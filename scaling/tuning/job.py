@@ -48,7 +48,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from scaling.tuning.choice import choose, selection_evidence, stress_works
+from scaling.tuning.choice import choose, next_stress_round, selection_evidence, stress_works
 from scaling.tuning.options import GRIDS, TuneError, TuneOptions
 from scaling.tuning.planning import default_target, plan_target, simulate_all
 from scaling.tuning.recovery import recover_histories
@@ -138,13 +138,20 @@ def run_job(spark: Any, options: TuneOptions) -> dict:
 
     # First pass: every candidate in the history's scenario; second: the shortlists under stress.
     rows, seconds = simulate_all(spark, works, options.tasks_per_core)
-    replays, shortlists = {}, {}
-    for name, work in works.items():
-        more, shortlists[name] = stress_works(work, [row for row in rows if row["target"] == name])
-        replays.update(more)
-    stress_rows, stress_seconds = simulate_all(spark, replays, options.tasks_per_core)
+    stress_rows: list[dict] = []
+    while True:  # rounds of stress replays, cheapest candidates first, until each target has its choice
+        replays = {}
+        for name, work in works.items():
+            batch = next_stress_round(work, [row for row in rows if row["target"] == name],
+                                      [row for row in stress_rows if row["target"] == name])
+            if batch:
+                replays.update(stress_works(work, batch))
+        if not replays:
+            break
+        more, more_seconds = simulate_all(spark, replays, options.tasks_per_core)
+        stress_rows += more
+        seconds += more_seconds
     simulated = sum(row["simulated_minutes"] for row in (*rows, *stress_rows))
-    seconds += stress_seconds
     recommended_targets = []
     report_files: dict[str, bytes] = {}
     for name, work in works.items():
@@ -152,7 +159,7 @@ def run_job(spark: Any, options: TuneOptions) -> dict:
         target_rows = sorted((row for row in rows if row["target"] == name), key=lambda row: row["index"])
         replayed = [row for row in stress_rows if row["target"] == name]
         by_index = {row["index"]: row for row in target_rows}
-        selection = choose(work, target_rows, replayed, shortlists[name])
+        selection = choose(work, target_rows, replayed)
         index = selection.index
         item["current"] = _evidence_numbers(by_index.get(0))
         item["candidates"] = [{"label": row["label"], "train": row["train"], "validation": row["validation"],
@@ -160,7 +167,7 @@ def run_job(spark: Any, options: TuneOptions) -> dict:
                                "fails": selection.failures.get(row["index"])} for row in target_rows]
         stressed: dict[str, dict] = {}
         for row in replayed:
-            stressed.setdefault(work.candidates[shortlists[name][row["index"]]].label, {})[row["replay"]] = {
+            stressed.setdefault(row["label"], {})[row["replay"]] = {
                 "validation": row["validation"], "folds": [fold["validation"] for fold in row["folds"]]}
         item["stress"] = {"sets": sorted({row["replay"] for row in replayed}), "candidates": stressed}
         item["selection"] = selection_evidence(work, selection)

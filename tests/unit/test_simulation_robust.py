@@ -162,20 +162,34 @@ def test_training_misses_and_missing_replays_are_failures_with_their_reason() ->
     base = [candidate(300.0), candidate(100.0, train_meets=False), candidate(200.0)]
     chosen = select(["current", "a", "b"], base, {"surge": {0: candidate(1.0)}}, 0, SLO)
     assert chosen.failures[1].startswith("fold 1 training")
-    assert chosen.failures[2].startswith("not replayed under stress")
+    assert chosen.failures[2].startswith("not replayed under stress")  # (a cheaper one held, or it failed the splits)
     assert chosen.index == 0
 
 
-def test_shortlist_is_the_current_policy_and_cheaper_candidates_that_hold_on_the_splits() -> None:
+def test_shortlist_is_the_current_policy_then_cheaper_candidates_that_hold_on_the_splits_cheapest_first() -> None:
     base = [candidate(300.0), candidate(250.0), candidate(350.0), candidate(200.0, ((2.0, 3.0), (4.6, 4.8), (2.0, 3.0))),
-            candidate(300.0)]
-    assert shortlist(base, 0, SLO) == [0, 1, 4]
-    # At most ``size`` of them, the cheapest (ties: fewer scale actions).
-    many = [candidate(300.0), candidate(290.0), candidate(280.0, actions=9), candidate(280.0, actions=4), candidate(295.0)]
-    assert shortlist(many, 0, SLO, size=2) == [0, 2, 3]
-    assert shortlist(many, 0, SLO, size=1) == [0, 3]
+            candidate(280.0), candidate(280.0, actions=2)]
+    assert shortlist(base, 0, SLO) == [0, 1, 5, 4]  # cheapest first; ties: fewer scale actions first
     # The current policy is always replayed, even when it fails the splits itself.
     assert shortlist([candidate(300.0, ((5.0, 6.0),) * 3), candidate(290.0)], 0, SLO) == [0, 1]
+
+
+@pytest.mark.parametrize(
+    ("replayed", "expected"),
+    [
+        pytest.param({}, [0, 4, 3], id="first-round-current-and-the-cheapest"),
+        pytest.param({0: True, 4: False, 3: False}, [2, 1], id="none-held-next-round"),
+        pytest.param({0: True, 4: False, 3: True}, [], id="a-candidate-held-stop"),
+        pytest.param({0: True, 4: False, 3: False, 2: False, 1: False}, [], id="shortlist-exhausted"),
+    ],
+)
+def test_stress_rounds_go_cheapest_first_and_stop_once_one_holds(replayed: dict, expected: list[int]) -> None:
+    listed = [0, 4, 3, 2, 1]
+    failing = candidate(1.0, ((2.0, 6.0),) * 3)
+    stress = {name: {index: candidate(1.0) if holds else failing for index, holds in replayed.items()}
+              for name in ("realistic", "surge")}
+    assert robust.stress_round(listed, stress, 0, SLO, size=3) == expected
+    assert robust.stress_round(listed, {}, 0, SLO, size=3) == []  # no stress sets: nothing to replay
 
 
 # --- regime change ---------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from scaling.simulation import robust
 from scaling.simulation.candidates import Candidate, all_candidates, slo_candidates
 from scaling.simulation.peers import simulated_target
 from scaling.simulation.world import Scenario, load_trace, scale_trace
-from scaling.tuning.choice import choose, selection_evidence, stress_works
+from scaling.tuning.choice import choose, next_stress_round, selection_evidence, stress_works
 from scaling.tuning.tasks import CURRENT, TargetWork, run_chunk
 
 SCENARIO = Scenario(partitions=8, peak_instances=4)  # the surge replay grows it to 6
@@ -31,13 +31,18 @@ def test_the_job_chooses_exactly_what_robust_tune_chooses() -> None:
     candidates = (Candidate(CURRENT, base), *all_candidates(base, "small"))
     folds = robust.blocked_folds(len(arrivals), 3, 0.4)
     work = TargetWork("orders", arrivals, SCENARIO, folds.train_ends[0], candidates, folds.train_ends)
-    # What the executors would return: the first pass, then the stress works of the shortlist.
+    # What the executors would return: the first pass, then the stress works, round by round.
     rows = run_chunk(("orders", list(range(len(candidates)))), {"orders": work})
-    replays, listed = stress_works(work, rows)
-    assert {replay for _, replay in replays} == set(robust.STRESS_SETS)
-    stress_rows = [row for key, replay in replays.items()
-                   for row in run_chunk((key, list(range(len(replay.candidates)))), replays)]
-    job = choose(work, rows, stress_rows, listed)
+    stress_rows: list[dict] = []
+    rounds = 0
+    while batch := next_stress_round(work, rows, stress_rows):
+        replays = stress_works(work, batch)
+        assert {replay for _, replay in replays} == set(robust.STRESS_SETS)
+        stress_rows += [row for key, replay in replays.items()
+                        for row in run_chunk((key, list(range(len(replay.candidates)))), replays)]
+        rounds += 1
+    assert rounds >= 1
+    job = choose(work, rows, stress_rows)
     alone = robust.tune(arrivals, SCENARIO, candidates, current_index=0, folds=3, first_train_fraction=0.4)
     assert (job.index, job.kept_current, job.reason, job.safer) == (alone.index, alone.kept_current, alone.reason, alone.safer)
     assert job.failures == alone.failures
@@ -83,18 +88,19 @@ def test_the_benchmark_project_tuned_row_is_robust_tune_s_choice(tmp_path: Path)
     assert row["tuning"] == {"kept_default": chosen.kept_current, "reason": chosen.reason}
 
 
-def test_stress_works_replay_only_the_shortlist_from_a_warm_up_before_validation() -> None:
+def test_stress_works_replay_the_given_candidates_from_a_warm_up_before_validation() -> None:
     arrivals = history()
     base = simulated_target(SCENARIO, name="orders")
     candidates = (Candidate(CURRENT, base), *slo_candidates(base, "small"))
     folds = robust.blocked_folds(len(arrivals), 3, 0.4)
     work = TargetWork("orders", arrivals, SCENARIO, folds.train_ends[0], candidates, folds.train_ends)
     rows = run_chunk(("orders", list(range(len(candidates)))), {"orders": work})
-    replays, listed = stress_works(work, rows)
-    assert listed == robust.shortlist(sorted(rows, key=lambda row: row["index"]), 0, SCENARIO.slo_minutes)
-    for (target, name), replay in replays.items():
+    listed = robust.shortlist(sorted(rows, key=lambda row: row["index"]), 0, SCENARIO.slo_minutes)
+    first = next_stress_round(work, rows, [])
+    assert first == listed[:robust.STRESS_ROUND] and first[0] == 0
+    start = max(folds.train_ends[0] - robust.STRESS_WARMUP_MINUTES, 0)
+    for (target, name), replay in stress_works(work, first).items():
         assert target == "orders" and replay.replay == name
-        assert replay.candidates == tuple(candidates[index] for index in listed)
-        start = max(folds.train_ends[0] - robust.STRESS_WARMUP_MINUTES, 0)
+        assert replay.candidates == tuple(candidates[index] for index in first)
         assert len(replay.arrivals) == len(arrivals) - start
         assert replay.folds.validation == tuple((a - start, b - start) for a, b in folds.validation)
