@@ -21,7 +21,7 @@ is the one selection both the Spark tuning job (``scaling.tuning``) and the benc
   scenario) that holds everywhere, if it costs no more than the current policy; otherwise the
   current policy stays, with the reason. ``shortlist`` and ``stress_round`` keep the stress
   replays cheap: only candidates that hold on the splits and cost no more than the current policy
-  can be chosen, so only they are replayed, cheapest first, in rounds that stop once one holds.
+  can be chosen, so only they are replayed: the cheapest first, the rest only if none of those holds.
 - **Regime change** (``regime_changes``): per fold, whether the validation block's traffic looks
   unlike its training window (rate level, peak-to-mean, burstiness).
 
@@ -186,9 +186,9 @@ def holds_on_splits(candidate: Mapping, slo_minutes: float, margin: Margin = MAR
     return None
 
 
-#: Stress replays run in rounds of this many candidates, cheapest first (the current policy joins the first).
+#: The first round of stress replays: the current policy and this many of the cheapest candidates;
+#: a second round, when none of them holds, replays all the rest of the shortlist at once.
 STRESS_ROUND = 8
-
 
 def shortlist(base: Sequence[Mapping], current_index: int, slo_minutes: float, margin: Margin = MARGIN) -> list[int]:
     """The candidates worth a stress replay: the current policy first, then those that hold on
@@ -215,16 +215,18 @@ def holds_under_stress(index: int, stress: Mapping[str, Mapping[int, Mapping]], 
 
 def stress_round(listed: Sequence[int], stress: Mapping[str, Mapping[int, Mapping]], current_index: int, slo_minutes: float,
                  margin: Margin = MARGIN, size: int = STRESS_ROUND) -> list[int]:
-    """The next candidates to replay under stress: the next ``size`` of the shortlist (the current
-    policy among the first), none once a replayed candidate other than the current policy holds in
-    every replay (every cheaper one has been replayed and failed, so it is the choice: rounds give
-    what replaying the whole shortlist would, in one round when a cheap candidate holds)."""
+    """The next candidates to replay under stress: first the current policy and the ``size``
+    cheapest of the shortlist; then, unless a replayed candidate other than the current policy
+    holds in every replay (every cheaper one was replayed and failed, so it is the choice), all the
+    rest at once. Same choice as replaying the whole shortlist, in one batch per stress set when a
+    cheap candidate holds and never more than two."""
     if not stress:
         return []
     done = set().union(*(replay.keys() for replay in stress.values()))
     if any(index != current_index and holds_under_stress(index, stress, slo_minutes, margin) is None for index in done):
         return []
-    return [index for index in listed if index not in done][:size]
+    rest = [index for index in listed if index not in done]
+    return rest if done else rest[:size + 1]
 
 
 @dataclass(frozen=True, slots=True)

@@ -178,18 +178,19 @@ def test_shortlist_is_the_current_policy_then_cheaper_candidates_that_hold_on_th
     ("replayed", "expected"),
     [
         pytest.param({}, [0, 4, 3], id="first-round-current-and-the-cheapest"),
-        pytest.param({0: True, 4: False, 3: False}, [2, 1], id="none-held-next-round"),
+        pytest.param({0: True, 4: False, 3: False}, [2, 1, 5], id="none-held-all-the-rest"),
         pytest.param({0: True, 4: False, 3: True}, [], id="a-candidate-held-stop"),
-        pytest.param({0: True, 4: False, 3: False, 2: False, 1: False}, [], id="shortlist-exhausted"),
+        pytest.param({0: False, 4: False, 3: False}, [2, 1, 5], id="current-fails-too"),
+        pytest.param({0: True, 4: False, 3: False, 2: False, 1: False, 5: False}, [], id="shortlist-exhausted"),
     ],
 )
-def test_stress_rounds_go_cheapest_first_and_stop_once_one_holds(replayed: dict, expected: list[int]) -> None:
-    listed = [0, 4, 3, 2, 1]
+def test_stress_rounds_replay_the_cheapest_first_then_the_rest_unless_one_held(replayed: dict, expected: list[int]) -> None:
+    listed = [0, 4, 3, 2, 1, 5]
     failing = candidate(1.0, ((2.0, 6.0),) * 3)
     stress = {name: {index: candidate(1.0) if holds else failing for index, holds in replayed.items()}
               for name in ("realistic", "surge")}
-    assert robust.stress_round(listed, stress, 0, SLO, size=3) == expected
-    assert robust.stress_round(listed, {}, 0, SLO, size=3) == []  # no stress sets: nothing to replay
+    assert robust.stress_round(listed, stress, 0, SLO, size=2) == expected
+    assert robust.stress_round(listed, {}, 0, SLO, size=2) == []  # no stress sets: nothing to replay
 
 
 # --- regime change ---------------------------------------------------------------------------------------------
