@@ -139,7 +139,7 @@ def run_job(spark: Any, options: TuneOptions) -> dict:
     # First pass: every candidate in the history's scenario; second: the shortlists under stress.
     rows, seconds = simulate_all(spark, works, options.tasks_per_core)
     stress_rows: list[dict] = []
-    while True:  # rounds of stress replays, cheapest candidates first, until each target has its choice
+    while True:  # stress rounds (at most two: the cheapest, then the rest if none held) until each target has its choice
         replays = {}
         for name, work in works.items():
             batch = next_stress_round(work, [row for row in rows if row["target"] == name],
