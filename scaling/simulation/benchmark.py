@@ -63,10 +63,23 @@ def _row(trace: str, result, scenario, name: str) -> dict:
     return {"scenario": name, "trace": trace, "algorithm": result.algorithm, "knob": result.knob, **numbers, "best": False}
 
 
+def tuned_choice(history, scenario):
+    """What ``project-tuned`` runs: the tuning job's own selection (``robust.tune``: out-of-time
+    folds, stress replays, the margin rule) over the job's default grid, the project's default
+    policy being the current one; returns the chosen candidate (the default, labelled
+    ``default (kept)``, when the selection keeps it) and the selection."""
+    from scaling.simulation import peers, robust
+    from scaling.simulation.candidates import Candidate, all_candidates
+
+    base = peers.simulated_target(scenario, name="tuned")
+    candidates = [Candidate("default (kept)", base), *all_candidates(base, TUNING_GRID)]
+    selection = robust.tune(history, scenario, candidates, current_index=0)
+    return candidates[selection.index], selection
+
+
 def run_job(job: Job) -> dict:
     """One simulation (or one tuning plus scoring), in a worker process."""
     from scaling.simulation import peers
-    from scaling.simulation.candidates import all_candidates, pick_cheapest, run_candidates
     from scaling.simulation.world import Scenario, load_trace, scale_trace, simulate
 
     scenario = Scenario.named(job.scenario, **dict(job.overrides))
@@ -75,14 +88,10 @@ def run_job(job: Job) -> dict:
     started = time.perf_counter()
     if job.algorithm == "project-tuned":
         split = int(len(arrivals) * TRAIN_FRACTION)
-        base = peers.simulated_target(scenario, name="tuned")
-        # The tuning job's default grid, batched as the job batches it.
-        grid = all_candidates(base, TUNING_GRID)
-        trained = list(zip(grid, run_candidates(grid, arrivals[:split], scenario), strict=True))
-        picked = pick_cheapest(trained, scenario) or min(trained, key=lambda pair: pair[1].slo_violation_minutes)
-        candidate = picked[0]
+        candidate, selection = tuned_choice(arrivals[:split], scenario)
         result = simulate(arrivals, peers.EngineAutoscaler(candidate.target), scenario, algorithm=job.algorithm,
                           knob=candidate.label, score_from=split)
+        tuning = {"kept_default": selection.kept_current, "reason": selection.reason}
     else:
         if job.algorithm == "project-default":
             autoscaler = peers.EngineAutoscaler(peers.simulated_target(scenario, name="default"))
@@ -100,6 +109,8 @@ def run_job(job: Job) -> dict:
             raise ValueError(f"unknown algorithm {job.algorithm}")
         result = simulate(arrivals, autoscaler, scenario, algorithm=job.algorithm, knob=job.knob)
     row = _row(Path(job.trace).parent.name + "/" + Path(job.trace).name, result, scenario, job.scenario)
+    if job.algorithm == "project-tuned":
+        row["tuning"] = tuning
     row["seconds"] = round(time.perf_counter() - started, 2)
     return row
 

@@ -1,7 +1,8 @@
-"""Candidate policies for tuning, and picking the best one on a trace.
+"""Candidate policies for tuning, and running them on a trace (batched where a batched simulator
+reproduces the engine).
 
 Shared by the benchmark's ``project-tuned`` row and the Spark tuning job, so that both search
-the same space and measure with the same simulator.
+the same space and measure with the same simulator; which one to pick is ``robust.select``.
 """
 
 from __future__ import annotations
@@ -107,11 +108,3 @@ def run_candidates(candidates: Sequence[Candidate], arrivals: np.ndarray, scenar
         for index, run in zip(members, runs, strict=True):
             results[index] = run
     return results
-
-
-def pick_cheapest(results: Sequence[tuple[Candidate, RunResult]], scenario: Scenario) -> tuple[Candidate, RunResult] | None:
-    """The cheapest candidate that meets the SLO (ties: fewer scale actions), or ``None``."""
-    meeting = [(candidate, result) for candidate, result in results if result.meets_slo(scenario)]
-    if not meeting:
-        return None
-    return min(meeting, key=lambda pair: (pair[1].cost_ratio, pair[1].scale_actions))

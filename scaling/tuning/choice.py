@@ -1,33 +1,62 @@
 """Step 3 of the tuning job: which simulated candidate to recommend for a target.
+
+The selection itself is ``scaling.simulation.robust`` (the benchmark's ``project-tuned`` uses
+the same one): out-of-time folds, the margin rule, stress replays of the shortlist, the regime
+check. This module is the job's side of it: which stress replays to run as Spark work after the
+first pass, round by round (``next_stress_round``, ``stress_works``), and the choice from the
+rows the executors returned (``choose``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+
+from scaling.simulation.robust import MARGIN, Selection, regime_changes, select, shortlist, stress_replays, stress_round
+from scaling.tuning.tasks import TargetWork
 
 
-def choose(rows: list[dict], candidates: Sequence[Any], scenario: Any) -> tuple[int | None, str]:
-    """The index of the cheapest candidate meeting the SLO on validation (and, when any does, on
-    training too), via ``pick_cheapest``; ``None`` when none meets it."""
-    from scaling.simulation.candidates import pick_cheapest
-    from scaling.simulation.world import RunResult
+def stress_works(work: TargetWork, indices: Sequence[int]) -> dict[tuple[str, str], TargetWork]:
+    """Candidates ``indices`` of ``work`` under every stress replay: one work per stress set,
+    keyed by (target, set); rows come back with the candidates' labels."""
+    works = {}
+    for replay in stress_replays(work.scenario, work.folds, work.arrivals):
+        works[(work.target, replay.name)] = TargetWork(
+            work.target, replay.arrivals(work.arrivals), replay.scenario, replay.folds.train_ends[0],
+            tuple(work.candidates[index] for index in indices), replay.folds.train_ends, replay.name)
+    return works
 
-    def as_result(row: dict) -> RunResult:
-        validation = row["validation"]
-        cost_ratio = validation["cost_ratio"]
-        return RunResult(algorithm="candidate", knob=row["label"], minutes=validation["minutes"], cost=validation["cost"],
-                         fluid_lower_bound=validation["cost"] / cost_ratio if cost_ratio else 0.0,
-                         slo_violation_minutes=validation["slo_violation_minutes"], p99_age_minutes=validation["p99_age_minutes"],
-                         max_age_minutes=validation["max_age_minutes"], scale_actions=validation["scale_actions"],
-                         final_backlog=validation.get("final_backlog", 0.0))
 
-    both = [row for row in rows if row["train"]["meets_slo"]]
-    pool, how = (both, "meets the SLO on training and validation") if any(
-        row["validation"]["meets_slo"] for row in both) else (rows, "meets the SLO on validation (none met it on training too)")
-    picked = pick_cheapest([(candidates[row["index"]], as_result(row)) for row in pool], scenario)
-    if picked is None:
-        return None, "no candidate meets the SLO on the validation window"
-    label = picked[0].label
-    index = next(row["index"] for row in pool if row["label"] == label)
-    return index, f"cheapest candidate that {how}"
+def _base(base_rows: Sequence[dict]) -> list[dict]:
+    return sorted(base_rows, key=lambda row: row["index"])
+
+
+def _stress(work: TargetWork, stress_rows: Sequence[dict]) -> dict[str, dict[int, dict]]:
+    """Stress rows by set and candidate index (every set, replayed or not yet)."""
+    index_of = {candidate.label: index for index, candidate in enumerate(work.candidates)}
+    stress: dict[str, dict[int, dict]] = {replay.name: {} for replay in stress_replays(work.scenario, work.folds, work.arrivals)}
+    for row in stress_rows:
+        stress[row["replay"]][index_of[row["label"]]] = row
+    return stress
+
+
+def next_stress_round(work: TargetWork, base_rows: Sequence[dict], stress_rows: Sequence[dict]) -> list[int]:
+    """``robust.stress_round`` for a target of the job: the candidates its next round replays."""
+    listed = shortlist(_base(base_rows), 0, work.scenario.slo_minutes, MARGIN)
+    return stress_round(listed, _stress(work, stress_rows), 0, work.scenario.slo_minutes, MARGIN)
+
+
+def choose(work: TargetWork, base_rows: Sequence[dict], stress_rows: Sequence[dict]) -> Selection:
+    """``robust.select`` over the executors' rows: the history's scenario (``base_rows``, one per
+    candidate) and the stress replays (``stress_rows``)."""
+    return select([candidate.label for candidate in work.candidates], _base(base_rows), _stress(work, stress_rows), 0,
+                  work.scenario.slo_minutes, MARGIN, regime_changes(work.arrivals, work.folds))
+
+
+def selection_evidence(work: TargetWork, selection: Selection) -> dict:
+    """The evidence file's ``selection`` of a target (the report's risk table reads it)."""
+    return {"kept_current": selection.kept_current, "reason": selection.reason,
+            "recommended": work.candidates[selection.index].label,
+            "margin": {"p99_fraction": MARGIN.p99_fraction, "max_fraction": MARGIN.max_fraction},
+            "risk": selection.risk, "current_risk": selection.current_risk, "regime": selection.regime,
+            "regime_change": any(fold["changes"] for fold in selection.regime),
+            "safer": work.candidates[selection.safer].label if selection.safer is not None else None}

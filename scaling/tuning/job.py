@@ -19,13 +19,17 @@ Steps (docs/tuning.md), one module each, this file running them in order:
    saturated minutes at steady capacity, and the per-minute arrival series (gaps spread evenly).
 2. (``planning.py``) Candidate policies (``scaling.simulation.candidates.all_candidates``) plus the current policy,
    each simulated by the executors on the whole reconstructed series (warm state) and scored on
-   the validation window (the part after ``--train-fraction``). Tasks are (target, candidate
+   out-of-time folds (``scaling.simulation.robust.blocked_folds``: a first training block of
+   ``--train-fraction``, then ``--folds`` validation blocks in time order). Tasks are (target, candidate
    chunk) pairs in an RDD, so the work spreads over cores and over many targets: a target's
    threshold-rule candidates run as one batched simulation (``scaling.simulation.batched``),
    its SLO-mode candidates as another (``scaling.simulation.batched_slo``), both exactly the
    engine's results; the few others through the engine in the loop.
-3. (``choice.py``) The cheapest candidate meeting the SLO on training and validation (``pick_cheapest``) is
-   written as a policy file; the evidence goes to a sibling ``.evidence.json``.
+3. (``choice.py``, ``scaling.simulation.robust``) The shortlist (the current policy and the candidates that
+   hold on every fold and cost no more) is replayed under the stress sets, again as executor tasks;
+   the cheapest candidate that meets the SLO with margin on every fold and stress replay is
+   recommended, else the current policy stays with the reason. The result is written as a policy
+   file; the evidence goes to a sibling ``.evidence.json``.
 4. (``report.py``) A report: a Pareto plot per target (PNG) and a Markdown summary.
 """
 
@@ -44,7 +48,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from scaling.tuning.choice import choose
+from scaling.tuning.choice import choose, next_stress_round, selection_evidence, stress_works
 from scaling.tuning.options import GRIDS, TuneError, TuneOptions
 from scaling.tuning.planning import default_target, plan_target, simulate_all
 from scaling.tuning.recovery import recover_histories
@@ -57,12 +61,15 @@ def run_job(spark: Any, options: TuneOptions) -> dict:
     """Run the whole job on ``spark``; returns the evidence document (also written next to OUT)."""
     from scaling.domain.policy import Policy, PolicyError, load_policy_text, policy_to_dict
     from scaling.simulation.candidates import Candidate, all_candidates
+    from scaling.simulation.robust import blocked_folds
     from scaling.tuning.tasks import CURRENT, TargetWork
 
     if options.grid not in GRIDS:
         raise TuneError(f"--grid must be one of {', '.join(GRIDS)}")
     if not 0.05 <= options.train_fraction <= 0.95:
         raise TuneError("--train-fraction must be between 0.05 and 0.95")
+    if not 1 <= options.folds <= 10:
+        raise TuneError("--folds must be between 1 and 10")
     current_policy = None
     if options.policy:
         try:
@@ -115,35 +122,65 @@ def run_job(spark: Any, options: TuneOptions) -> dict:
         current = current or default_target(history.target, history.partitions)
         currents[history.target] = current
         candidates = (Candidate(CURRENT, current), *all_candidates(base, options.grid))
-        split = min(max(int(len(history.arrivals) * options.train_fraction), 1), len(history.arrivals) - 1)
-        works[history.target] = TargetWork(history.target, history.arrivals, scenario, split, tuple(candidates))
+        try:
+            folds = blocked_folds(len(history.arrivals), options.folds, options.train_fraction)
+        except ValueError as error:
+            item["messages"].append(f"skipped: {error}")
+            messages.append(f"{history.target}: skipped: {error}")
+            continue
+        works[history.target] = TargetWork(history.target, history.arrivals, scenario, folds.train_ends[0], tuple(candidates),
+                                           folds.train_ends)
         item["throughput"]["events_per_instance_per_minute"] = round(scenario.events_per_instance_per_minute, 3)
         item["scenario"] = {key: value for key, value in asdict(scenario).items() if key != "weights"}
-        item["split"] = {"train_minutes": split, "validation_minutes": len(history.arrivals) - split}
+        item["split"] = {"train_minutes": folds.train_ends[0], "validation_minutes": len(history.arrivals) - folds.train_ends[0],
+                         "folds": [{"train": list(train), "validation": list(valid)}
+                                   for train, valid in zip(folds.training, folds.validation, strict=True)]}
 
+    # First pass: every candidate in the history's scenario; second: the shortlists under stress.
     rows, seconds = simulate_all(spark, works, options.tasks_per_core)
-    simulated = sum(row["simulated_minutes"] for row in rows)
+    stress_rows: list[dict] = []
+    while True:  # stress rounds (at most two: the cheapest, then the rest if none held) until each target has its choice
+        replays = {}
+        for name, work in works.items():
+            batch = next_stress_round(work, [row for row in rows if row["target"] == name],
+                                      [row for row in stress_rows if row["target"] == name])
+            if batch:
+                replays.update(stress_works(work, batch))
+        if not replays:
+            break
+        more, more_seconds = simulate_all(spark, replays, options.tasks_per_core)
+        stress_rows += more
+        seconds += more_seconds
+    simulated = sum(row["simulated_minutes"] for row in (*rows, *stress_rows))
     recommended_targets = []
     report_files: dict[str, bytes] = {}
     for name, work in works.items():
         item = evidence_targets[name]
         target_rows = sorted((row for row in rows if row["target"] == name), key=lambda row: row["index"])
+        replayed = [row for row in stress_rows if row["target"] == name]
         by_index = {row["index"]: row for row in target_rows}
-        index, why = choose(target_rows, work.candidates, work.scenario)
+        selection = choose(work, target_rows, replayed)
+        index = selection.index
         item["current"] = _evidence_numbers(by_index.get(0))
-        item["candidates"] = [{"label": row["label"], "train": row["train"], "validation": row["validation"]} for row in target_rows]
-        if index is None:
+        item["candidates"] = [{"label": row["label"], "train": row["train"], "validation": row["validation"],
+                               "folds": row["folds"], "holds": row["index"] not in selection.failures,
+                               "fails": selection.failures.get(row["index"])} for row in target_rows]
+        stressed: dict[str, dict] = {}
+        for row in replayed:
+            stressed.setdefault(row["label"], {})[row["replay"]] = {
+                "validation": row["validation"], "folds": [fold["validation"] for fold in row["folds"]]}
+        item["stress"] = {"sets": sorted({row["replay"] for row in replayed}), "candidates": stressed}
+        item["selection"] = selection_evidence(work, selection)
+        item["recommended"] = _evidence_numbers(by_index[index])
+        if selection.kept_current:
             item["status"] = "kept current"
-            item["messages"].append(f"{why}: keeping the current policy")
-            closest = min(target_rows, key=lambda row: (row["validation"]["slo_violation_minutes"], row["validation"]["cost"]))
-            item["closest"] = _evidence_numbers(closest)
+            item["messages"].append(f"kept the current policy: {selection.reason}")
             recommended_targets.append(currents[name])
         else:
-            item["status"] = "kept current" if index == 0 else "tuned"
-            item["recommended"] = _evidence_numbers(by_index[index])
-            item["messages"].append(f"recommended: {work.candidates[index].label} ({why})")
+            item["status"] = "tuned"
+            item["messages"].append(f"recommended: {work.candidates[index].label} ({selection.reason})")
             current_numbers, chosen = by_index[0]["validation"], by_index[index]["validation"]
-            if current_numbers["cost"] > 0 and index != 0:
+            if current_numbers["cost"] > 0:
                 item["messages"].append(
                     f"validation: cost {chosen['cost']:.0f} vs {current_numbers['cost']:.0f} instance-minutes "
                     f"({chosen['cost'] / current_numbers['cost'] - 1:+.1%}), SLO-violation minutes "
@@ -169,6 +206,7 @@ def run_job(spark: Any, options: TuneOptions) -> dict:
         "history": options.history,
         "grid": options.grid,
         "train_fraction": options.train_fraction,
+        "folds": options.folds,
         "policy": options.policy,
         "messages": messages,
         "simulation": {"candidate_policy_minutes": simulated, "seconds": round(seconds, 3),
@@ -194,7 +232,7 @@ def run_job(spark: Any, options: TuneOptions) -> dict:
 def _evidence_numbers(row: dict | None) -> dict | None:
     if row is None:
         return None
-    return {"label": row["label"], "train": row["train"], "validation": row["validation"]}
+    return {"label": row["label"], "train": row["train"], "validation": row["validation"], "folds": row["folds"]}
 
 
 
@@ -212,7 +250,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grid", choices=GRIDS, default="large", help="candidate grid size (large: 80 SLO-mode and 18 rule candidates per target)")
     parser.add_argument("--master", help="Spark master (default: local[*] when run embedded; spark-submit's otherwise)")
     parser.add_argument("--policy", help="the current policy file: candidates start from it and it is the baseline")
-    parser.add_argument("--train-fraction", type=float, default=0.6, help="first part of the history used for training")
+    parser.add_argument("--train-fraction", type=float, default=0.4,
+                        help="the first training block: this part of the history (the rest is cut into --folds validation blocks)")
+    parser.add_argument("--folds", type=int, default=3,
+                        help="out-of-time validation blocks after the first training block (each fold trains on all before it)")
     parser.add_argument("--target", action="append", default=[], help="only this target (repeatable)")
     parser.add_argument("--steady-minutes", type=int, default=None,
                         help="samples of unchanged capacity before a saturated interval counts (default: provisioning delay + 2)")
@@ -223,7 +264,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def options_from(args: argparse.Namespace) -> TuneOptions:
     return TuneOptions(history=args.history, out=args.out, report=args.report, grid=args.grid, master=args.master,
-                       policy=args.policy, train_fraction=args.train_fraction, targets=tuple(args.target),
+                       policy=args.policy, train_fraction=args.train_fraction, folds=args.folds, targets=tuple(args.target),
                        steady_minutes=args.steady_minutes, min_saturated_minutes=args.min_saturated_minutes,
                        tasks_per_core=args.tasks_per_core)
 

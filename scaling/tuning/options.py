@@ -21,7 +21,8 @@ class TuneOptions:
     grid: str = "large"
     master: str | None = None
     policy: str | None = None
-    train_fraction: float = 0.6
+    train_fraction: float = 0.4
+    folds: int = 3
     targets: tuple[str, ...] = ()
     steady_minutes: int | None = None
     min_saturated_minutes: int = 3

@@ -55,17 +55,18 @@ def pareto_png(target: str, rows: list[dict], current_index: int, recommended_in
 
 def summary_markdown(evidence: dict) -> str:
     lines = ["# Tuning report", "",
-             f"History `{evidence['history']}`, grid `{evidence['grid']}`, train fraction {evidence['train_fraction']:g}; "
-             f"{evidence['simulation']['candidate_policy_minutes']:,} candidate-policy-minutes simulated in "
-             f"{evidence['simulation']['seconds']:.1f}s on {evidence['simulation']['parallelism']} cores "
+             f"History `{evidence['history']}`, grid `{evidence['grid']}`, first training block {evidence['train_fraction']:g} "
+             f"of the history, then {evidence.get('folds', 1)} out-of-time validation blocks; "
+             f"{evidence['simulation']['candidate_policy_minutes']:,} candidate-policy-minutes simulated (stress replays "
+             f"included) in {evidence['simulation']['seconds']:.1f}s on {evidence['simulation']['parallelism']} cores "
              f"({evidence['simulation']['minutes_per_second']:,.0f}/s).", ""]
     for message in evidence["messages"]:
         lines.append(f"- {message}")
     if evidence["messages"]:
         lines.append("")
     lines += ["| target | status | throughput (events/min/instance) | current: cost ratio / violation min / actions | "
-              "recommended: cost ratio / violation min / actions | recommended candidate |",
-              "|---|---|---:|---|---|---|"]
+              "recommended: cost ratio / violation min / actions | recommended candidate | regime change |",
+              "|---|---|---:|---|---|---|---|"]
     for name, item in evidence["targets"].items():
         current, recommended = item.get("current"), item.get("recommended")
 
@@ -76,18 +77,52 @@ def summary_markdown(evidence: dict) -> str:
             return f"{v['cost_ratio']} / {v['slo_violation_minutes']} / {v['scale_actions']}"
 
         throughput = item.get("throughput", {}).get("events_per_instance_per_minute")
+        selection = item.get("selection")
+        regime = ("yes" if selection["regime_change"] else "no") if selection else "–"
         lines.append(f"| {name} | {item['status']} | {throughput if throughput is not None else '–'} | {cell(current)} | "
-                     f"{cell(recommended)} | {recommended['label'] if recommended else '–'} |")
+                     f"{cell(recommended)} | {recommended['label'] if recommended else '–'} | {regime} |")
     lines.append("")
     for name, item in evidence["targets"].items():
         lines.append(f"## {name}")
         lines.append("")
         for note in item.get("messages", []):
             lines.append(f"- {note}")
+        selection = item.get("selection")
+        if selection:
+            lines += ["", *risk_table(selection)]
         if item.get("plot"):
             lines += ["", f"![Pareto plot of {name}]({item['plot']})"]
         lines.append("")
     return "\n".join(lines)
+
+
+def risk_table(selection: dict) -> list[str]:
+    """Expected cost and SLO risk of the recommendation and of the current policy: min / median /
+    max across the validation folds, the worst fold of each stress replay, and the regime check."""
+
+    def spread(numbers: dict, key: str) -> str:
+        values = numbers[key]
+        return "–" if values["min"] is None else f"{values['min']:g} / {values['median']:g} / {values['max']:g}"
+
+    margin = selection["margin"]
+    lines = [f"Margin: on every validation fold and stress replay, oldest-event age p99 <= {margin['p99_fraction']:g} x SLO "
+             f"and max <= {margin['max_fraction']:g} x SLO.", "",
+             "| policy | cost / fluid bound (min / median / max over folds) | SLO-violation min | p99 age (min) | max age (min) | "
+             "stress: worst p99 / max age (min), violation min |",
+             "|---|---|---|---|---|---|"]
+    rows = [("recommended" if not selection["kept_current"] else "current (kept)", selection["risk"])]
+    if not selection["kept_current"]:
+        rows.append(("current", selection["current_risk"]))
+    for label, numbers in rows:
+        stress = "; ".join(f"{name}: {replay['worst_p99_age_minutes']:g} / {replay['worst_max_age_minutes']:g}, "
+                           f"{replay['slo_violation_minutes']}" for name, replay in numbers["stress"].items()) or "–"
+        lines.append(f"| {label} | {spread(numbers, 'cost_ratio')} | {spread(numbers, 'slo_violation_minutes')} | "
+                     f"{spread(numbers, 'p99_age_minutes')} | {spread(numbers, 'max_age_minutes')} | {stress} |")
+    changed = [f"fold {fold['fold']}: " + "; ".join(fold["changes"]) for fold in selection["regime"] if fold["changes"]]
+    lines += ["", "Regime change (validation traffic unlike its training window): " + (" | ".join(changed) if changed else "none")]
+    if selection.get("safer"):
+        lines.append(f"Holds but costs more than the current policy (not recommended): {selection['safer']}")
+    return lines
 
 
 def safe_name(name: str) -> str:

@@ -30,6 +30,15 @@ def daily_wave(minutes: int, *, low: float, high: float, seed: int = 7, period: 
     return np.maximum(wave * (1 + noise * rng.standard_normal(minutes)) + bursts, 0.0)
 
 
+def quiet_then_busy(arrivals: np.ndarray, *, quiet_fraction: float = 0.3, factor: float = 0.2) -> np.ndarray:
+    """A trace whose first ``quiet_fraction`` is ``factor`` times as busy as it was, the rest as it
+    was: history recorded in a quiet period, then a tournament (issue 14's unseen 87-day trace)."""
+    quiet = int(len(arrivals) * quiet_fraction)
+    shaped = np.asarray(arrivals, dtype=float).copy()
+    shaped[:quiet] *= factor
+    return shaped
+
+
 def simulated_samples(arrivals: np.ndarray, scenario: Scenario, target: TargetPolicy) -> tuple[list[MetricSample], RunResult]:
     """The samples ``collect`` would have seen while ``target``'s policy ran on ``arrivals``."""
     samples: list[MetricSample] = []

@@ -21,6 +21,7 @@ import numpy as np
 from scaling.simulation.candidates import Candidate, simulate_group
 from scaling.simulation.candidates import batch_group as target_batch_group
 from scaling.simulation.peers import EngineAutoscaler
+from scaling.simulation.robust import Folds, scores
 from scaling.simulation.world import RunResult, Scenario, simulate
 
 CURRENT = "current"
@@ -48,29 +49,14 @@ class TargetWork:
     scenario: Scenario
     split: int
     candidates: tuple[Candidate, ...]
+    #: The out-of-time folds' training ends (``scaling.simulation.robust.Folds``); empty: one fold at ``split``.
+    train_ends: tuple[int, ...] = ()
+    #: The stress replay this work is (``robust.STRESS_SETS`` name); empty: the history's own scenario.
+    replay: str = ""
 
-
-def window_metrics(result: RunResult, scenario: Scenario, start: int, end: int) -> dict:
-    """Cost, SLO and action numbers of a run over minutes ``[start, end)``."""
-    mu = scenario.events_per_instance_per_minute
-    capacity = result.capacity[start:end]
-    ages = result.age[start:end]
-    arrivals = result.arrivals[start:end]
-    fluid = float(arrivals.sum()) / mu
-    cost = float(capacity.sum())
-    changes = int(np.count_nonzero(np.diff(result.capacity[max(start - 1, 0):end]))) if end > start else 0
-    minutes = end - start
-    violations = int((ages > scenario.slo_minutes).sum())
-    return {
-        "minutes": minutes,
-        "cost": cost,
-        "cost_ratio": round(cost / fluid, 4) if fluid > 0 else None,
-        "slo_violation_minutes": violations,
-        "meets_slo": violations <= scenario.max_violation_fraction * minutes,
-        "scale_actions": changes,
-        "p99_age_minutes": round(float(np.percentile(ages, 99)), 3) if minutes else 0.0,
-        "max_age_minutes": round(float(ages.max()), 3) if minutes else 0.0,
-    }
+    @property
+    def folds(self) -> Folds:
+        return Folds(self.train_ends or (self.split,), len(self.arrivals))
 
 
 def batch_group(work: TargetWork, index: int) -> tuple | None:
@@ -109,24 +95,18 @@ def simulate_candidates_batched(work: TargetWork, indices: Sequence[int]) -> lis
 
 
 def candidate_row(work: TargetWork, index: int, result: RunResult, seconds: float) -> dict:
+    """A candidate's numbers: per out-of-time fold (``folds``), on the first training block
+    (``train``) and on all validation blocks (``validation``), as ``robust.scores`` gives them."""
     candidate = work.candidates[index]
-    validation = {
-        "minutes": result.minutes,
-        "cost": result.cost,
-        "cost_ratio": round(result.cost_ratio, 4) if np.isfinite(result.cost_ratio) else None,
-        "slo_violation_minutes": result.slo_violation_minutes,
-        "meets_slo": result.meets_slo(work.scenario),
-        "scale_actions": result.scale_actions,
-        "p99_age_minutes": round(result.p99_age_minutes, 3),
-        "max_age_minutes": round(result.max_age_minutes, 3),
-        "final_backlog": round(result.final_backlog, 1),
-    }
+    scored = scores(result, work.scenario, work.folds)
     return {
         "target": work.target,
+        "replay": work.replay,
         "index": index,
         "label": candidate.label,
-        "train": window_metrics(result, work.scenario, 0, work.split),
-        "validation": validation,
+        "train": scored["folds"][0]["train"],
+        "validation": {**scored["validation"], "final_backlog": round(result.final_backlog, 1)},
+        "folds": scored["folds"],
         "simulated_minutes": len(work.arrivals),
         "seconds": round(seconds, 6),
     }

@@ -121,3 +121,11 @@ def _with_new_partitions(sample: MetricSample, age: int) -> MetricSample:
     source = sample.sources[0]
     extra = tuple(PartitionReading.measure(str(8 + k), 0, 10 * (age + 1), 10 * age) for k in range(2))
     return replace(sample, sources=(replace(source, partitions=source.partitions + extra),))
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [("--folds", "0", "--folds must be between 1 and 10"),
+                                                          ("--folds", "11", "--folds must be between 1 and 10"),
+                                                          ("--train-fraction", "0.99", "--train-fraction must be between")])
+def test_split_options_out_of_range_fail_naming_the_option(spark, tmp_path, capsys, option, value, message):
+    assert tune(spark, tmp_path / "missing", tmp_path / "out.json", option, value) == 2
+    assert message in capsys.readouterr().err

@@ -1,0 +1,335 @@
+"""The robust selection (scaling/simulation/robust.py) that the tuning job and the benchmark's
+project-tuned share: out-of-time folds, the margin rule, the regime-change flag, stress
+replays, and when the current policy stays (with the reason)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scaling.simulation import robust
+from scaling.simulation.candidates import Candidate, rule_candidates, run_candidates, slo_candidates
+from scaling.simulation.peers import simulated_target
+from scaling.simulation.robust import Folds, Margin, blocked_folds, regime_change, select, shortlist
+from scaling.simulation.world import Scenario, load_trace, scale_trace
+
+SLO = 5.0
+TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
+
+
+# --- out-of-time folds --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("minutes", "folds", "fraction", "train_ends"),
+    [
+        pytest.param(100, 3, 0.4, (40, 60, 80), id="three-equal-blocks"),
+        pytest.param(101, 3, 0.4, (40, 60, 81), id="uneven-rest"),
+        pytest.param(10, 3, 0.4, (4, 6, 8), id="tiny"),
+        pytest.param(100, 1, 0.6, (60,), id="one-fold-is-the-old-split"),
+        pytest.param(1440, 4, 0.2, (288, 576, 864, 1152), id="four-folds"),
+    ],
+)
+def test_blocked_folds_train_on_all_before_each_validation_block(minutes, folds, fraction, train_ends) -> None:
+    split = blocked_folds(minutes, folds, fraction)
+    assert split.train_ends == train_ends
+    # Validation blocks: in time order, back to back, up to the end of the history.
+    assert split.validation[0][0] == train_ends[0] and split.validation[-1][1] == minutes
+    for (_, end), (start, _) in zip(split.validation, split.validation[1:], strict=False):
+        assert end == start
+    # Each fold trains on everything before its validation block.
+    assert split.training == tuple((0, start) for start, _ in split.validation)
+
+
+@pytest.mark.parametrize(("minutes", "folds", "fraction"), [(3, 3, 0.4), (100, 0, 0.4), (100, 3, 0.0), (100, 3, 1.0), (1, 1, 0.5)])
+def test_blocked_folds_refuse_what_cannot_be_split(minutes, folds, fraction) -> None:
+    with pytest.raises(ValueError):
+        blocked_folds(minutes, folds, fraction)
+
+
+def test_scores_cut_one_run_into_its_fold_windows() -> None:
+    scenario = Scenario(partitions=4, peak_instances=3)
+    arrivals = scale_trace(np.concatenate([np.full(60, 100.0), np.full(60, 400.0)]), scenario)
+    [result] = run_candidates([Candidate("c", simulated_target(scenario))], arrivals, scenario)
+    scored = robust.scores(result, scenario, Folds((40, 80), 120))
+    assert [fold["validation"]["minutes"] for fold in scored["folds"]] == [40, 40]
+    assert [fold["train"]["minutes"] for fold in scored["folds"]] == [40, 80]
+    assert scored["validation"]["minutes"] == 80
+    assert scored["validation"]["cost"] == pytest.approx(float(result.capacity[40:].sum()))
+    assert sum(fold["validation"]["cost"] for fold in scored["folds"]) == pytest.approx(scored["validation"]["cost"])
+    assert scored["folds"][1]["validation"]["max_age_minutes"] == pytest.approx(float(result.age[80:].max()), abs=1e-3)
+
+
+# --- the margin rule ---------------------------------------------------------------------------------------
+
+
+def window(*, cost: float = 100.0, p99: float = 2.0, max_age: float = 3.0, violations: int = 0, minutes: int = 1000,
+           actions: int = 5, meets: bool | None = None) -> dict:
+    return {"minutes": minutes, "cost": cost, "cost_ratio": cost / 80.0, "slo_violation_minutes": violations,
+            "meets_slo": violations <= 0.001 * minutes if meets is None else meets, "scale_actions": actions,
+            "p99_age_minutes": p99, "max_age_minutes": max_age}
+
+
+@pytest.mark.parametrize(
+    ("margin", "p99", "max_age", "violations", "missed"),
+    [
+        pytest.param(Margin(), 4.5, 5.0, 0, None, id="exactly-at-both-limits-holds"),
+        pytest.param(Margin(), 4.51, 5.0, 0, "p99 age 4.51", id="p99-just-above-0.9-slo"),
+        pytest.param(Margin(), 4.5, 5.01, 1, "max age 5.01", id="max-just-above-slo"),
+        pytest.param(Margin(), 1.0, 2.0, 2, "2 SLO-violation minutes", id="over-the-violation-budget"),
+        pytest.param(Margin(0.8, 0.9), 4.0, 4.5, 0, None, id="stricter-margin-at-its-limits"),
+        pytest.param(Margin(0.8, 0.9), 4.01, 4.5, 0, "p99 age", id="stricter-margin-p99"),
+        pytest.param(Margin(0.8, 0.9), 4.0, 4.51, 0, "max age", id="stricter-margin-max"),
+    ],
+)
+def test_margin_boundaries(margin: Margin, p99: float, max_age: float, violations: int, missed: str | None) -> None:
+    why = margin.miss(window(p99=p99, max_age=max_age, violations=violations, minutes=1000), SLO)
+    if missed is None:
+        assert why is None
+    else:
+        assert why is not None and missed in why
+
+
+# --- selection ---------------------------------------------------------------------------------------------
+
+
+def candidate(cost: float, folds: tuple = ((2.0, 3.0),) * 3, *, train_meets: bool = True, actions: int = 5) -> dict:
+    """A candidate's scores: ``folds`` as (p99, max age) per validation block, ``cost`` over all of them."""
+    return {"folds": [{"train": window(meets=train_meets), "validation": window(cost=cost / len(folds), p99=p99, max_age=top)}
+                      for p99, top in folds],
+            "validation": window(cost=cost, actions=actions)}
+
+
+def holding(count: int) -> dict:
+    return {index: candidate(100.0) for index in range(count)}
+
+
+def test_recommends_the_cheapest_candidate_that_holds_everywhere() -> None:
+    base = [candidate(300.0), candidate(250.0), candidate(270.0)]
+    chosen = select(["current", "a", "b"], base, {"realistic": holding(3), "surge": holding(3)}, 0, SLO)
+    assert (chosen.index, chosen.kept_current) == (1, False)
+    assert chosen.failures == {}
+    assert "cheapest candidate that meets the SLO with margin on all 3 splits and 2 stress replays" in chosen.reason
+    assert "-16.7%" in chosen.reason
+    assert chosen.risk["cost"] == {"min": pytest.approx(250 / 3, abs=1e-3), "median": pytest.approx(250 / 3, abs=1e-3),
+                                   "max": pytest.approx(250 / 3, abs=1e-3)}
+    assert set(chosen.risk["stress"]) == {"realistic", "surge"}
+
+
+def test_a_cheaper_candidate_that_breaks_under_stress_is_not_chosen() -> None:
+    base = [candidate(300.0), candidate(200.0), candidate(250.0)]
+    stress = {"realistic": holding(3), "surge": {**holding(3), 1: candidate(100.0, ((2.0, 3.0), (2.0, 5.2), (2.0, 3.0)))}}
+    chosen = select(["current", "cheap", "safe"], base, stress, 0, SLO)
+    assert chosen.index == 2
+    assert chosen.failures[1] == "fold 2 validation under surge: max age 5.20 min > 1 x SLO"
+    assert chosen.risk["stress"]["surge"]["worst_max_age_minutes"] == 3.0
+
+
+def test_the_spread_across_folds_is_min_median_max() -> None:
+    base = [candidate(300.0), candidate(240.0, ((1.0, 2.0), (4.0, 4.8), (2.0, 3.0)))]
+    chosen = select(["current", "a"], base, {}, 0, SLO)
+    assert chosen.index == 1
+    assert chosen.risk["p99_age_minutes"] == {"min": 1.0, "median": 2.0, "max": 4.0}
+    assert chosen.risk["max_age_minutes"] == {"min": 2.0, "median": 3.0, "max": 4.8}
+
+
+@pytest.mark.parametrize(
+    ("base", "stress", "reason", "safer"),
+    [
+        pytest.param([candidate(300.0, ((2.0, 3.0), (4.7, 4.9), (2.0, 3.0))), candidate(250.0, train_meets=False)], {},
+                     "no candidate meets the SLO with margin (p99 <= 0.9 x SLO, max <= 1 x SLO) on every split and stress "
+                     "replay; the current policy: fold 2 validation: p99 age 4.70 min > 0.9 x SLO.", None,
+                     id="nothing-holds"),
+        pytest.param([candidate(300.0), candidate(320.0)], {"surge": {0: candidate(1.0, ((2.0, 6.0),) * 3), 1: candidate(1.0)}},
+                     "the current policy misses the margin (fold 1 validation under surge: max age 6.00 min > 1 x SLO); the "
+                     "cheapest candidate that holds, b, costs +6.7% on validation, and a recommendation never costs more than "
+                     "the current policy: review it.", 1, id="only-a-costlier-one-holds"),
+        pytest.param([candidate(300.0), candidate(320.0)], {"surge": holding(2)},
+                     "the current policy is the cheapest candidate that holds on every split and stress replay.", None,
+                     id="current-is-cheapest"),
+    ],
+)
+def test_the_current_policy_stays_with_the_reason(base, stress, reason, safer) -> None:
+    chosen = select(["current", "b"], base, stress, 0, SLO)
+    assert (chosen.index, chosen.kept_current, chosen.safer) == (0, True, safer)
+    assert chosen.reason == reason
+    assert chosen.risk == chosen.current_risk
+
+
+def test_training_misses_and_missing_replays_are_failures_with_their_reason() -> None:
+    base = [candidate(300.0), candidate(100.0, train_meets=False), candidate(200.0)]
+    chosen = select(["current", "a", "b"], base, {"surge": {0: candidate(1.0)}}, 0, SLO)
+    assert chosen.failures[1].startswith("fold 1 training")
+    assert chosen.failures[2].startswith("not replayed under stress")  # (a cheaper one held, or it failed the splits)
+    assert chosen.index == 0
+
+
+def test_shortlist_is_the_current_policy_then_cheaper_candidates_that_hold_on_the_splits_cheapest_first() -> None:
+    base = [candidate(300.0), candidate(250.0), candidate(350.0), candidate(200.0, ((2.0, 3.0), (4.6, 4.8), (2.0, 3.0))),
+            candidate(280.0), candidate(280.0, actions=2)]
+    assert shortlist(base, 0, SLO) == [0, 1, 5, 4]  # cheapest first; ties: fewer scale actions first
+    # The current policy is always replayed, even when it fails the splits itself.
+    assert shortlist([candidate(300.0, ((5.0, 6.0),) * 3), candidate(290.0)], 0, SLO) == [0, 1]
+
+
+@pytest.mark.parametrize(
+    ("replayed", "expected"),
+    [
+        pytest.param({}, [0, 4, 3], id="first-round-current-and-the-cheapest"),
+        pytest.param({0: True, 4: False, 3: False}, [2, 1, 5], id="none-held-all-the-rest"),
+        pytest.param({0: True, 4: False, 3: True}, [], id="a-candidate-held-stop"),
+        pytest.param({0: False, 4: False, 3: False}, [2, 1, 5], id="current-fails-too"),
+        pytest.param({0: True, 4: False, 3: False, 2: False, 1: False, 5: False}, [], id="shortlist-exhausted"),
+    ],
+)
+def test_stress_rounds_replay_the_cheapest_first_then_the_rest_unless_one_held(replayed: dict, expected: list[int]) -> None:
+    listed = [0, 4, 3, 2, 1, 5]
+    failing = candidate(1.0, ((2.0, 6.0),) * 3)
+    stress = {name: {index: candidate(1.0) if holds else failing for index, holds in replayed.items()}
+              for name in ("realistic", "surge")}
+    assert robust.stress_round(listed, stress, 0, SLO, size=2) == expected
+    assert robust.stress_round(listed, {}, 0, SLO, size=2) == []  # no stress sets: nothing to replay
+
+
+# --- regime change ---------------------------------------------------------------------------------------------
+
+
+def spiky(minutes: int, level: float, spike: float, every: int, seed: int = 3) -> np.ndarray:
+    values = np.full(minutes, level) + np.random.default_rng(seed).normal(0, level * 0.01, minutes)
+    values[::every] += spike
+    return values
+
+
+@pytest.mark.parametrize(
+    ("validation", "flagged"),
+    [
+        pytest.param(np.full(500, 150.0), [], id="level-x1.5-is-the-limit"),
+        pytest.param(np.full(500, 151.0), ["rate level"], id="level-above-x1.5"),
+        pytest.param(np.full(500, 66.7), [], id="level-down-within-limit"),
+        pytest.param(np.full(500, 66.0), ["rate level"], id="level-down-below-1/1.5"),
+        pytest.param(np.full(500, 100.0), [], id="alike"),
+    ],
+)
+def test_regime_change_on_the_rate_level(validation: np.ndarray, flagged: list[str]) -> None:
+    reasons = regime_change(np.full(500, 100.0), validation)
+    assert [reason.split(" x")[0] for reason in reasons] == flagged
+
+
+def test_regime_change_on_peak_to_mean_and_burstiness() -> None:
+    train = spiky(2000, 100.0, 50.0, 50)
+    assert regime_change(train, spiky(2000, 100.0, 50.0, 50, seed=4)) == []
+    peaks = regime_change(train, spiky(2000, 100.0, 300.0, 50))
+    assert any(reason.startswith("peak-to-mean") for reason in peaks)
+    assert not any(reason.startswith("rate level") for reason in peaks)
+    bursty = spiky(2000, 100.0, 50.0, 50) + np.tile([0.0, 30.0], 1000) - 15.0
+    reasons = regime_change(train, bursty)
+    assert [reason.split(" x")[0] for reason in reasons] == ["burstiness"]
+
+
+def test_regime_changes_are_reported_per_fold_and_named_in_the_reason() -> None:
+    arrivals = np.concatenate([np.full(60, 100.0), np.full(20, 100.0), np.full(20, 400.0)])
+    per_fold = robust.regime_changes(arrivals, Folds((60, 80), 100))
+    assert [fold["changes"] != [] for fold in per_fold] == [False, True]
+    chosen = select(["current"], [candidate(300.0, ((2.0, 3.0),) * 2)], {}, 0, SLO, regime=per_fold)
+    assert "Regime change between training and validation (fold 2: rate level x" in chosen.reason
+
+
+# --- stress replays -----------------------------------------------------------------------------------------------
+
+
+def test_stress_scenarios_keep_the_history_world_and_add_the_knobs() -> None:
+    from scaling.tuning.tasks import HistoryScenario
+
+    history = HistoryScenario(partitions=4, events_per_instance_per_minute=700.0, slo_minutes=4.0, weights=(0.4, 0.3, 0.2, 0.1))
+    built = robust.stress_scenarios(history)
+    assert set(built) == set(robust.STRESS_SETS)
+    for name, stressed in built.items():
+        assert (stressed.partitions, stressed.events_per_instance_per_minute, stressed.slo_minutes) == (4, 700.0, 4.0), name
+    realistic = built["realistic"]
+    assert realistic.instance_failures_per_day == 2.0 and realistic.assignment == "balanced"
+    # The observed shares, made more skewed the same way (partition p times (1 + skew)^-p).
+    expected = np.array([0.4, 0.3, 0.2, 0.1]) * 1.015 ** -np.arange(4)
+    assert realistic.partition_weights() == pytest.approx(expected / expected.sum())
+    assert built["surge"].partition_weights() == pytest.approx([0.4, 0.3, 0.2, 0.1])
+
+
+@pytest.mark.parametrize(("peak", "factor"), [(4000.0, 1.5), (6000.0, 1.0), (9000.0, 1.0), (100.0, robust.MAX_LOAD_FACTOR)])
+def test_the_surge_replay_scales_the_history_toward_the_hub_capacity(peak: float, factor: float) -> None:
+    scenario = Scenario(partitions=8, events_per_instance_per_minute=1000.0)
+    history = np.array([peak / 2, peak, peak / 4])
+    assert robust.load_factor(history, scenario, 0.75) == pytest.approx(factor)
+
+
+def test_stress_replays_start_a_warm_up_before_the_first_validation_block() -> None:
+    folds = Folds((1000, 1500, 2000), 2500)
+    arrivals = np.full(2500, 100.0)
+    replays = robust.stress_replays(Scenario(partitions=8), folds, arrivals)
+    start = 1000 - robust.STRESS_WARMUP_MINUTES
+    for replay in replays:
+        assert replay.start == start
+        assert replay.folds.validation == tuple((a - start, b - start) for a, b in folds.validation)
+        assert len(replay.arrivals(arrivals)) == 2500 - start
+    assert [replay.name for replay in replays] == list(robust.STRESS_SETS)
+    surge = next(replay for replay in replays if replay.name == "surge")
+    assert surge.load == robust.MAX_LOAD_FACTOR  # 100 events a minute, 8,000 served: capped
+    assert surge.arrivals(arrivals)[0] == pytest.approx(100.0 * surge.load)
+
+
+def test_a_stress_set_that_is_the_history_s_own_world_is_not_replayed_again() -> None:
+    folds = Folds((1000, 1500, 2000), 2500)
+    replays = robust.stress_replays(Scenario.named("realistic"), folds, np.full(2500, 100.0))
+    assert [replay.name for replay in replays] == [name for name in robust.STRESS_SETS if name != "realistic"]
+
+
+def test_tune_keeps_the_current_policy_and_says_why_when_no_candidate_holds() -> None:
+    scenario = Scenario(partitions=4, peak_instances=3)
+    arrivals = scale_trace(np.concatenate([np.full(100, 100.0), np.linspace(100, 900, 100), np.full(100, 300.0)]), scenario)
+    base = simulated_target(scenario)
+    candidates = [Candidate("current", base), *slo_candidates(base, "small")]
+    impossible = Margin(p99_fraction=0.0, max_fraction=0.0)  # no run keeps every age at zero
+    chosen = robust.tune(arrivals, scenario, candidates, margin=impossible, sets={"realistic": robust.STRESS_SETS["realistic"]})
+    assert (chosen.index, chosen.kept_current) == (0, True)
+    assert chosen.reason.startswith("no candidate meets the SLO with margin (p99 <= 0 x SLO, max <= 0 x SLO)")
+    assert set(chosen.failures) == set(range(len(candidates)))
+
+
+# --- the long trace of issue 14: a quiet first 30%, then the tournament ------------------------------------------
+
+
+def test_on_a_trace_whose_history_is_quiet_the_job_recommends_a_policy_that_holds_on_the_busy_rest() -> None:
+    """WC98's first 4 days on 32 partitions, the first 30% at a fifth of its traffic (the history
+    the job sees), then as it was. Among the candidates is a threshold rule that is the cheapest
+    to meet the SLO on that quiet history (the old choice) and breaks on the busy rest; the robust
+    selection either recommends a policy that meets the SLO there, its oldest event never older
+    than the SLO, or keeps the current one and says why. (A few candidates keep it fast.)"""
+    from scaling.tuning.synthetic import quiet_then_busy
+
+    trace = TRACES / "worldcup98" / "per_minute.csv"
+    if not trace.exists():
+        pytest.skip(f"{trace} is not there")
+    scenario = Scenario(partitions=32, peak_instances=24)
+    arrivals = scale_trace(quiet_then_busy(load_trace(trace)[: 4 * 1440], quiet_fraction=0.3, factor=0.2), scenario)
+    split = int(len(arrivals) * 0.3)
+    base = simulated_target(scenario, name="long")
+    slo = [c for c in slo_candidates(base, "small") if c.label.endswith("min_dwell_seconds=1200") and "safety_seconds=60" not in c.label]
+    trap = [c for c in rule_candidates(base, "medium") if c.label == "rules backlog_per_instance>4000 window=600s"]
+    candidates = [Candidate("current", base), *slo, *trap]
+    chosen = robust.tune(arrivals[:split], scenario, candidates)
+    trained = run_candidates(candidates, arrivals[:split], scenario)
+    naive = min((run.cost_ratio, index) for index, run in enumerate(trained) if run.meets_slo(scenario))[1]
+    picked, old = run_candidates([candidates[chosen.index], candidates[naive]], arrivals, scenario, score_from=split)
+    assert not old.meets_slo(scenario), "the trap: the old choice misses the SLO on the busy rest"
+    assert chosen.failures.get(naive), "the robust selection rejects it"
+    if chosen.kept_current:
+        assert chosen.reason
+    else:
+        assert picked.meets_slo(scenario) and picked.max_age_minutes <= scenario.slo_minutes, picked
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 99, 100, 101, 1000, 2881])
+def test_percentile_99_is_numpy_s_percentile(count: int) -> None:
+    values = np.random.default_rng(count).random(count) * 7
+    values[::7] = np.round(values[::7], 1)  # ties
+    assert robust.percentile_99(values) == np.percentile(values, 99)
