@@ -10,12 +10,14 @@ per second) and:
   before new instances could help (next evaluation + provisioning delay);
 - scales out to the smallest allowed count that serves the forecast arrivals and drains what
   piled up;
+- sizes every count by the load of the instances' partitions (``sizing.py``: the busiest live
+  owner's exact load at the current count, a bound or the expected draw at another);
 - scales in to the smallest allowed count that is expected to hold for ``min_dwell_seconds``
   before the age would call for a scale-out again, at the forecast or the busiest collection
   interval of the last ``scale_in_peak_seconds``, whichever is higher (a lull between bursts is
-  no reason to scale in, and scale out again at the next burst). A count that serves *less* than the arrival
-  rate is allowed: the backlog then grows slowly within the SLO budget, and the next scale-out
-  drains it. Alternating between two neighbouring counts this way costs what the arrivals need
+  no reason to scale in, and scale out again at the next burst). A count that serves *less*
+  than the arrival rate is allowed: the backlog then grows slowly within the SLO budget, and the
+  next scale-out drains it. Alternating between two neighbouring counts this way costs what the arrivals need
   on average instead of the next count up, while the dwell time bounds how often it acts.
 """
 
