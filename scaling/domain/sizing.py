@@ -68,7 +68,10 @@ def owner_indices(owners: tuple[str | None, ...]) -> np.ndarray:
 def owner_loads(forecast: np.ndarray, owners: tuple[str | None, ...]) -> np.ndarray:
     """Each live owner's load (in order of first appearance): the sum of its partitions' forecasts,
     added in partition order."""
-    index = owner_indices(owners)
+    return _summed_by_owner(owner_indices(owners), forecast)
+
+
+def _summed_by_owner(index: np.ndarray, forecast: np.ndarray) -> np.ndarray:
     owned = index >= 0
     return np.bincount(index[owned], weights=np.asarray(forecast, dtype=float)[owned], minlength=int(index.max(initial=-1)) + 1)
 
@@ -98,9 +101,9 @@ class OwnerLoads:
         heaviest = np.cumsum(np.sort(loads)[::-1])
         if None in owners:
             return cls(forecast, True, heaviest, 0.0, -1)
-        per_owner = owner_loads(loads, owners)
-        counts = np.bincount(owner_indices(owners))
-        return cls(forecast, True, heaviest, float(per_owner.max()), len(per_owner), per_owner, counts)
+        index = owner_indices(owners)
+        per_owner = _summed_by_owner(index, loads)
+        return cls(forecast, True, heaviest, float(per_owner.max()), len(per_owner), per_owner, np.bincount(index))
 
     def busiest(self, instances: int) -> float:
         """The busiest owner's load at ``instances`` (module docstring): exact when the current
@@ -140,9 +143,3 @@ def load_forecast(forecast: np.ndarray, set_aside: np.ndarray | None) -> np.ndar
         return forecast
     return np.where(set_aside, forecast[~set_aside].max(initial=0.0), forecast)
 
-
-def service_rates(forecast: np.ndarray, instances: int, throughput: float,
-                  owners: tuple[str | None, ...] | None, set_aside: np.ndarray | None = None) -> np.ndarray:
-    """Events per second each partition is served at ``instances``; ``set_aside`` marks the hot
-    partitions (their forecast is 0 here)."""
-    return OwnerLoads.of(forecast, owners, set_aside).service(instances, throughput)

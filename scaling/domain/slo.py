@@ -250,7 +250,8 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         then = predicted_age(then, outlook.backlog, load.forecast, load.service(capacity, throughput), react - first)
         worst_predicted = max(worst_predicted, float(np.max(then)))
     owned = all(load.ownership for load in loads)
-    sizing_note = (f"sizing: {OWNER_LOAD}, busiest owner {_busiest(loads, capacity):.1f}/s now "
+    busiest_now = _busiest(loads, capacity)
+    sizing_note = (f"sizing: {OWNER_LOAD}, busiest owner {busiest_now:.1f}/s now "
                    f"of {throughput:.1f}/s per instance" if owned else f"sizing: {WORST_CASE}, no ownership")
     metrics = {
         "arrival_rate": round(total_rate, 3),
@@ -259,7 +260,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         "age_limit_seconds": limit,
         "reaction_seconds": round(react, 1),
         "checkpoint_delay_seconds": round(delay, 1),
-        "busiest_load": round(_busiest(loads, capacity), 3),
+        "busiest_load": round(busiest_now, 3),
         **({"hot_partitions": len(hot_notes) - 1} if hot_notes else {}),
     }
     hot_reasons = tuple(["hot_partition: " + "; ".join(hot_notes)] if hot_notes else [])

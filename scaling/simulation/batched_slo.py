@@ -109,26 +109,38 @@ def _rows_by(keys: Sequence, build) -> np.ndarray:
     return np.array([built[key] if key in built else built.setdefault(key, build(key)) for key in keys], dtype=np.int64)
 
 
-class _Loads:
-    """``sizing.service_rates`` for every candidate (column): the busiest owner's load of ``values``
-    (rows x candidates, set-aside rows already 0) at any count, exact where the candidate's live
-    owners are that many and own every partition, else the ``k`` heaviest partitions' sum."""
+class _Owners:
+    """Who owns which partition, per candidate (column), as the sizing reads it once a collection:
+    whether any partition has a live owner, the count whose load is exact (as many live owners,
+    every partition owned; -1: none), each owner's slot (``owner * candidates + column``) and
+    how many partitions each owner holds."""
 
-    def __init__(self, values: np.ndarray, hot: np.ndarray | None, layout: ShareRows, owners: np.ndarray,
-                 live_owners: np.ndarray, rate: np.ndarray, per_instance: np.ndarray) -> None:
-        if hot is not None:  # a set-aside partition weighs as much as the heaviest other one
-            values = np.where(hot, values.max(axis=0), values)
-        by_partition = values[layout.row_of]  # (partitions, candidates)
+    def __init__(self, owners: np.ndarray, live_owners: np.ndarray) -> None:
         owned = owners >= 0
         self.ownership = owned.any(axis=0)
         self.exact_count = np.where(self.ownership & owned.all(axis=0), live_owners, -1)
+        self.count = count = owners.shape[1]
+        self.owned = owned.ravel()
+        self.slots = (np.where(owned, owners, 0) * count + np.arange(count)[None, :]).ravel()[self.owned]
+        self.size = (int(owners.max(initial=0)) + 1) * count
+        self.partitions = np.bincount(self.slots, minlength=self.size).reshape(-1, count)
+
+
+class _Loads:
+    """``sizing.OwnerLoads`` for every candidate (column): the busiest owner's load of ``values``
+    (rows x candidates, set-aside rows already 0) at any count, exact where the candidate's live
+    owners are that many and own every partition, else the ``k`` heaviest partitions' sum."""
+
+    def __init__(self, values: np.ndarray, hot: np.ndarray | None, layout: ShareRows, owners: _Owners,
+                 rate: np.ndarray, per_instance: np.ndarray) -> None:
+        if hot is not None:  # a set-aside partition weighs as much as the heaviest other one
+            values = np.where(hot, values.max(axis=0), values)
+        by_partition = values[layout.row_of]  # (partitions, candidates)
+        self.ownership, self.exact_count = owners.ownership, owners.exact_count
         self.heaviest = np.cumsum(np.sort(by_partition, axis=0)[::-1], axis=0)
-        count = owners.shape[1]
-        slots = (np.where(owned, owners, 0) * count + np.arange(count)[None, :]).ravel()
-        size = (int(owners.max(initial=0)) + 1) * count
-        self.owner_load = np.bincount(slots[owned.ravel()], weights=by_partition.ravel()[owned.ravel()],
-                                      minlength=size).reshape(-1, count)
-        self.owner_partitions = np.bincount(slots[owned.ravel()], minlength=size).reshape(-1, count)
+        self.owner_load = np.bincount(owners.slots, weights=by_partition.ravel()[owners.owned],
+                                      minlength=owners.size).reshape(-1, owners.count)
+        self.owner_partitions = owners.partitions
         self.exact = self.owner_load.max(axis=0)
         self.partitions = len(layout.row_of)
         self.rate, self.per_instance = rate, per_instance
@@ -337,7 +349,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             age = np.maximum(ages - learned_delay, 0.0)
             pending_seconds = np.where(~np.isnan(pending_at) & (ready < capacity), np.maximum(pending_at - moment, 0.0), 0.0)
             first = np.minimum(pending_seconds, react)
-            loads = _Loads(forecast, hot if any_hot else None, layout, owners_now, live_owners, rate, per_instance)
+            owned_by = _Owners(owners_now, live_owners)
+            loads = _Loads(forecast, hot if any_hot else None, layout, owned_by, rate, per_instance)
             then = _predicted_age(age, waiting, forecast, loads.service(forecast, ready), first)
             then = _predicted_age(then, waiting, forecast, loads.service(forecast, capacity), react - first)
             worst_predicted = np.maximum(0.0, then.max(axis=0))
@@ -348,7 +361,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 wanted_rate = forecast[:, rows]
                 need = (wanted_rate + np.maximum(waiting[:, rows] + wanted_rate * (settings.provisioning[rows] + since)
                                                  - wanted_rate * settings.safety[rows], 0.0) / settings.drain[rows])
-                needs = _Loads(need, hot[:, rows] if any_hot else None, layout, owners_now[:, rows], live_owners[rows],
+                needs = _Loads(need, hot[:, rows] if any_hot else None, layout, _Owners(owners_now[:, rows], live_owners[rows]),
                                rate[rows], per_instance)
                 candidates = levels[rows]
                 serves = np.stack([(needs.service(need, np.minimum(candidates[:, level], settings.top + 1)) >= need).all(axis=0)
@@ -373,7 +386,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                     calm = np.maximum(forecast, peak * settings.headroom_factor)
                     if any_hot:
                         calm = np.where(hot, 0.0, calm)
-                    calm_loads = _Loads(calm, hot if any_hot else None, layout, owners_now, live_owners, rate, per_instance)
+                    calm_loads = _Loads(calm, hot if any_hot else None, layout, owned_by, rate, per_instance)
                     down_rows, chosen = _scale_in(eligible, capacity, calm_loads, calm, age, settings, sample_interval)
                     proposal[down_rows] = chosen
 

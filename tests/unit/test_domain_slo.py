@@ -18,7 +18,7 @@ from scaling.domain.engine import action_tokens, evaluate, interval_throughput
 from scaling.domain.lag import effective_capacity
 from scaling.domain.policy import Bounds, PlanSettings, SloSettings, SourceSettings, TargetPolicy
 from scaling.domain.samples import MetricSample, PartitionReading, SourceReading
-from scaling.domain.sizing import service_rates
+from scaling.domain.sizing import OwnerLoads
 from scaling.domain.slo import oldest_event_age, predicted_age
 from scaling.simulation.peers import EngineAutoscaler, simulated_target
 from scaling.simulation.world import Scenario, simulate
@@ -103,7 +103,7 @@ def test_predicted_age(age, backlog, arrivals, service, seconds, expected) -> No
     [(1, MU / 32), (8, MU / 4), (11, MU / 3), (16, MU / 2), (24, MU / 2), (32, MU), (64, MU)],
 )
 def test_without_ownership_each_partition_gets_the_busiest_owner_share(instances: int, expected: float) -> None:
-    assert service_rates(np.linspace(1.0, 5.0, PARTITIONS), instances, MU, None) == pytest.approx(np.full(PARTITIONS, expected))
+    assert OwnerLoads.of(np.linspace(1.0, 5.0, PARTITIONS), None).service(instances, MU) == pytest.approx(np.full(PARTITIONS, expected))
 
 
 # --- the engine on hand-built histories -------------------------------------------------------------------
