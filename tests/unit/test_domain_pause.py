@@ -63,27 +63,32 @@ def test_a_pause_round_trips_through_the_state_document():
     assert stored_state_from_document(stored_state_to_document(stored), "orders", None).pause == pause
 
 
+class Interleaved:
+    """The storage a pause command sees, with something else written right after its first read."""
+
+    def __init__(self, store: MemoryStorage, after_first_read) -> None:
+        self.store, self.after_first_read, self.reads = store, after_first_read, 0
+
+    def load_state(self, target):
+        stored = self.store.load_state(target)
+        self.reads += 1
+        if self.reads == 1:
+            self.after_first_read(stored)
+        return stored
+
+    def commit(self, stored, decisions=()):
+        return self.store.commit(stored, decisions)
+
+
 def test_a_new_pause_over_an_expired_one_is_no_conflict_when_an_evaluation_clears_it():
     """The expired pause may be cleared by an evaluation between the command's read and write."""
     store, clock = MemoryStorage(), Clock(NOW)
     store.commit(StoredState(ScalerState("orders"), pause=Pause("old", "x", "a", NOW - timedelta(hours=5),
                                                                  NOW - timedelta(hours=1))))
 
-    class Interleaved:
-        def __init__(self) -> None:
-            self.reads = 0
-
-        def load_state(self, target):
-            stored = store.load_state(target)
-            self.reads += 1
-            if self.reads == 1:  # an evaluation clears the expired pause right after this read
-                store.commit(replace(stored, pause=None))
-            return stored
-
-        def commit(self, stored, decisions=()):
-            return store.commit(stored, decisions)
-
-    pause = PauseService(Interleaved(), clock=clock).pause("orders", reason="r", requested_by="b",
+    # an evaluation clears the expired pause right after the command's read
+    interleaved = Interleaved(store, lambda stored: store.commit(replace(stored, pause=None)))
+    pause = PauseService(interleaved, clock=clock).pause("orders", reason="r", requested_by="b",
                                                            until=NOW + timedelta(hours=1))
     assert store.load_state("orders").pause == pause
 
@@ -91,21 +96,8 @@ def test_a_new_pause_over_an_expired_one_is_no_conflict_when_an_evaluation_clear
 def test_a_pause_over_another_operators_live_pause_written_meanwhile_is_a_conflict():
     store, clock = MemoryStorage(), Clock(NOW)
 
-    class Interleaved:
-        def __init__(self) -> None:
-            self.reads = 0
-
-        def load_state(self, target):
-            stored = store.load_state(target)
-            self.reads += 1
-            if self.reads == 1:
-                PauseService(store, clock=clock).pause("orders", reason="mine", requested_by="other",
-                                                       until=NOW + timedelta(hours=2))
-            return stored
-
-        def commit(self, stored, decisions=()):
-            return store.commit(stored, decisions)
-
+    interleaved = Interleaved(store, lambda stored: PauseService(store, clock=clock).pause(
+        "orders", reason="mine", requested_by="other", until=NOW + timedelta(hours=2)))
     with pytest.raises(PauseConflict, match="paused by other"):
-        PauseService(Interleaved(), clock=clock).pause("orders", reason="r", requested_by="b", until=NOW + timedelta(hours=1))
+        PauseService(interleaved, clock=clock).pause("orders", reason="r", requested_by="b", until=NOW + timedelta(hours=1))
     assert store.load_state("orders").pause.requested_by == "other"

@@ -25,14 +25,19 @@ def history() -> np.ndarray:
     return scale_trace(wave + np.where((minutes > 500) & (minutes < 540), 400.0, 0.0), SCENARIO)
 
 
+def first_pass(arrivals: np.ndarray, candidates: tuple) -> tuple[TargetWork, list[dict]]:
+    """The job's work for one target over 3 folds after 40% of training, and its first pass's rows."""
+    folds = robust.blocked_folds(len(arrivals), 3, 0.4)
+    work = TargetWork("orders", arrivals, SCENARIO, folds.train_ends[0], candidates, folds.train_ends)
+    return work, run_chunk(("orders", list(range(len(candidates)))), {"orders": work})
+
+
 def test_the_job_chooses_exactly_what_robust_tune_chooses() -> None:
     arrivals = history()
     base = simulated_target(SCENARIO, name="orders")
     candidates = (Candidate(CURRENT, base), *all_candidates(base, "small"))
-    folds = robust.blocked_folds(len(arrivals), 3, 0.4)
-    work = TargetWork("orders", arrivals, SCENARIO, folds.train_ends[0], candidates, folds.train_ends)
     # What the executors would return: the first pass, then the stress works, round by round.
-    rows = run_chunk(("orders", list(range(len(candidates)))), {"orders": work})
+    work, rows = first_pass(arrivals, candidates)
     stress_rows: list[dict] = []
     rounds = 0
     while batch := next_stress_round(work, rows, stress_rows):
@@ -92,9 +97,8 @@ def test_stress_works_replay_the_given_candidates_from_a_warm_up_before_validati
     arrivals = history()
     base = simulated_target(SCENARIO, name="orders")
     candidates = (Candidate(CURRENT, base), *slo_candidates(base, "small"))
+    work, rows = first_pass(arrivals, candidates)
     folds = robust.blocked_folds(len(arrivals), 3, 0.4)
-    work = TargetWork("orders", arrivals, SCENARIO, folds.train_ends[0], candidates, folds.train_ends)
-    rows = run_chunk(("orders", list(range(len(candidates)))), {"orders": work})
     listed = robust.shortlist(sorted(rows, key=lambda row: row["index"]), 0, SCENARIO.slo_minutes)
     first = next_stress_round(work, rows, [])
     assert first == listed[:robust.STRESS_ROUND + 1] and first[0] == 0
