@@ -119,16 +119,19 @@ class Ownership:
         survivors = int(self.serving[column]) - 1
         if self.balanced:
             del self.names[column][victim]
+        kept = None
         if self.balanced:
             local = self.local[:, column].copy()
-            local = np.where(local > victim, local - 1, local)
-            local[orphans] = -1
-            local = rebalance(local, survivors, survivors, self._rng(minute, survivors + 1, survivors))
+            kept = np.where(local > victim, local - 1, local)  # the survivors' new indices: same instances
+            kept[orphans] = -1
+            local = rebalance(kept, survivors, survivors, self._rng(minute, survivors + 1, survivors))
         elif survivors:
             local = self.by_count[:, min(survivors, self.partitions) - 1]
         else:
             local = np.zeros(self.partitions, np.int64)
         self._assign(column, local, counted=True)
+        if kept is not None:  # moved: the orphans and what the balancer moved, not what was renumbered
+            self.moved[:, column] = local != kept
         self.serving[column] = survivors
         return orphans
 

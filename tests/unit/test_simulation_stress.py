@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scaling.simulation.kernel import Kernel, rebalance
+from scaling.simulation.kernel import Kernel, Ownership, rebalance
 from scaling.simulation.scenario import NAMED_SCENARIOS, Scenario
 from scaling.simulation.world import World
 from tests.helpers import drive_plans
@@ -246,6 +246,21 @@ def test_a_failed_instance_stalls_its_partitions_then_they_move_and_the_plan_res
     assert kernel.serving_series[failure - 1: failure + 4, 0].tolist() == [2, 1, 1, 1, 2]
     assert (kernel.capacity_series[failure - 1: failure + 4, 0] == 2).all()  # billed throughout
     assert len(set(owners[failure + 3].tolist())) == 2  # the restored instance took its share back
+
+
+@pytest.mark.parametrize("victim", [0, 1, 3])
+def test_when_an_instance_fails_only_its_partitions_change_owner(victim: int) -> None:
+    """Four instances own 8 of 32 partitions each; one fails. The survivors keep theirs (their
+    indices close up over the gap, which is no change of owner) and take the 8 orphans: exactly
+    those 8 pause for the rebalance, not every partition whose owner's index shifted."""
+    owners = Ownership(1, 32, 1.0, assignment="balanced", seed=1)
+    owners.update(np.array([4]), minute=0)
+    names_before = np.asarray(owners.names[0])[owners.local[:, 0]]
+    orphans = owners.fail(0, victim, minute=5)
+    names_after = np.asarray(owners.names[0])[owners.local[:, 0]]
+    assert orphans.sum() == 8
+    np.testing.assert_array_equal(owners.moved[:, 0], orphans)
+    np.testing.assert_array_equal(names_after != names_before, orphans)
 
 
 def test_failures_are_drawn_from_the_seed_at_the_daily_rate() -> None:
