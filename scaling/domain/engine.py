@@ -25,7 +25,7 @@ from scaling.domain.modes import mode_of
 from scaling.domain.pause import Pause, paused_reason
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.profiles import BoundsInForce, bounds_in_force, with_bounds
-from scaling.domain.proposal import Proposal, Situation
+from scaling.domain.proposal import Proposal, Situation, sample_interval
 from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample
 
 #: Weight of a new saturated observation in the learned per-instance throughput.
@@ -94,7 +94,8 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
     intervals' arrivals at both ends. Without ownership (``by_owner`` false) the interval is
     saturated when every partition was, and ``ready_capacity`` instances divide what was
     processed. With ownership (the latest sample's owners, steady over the interval), each
-    owner whose partitions were all saturated is a measurement of one instance: their mean is
+    owner with a partition saturated throughout is a measurement of one instance (it shares its
+    throughput by demand: a backlogged partition leaves it nothing to spare): their mean is
     the rate, so a hub with a few busy partitions still teaches it.
     """
     if len(samples) < 2 or not ready_capacity:
@@ -111,14 +112,15 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
     saturated = True
     seen = 0
     owner_processed: dict[str, int] = {}
-    owner_saturated: dict[str, bool] = {}
+    owner_busy: dict[str, bool] = {}
+    unmeasured: set[str] = set()  # owners with a partition whose processed events are unknown
     for source in later.sources:
         for partition in source.partitions:
             start = before.get(f"{source.name}/{partition.partition_id}")
             if start is None or partition.checkpoint is None:
                 saturated = False
                 if partition.owner is not None:
-                    owner_saturated[partition.owner] = False
+                    unmeasured.add(partition.owner)
                 continue
             arrived = partition.last_enqueued - start.last_enqueued
             done = partition.checkpoint - (start.checkpoint if start.checkpoint is not None else start.beginning - 1)
@@ -130,11 +132,12 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
             saturated = saturated and busy
             if partition.owner is not None:
                 owner_processed[partition.owner] = owner_processed.get(partition.owner, 0) + done
-                owner_saturated[partition.owner] = owner_saturated.get(partition.owner, True) and busy
+                owner_busy[partition.owner] = owner_busy.get(partition.owner, False) or busy
     if not seen:
         return None, False
     if by_owner:
-        busy_owners = [owner for owner, busy in owner_saturated.items() if busy and owner_processed.get(owner, 0) > 0]
+        busy_owners = [owner for owner, busy in owner_busy.items()
+                       if busy and owner not in unmeasured and owner_processed.get(owner, 0) > 0]
         if busy_owners:
             return sum(owner_processed[owner] for owner in busy_owners) / elapsed / len(busy_owners), True
         return processed / elapsed / ready_capacity, False
@@ -162,6 +165,39 @@ def serving_owners(samples: Sequence[MetricSample]) -> int | None:
             if partition.owner is not None:
                 owners.add(partition.owner)
     return len(owners) or None
+
+
+def serving_instances(sample: MetricSample, capacity: int) -> int | None:
+    """How many of ``capacity`` instances serve, as the latest collected ownership shows: all of
+    them once a source has as many live owners (or every partition has one, when there are more
+    instances than partitions), else its live owners (the fewest over the sources). New instances
+    count as ready when they own partitions, not when the provisioning delay is assumed over, and
+    an instance that failed stops counting when the survivors take its partitions. ``None`` when
+    a source with partitions reports no live owner at all (no ownership to go by)."""
+    serving = None
+    for source in sample.sources:
+        if not source.ok or not source.partitions:
+            continue
+        if not source.owners:
+            return None
+        full = min(capacity, len(source.partitions))
+        count = capacity if source.owners >= full else source.owners
+        serving = count if serving is None else min(serving, count)
+    return serving
+
+
+def ready_from_owners(expected: int, serving: int | None, pending_ready_at: datetime | None, now: datetime,
+                      interval: float) -> int:
+    """The instances ready now: those the owners show serving (``serving_instances``) where
+    ownership is collected, else ``expected`` (the count the provisioning delay makes ready).
+    Owners confirm new instances early, and show an instance that is late or lost (failed, and
+    being restored). An instance claims its partitions as it starts, and the collection sees the
+    claims up to an interval later: until an interval past the end of the provisioning delay,
+    fewer owners than expected are not yet a late instance."""
+    if serving is None or serving >= expected:
+        return expected if serving is None else serving
+    just_due = pending_ready_at is not None and now < pending_ready_at + timedelta(seconds=interval)
+    return expected if just_due else serving
 
 
 def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_capacity: int | None) -> ScalerState:
@@ -255,6 +291,8 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
                      [f"plan capacity unknown: {latest.capacity_error or 'not in sample'}"], {}, state)
     pending = state.pending_ready_at is not None and now < state.pending_ready_at
     ready_capacity = min(state.ready_capacity or capacity, capacity) if pending else capacity
+    ready_capacity = ready_from_owners(ready_capacity, serving_instances(latest, capacity), state.pending_ready_at,
+                                       now, sample_interval(samples))
     state = replace(state, capacity=capacity, ready_capacity=ready_capacity, last_sample_at=latest.collected_at)
     # Capacity must have been steady over the interval for its throughput to mean anything.
     # Checkpoints trail by the checkpoint delay, so the interval's start must be that much past it.

@@ -65,9 +65,13 @@ def sample_interval(samples: Sequence[MetricSample]) -> float:
 def timing(target: TargetPolicy, situation: Situation) -> Timing:
     latest, state = situation.samples[-1], situation.state
     pending_seconds = 0.0
-    if state.pending_ready_at is not None and situation.ready_capacity < situation.capacity:
-        pending_seconds = max((state.pending_ready_at - latest.collected_at).total_seconds(), 0.0)
+    interval = sample_interval(situation.samples)
+    if situation.ready_capacity < situation.capacity:
+        # Instances not serving yet: expected when the provisioning delay ends, or (late, or lost
+        # and being restored, as the owners show) by the next collection.
+        due = None if state.pending_ready_at is None else (state.pending_ready_at - latest.collected_at).total_seconds()
+        pending_seconds = due if due is not None and due > 0 else interval
     return Timing(limit=target.slo.max_event_age_seconds - target.slo.safety_seconds,
-                  interval=sample_interval(situation.samples),
+                  interval=interval,
                   since_latest=max((situation.now - latest.collected_at).total_seconds(), 0.0),
                   pending_seconds=pending_seconds)

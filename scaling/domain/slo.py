@@ -42,6 +42,8 @@ NO_RATE = 1e-9
 #: far while consumers stay saturated.
 CHECKPOINT_DELAY_DRIFT = 0.5
 CHECKPOINT_DELAY_CEILING = 0.25
+#: How many unowned partitions a decision names (the count says the rest).
+UNOWNED_NAMED = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +235,10 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     # checkpoint delay. Learn that delay as the floor of observed ages and read ages net of it.
     observed_worst = max(float(o.age_seconds.max()) for o in outlooks)
     previous_delay = state.checkpoint_delay_seconds
-    delay = observed_worst if previous_delay is None else min(observed_worst, previous_delay + CHECKPOINT_DELAY_DRIFT)
+    # It may creep up (checkpoints got slower) only while the ages are as low as checkpoints
+    # alone explain (within an interval of it): ages well above it are a backlog, not a delay.
+    creep = CHECKPOINT_DELAY_DRIFT if previous_delay is not None and observed_worst <= previous_delay + interval else 0.0
+    delay = observed_worst if previous_delay is None else min(observed_worst, previous_delay + creep)
     delay = min(delay, slo.max_event_age_seconds * CHECKPOINT_DELAY_CEILING)
     new_state = replace(state, checkpoint_delay_seconds=delay)
     since_latest += delay
@@ -264,6 +269,18 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         **({"hot_partitions": len(hot_notes) - 1} if hot_notes else {}),
     }
     hot_reasons = tuple(["hot_partition: " + "; ".join(hot_notes)] if hot_notes else [])
+
+    # Partitions without a live owner while others have one: a consumer that stalled or is
+    # rebalancing, which no count fixes until they are claimed again. Act on the next evaluation.
+    unowned = [key for outlook in outlooks if outlook.owners is not None
+               for key, owner in zip(outlook.keys, outlook.owners, strict=True) if owner is None]
+    if unowned:
+        metrics["unowned_partitions"] = len(unowned)
+        named = ", ".join(unowned[:UNOWNED_NAMED]) + (f" and {len(unowned) - UNOWNED_NAMED} more" if len(unowned) > UNOWNED_NAMED else "")
+        return Proposal(None, HOLD, "unowned_partitions",
+                        (f"{len(unowned)} partitions have no live owner ({named}): a stalled consumer, not missing "
+                         "capacity; holding until they are owned again", sizing_note, *hot_reasons),
+                        metrics, new_state)
 
     if worst_predicted > limit:
         # Serve the forecast and drain what will have piled up by the time new instances serve.

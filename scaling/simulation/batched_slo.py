@@ -267,6 +267,12 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         capacity = requested.copy()
         pending = moment < pending_at
         ready = np.where(pending, np.minimum(np.where(ready_state > 0, ready_state, capacity), capacity), capacity)
+        # engine.ready_from_owners: the live owners say who serves (all, once every partition or
+        # capacity has one), unless fewer show within an interval past the provisioning delay.
+        sample_interval = interval_seconds if samples >= 2 else 60.0  # the engine reads it off the samples
+        serving = np.where(live_owners >= np.minimum(capacity, partitions), capacity, live_owners)
+        just_due = moment < pending_at + sample_interval  # (NaN: no scale-out: False)
+        ready = np.where((live_owners > 0) & ((serving >= ready) | ~just_due), serving, ready)
         ready_state = ready
 
         # --- learn the per-instance throughput from the last interval ---------------------------
@@ -278,8 +284,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 checkpointed = oldest > 0
                 processed = oldest_sum - previous_oldest_sum  # (partitions without a checkpoint add 0 - 0)
                 observed = processed / interval_seconds / np.maximum(np.where(live_owners > 0, live_owners, ready), 1)
-                # engine.interval_throughput by owner: each owner whose partitions were all busy
-                # (backlog over two intervals' arrivals at both ends, a checkpoint now) measures one instance.
+                # engine.interval_throughput by owner: each owner with a busy partition (backlog over
+                # two intervals' arrivals at both ends) and a checkpoint on every partition measures one instance.
                 arrived_each = world.enqueued[now] - world.enqueued[now - interval]
                 busy = (np.minimum(previous_partition_backlog, partition_backlog) > 2 * arrived_each) & (checkpoints > 0)
                 slot = (np.maximum(owners_now, 0) * count + columns[None, :]).ravel()
@@ -288,7 +294,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 owner_busy = np.bincount(slot, weights=busy.ravel(), minlength=size).reshape(partitions, count)
                 owner_done = np.bincount(slot, weights=(checkpoints - previous_checkpoints).ravel(),
                                          minlength=size).reshape(partitions, count)
-                measuring = (owned > 0) & (owner_busy == owned) & (owner_done > 0)
+                owner_unmeasured = np.bincount(slot, weights=(checkpoints <= 0).ravel(), minlength=size).reshape(partitions, count)
+                measuring = (owned > 0) & (owner_busy > 0) & (owner_unmeasured == 0) & (owner_done > 0)
                 measured_owners = measuring.sum(axis=0)
                 saturated = measured_owners > 0
                 observed = np.where(saturated, np.where(measuring, owner_done, 0.0).sum(axis=0) / interval_seconds
@@ -335,11 +342,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 ages = np.where(hot, 0.0, ages)
 
             worst = ages.max(axis=0)
-            learned_delay = np.where(np.isnan(delay), worst, np.minimum(worst, delay + CHECKPOINT_DELAY_DRIFT))
+            creep = np.where(worst <= delay + sample_interval, CHECKPOINT_DELAY_DRIFT, 0.0)  # (NaN: none learned yet)
+            learned_delay = np.where(np.isnan(delay), worst, np.minimum(worst, delay + creep))
             learned_delay = np.minimum(learned_delay, settings.delay_ceiling)
             delay = np.where(known, learned_delay, delay)
-            # The engine reads the collection interval off the samples: 60 s until it has two.
-            sample_interval = interval_seconds if samples >= 2 else 60.0
             react = learned_delay + sample_interval + settings.provisioning
             forecast = np.maximum(arrival, recent_rate)[:, None] * settings.headroom_factor
             waiting = backlog
@@ -347,14 +353,17 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 forecast = np.where(hot, 0.0, forecast)
                 waiting = np.where(hot, 0.0, backlog)
             age = np.maximum(ages - learned_delay, 0.0)
-            pending_seconds = np.where(~np.isnan(pending_at) & (ready < capacity), np.maximum(pending_at - moment, 0.0), 0.0)
+            due = pending_at - moment  # (NaN: no scale-out in flight, so late or lost: the next collection)
+            pending_seconds = np.where(ready < capacity, np.where(due > 0, due, sample_interval), 0.0)
             first = np.minimum(pending_seconds, react)
             owned_by = _Owners(owners_now, live_owners)
             loads = _Loads(forecast, hot if any_hot else None, layout, owned_by, rate, per_instance)
             then = _predicted_age(age, waiting, forecast, loads.service(forecast, ready), first)
             then = _predicted_age(then, waiting, forecast, loads.service(forecast, capacity), react - first)
             worst_predicted = np.maximum(0.0, then.max(axis=0))
-            risk = known & (worst_predicted > settings.limit)
+            # slo.propose holds while some partitions have no live owner (others have one).
+            unowned = (owners_now < 0).any(axis=0) & (live_owners > 0)
+            risk = known & (worst_predicted > settings.limit) & ~unowned
             if risk.any():
                 rows = np.flatnonzero(risk)
                 since = learned_delay[rows]
@@ -376,7 +385,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             if enough_history:
                 budget = _tokens(settings.budget, tokens, tokens_at, moment)
                 free = np.isnan(last_action) | (moment >= last_action + settings.cooldown_down)
-                eligible = known & ~risk & free & (budget >= 2) & (settings.lowest < capacity)
+                eligible = known & ~risk & ~unowned & free & (budget >= 2) & (settings.lowest < capacity)
                 if eligible.any():
                     # slo.propose: a scale-in holds against the busiest interval of the history too.
                     # (each candidate's busiest interval among those ending within its scale_in_peak_seconds)

@@ -139,6 +139,22 @@ def state(capacity: int = 8, **changes) -> ScalerState:
     return replace(ScalerState(target="orders", capacity=capacity, checkpoint_delay_seconds=0.0), **changes)
 
 
+@pytest.mark.parametrize(("backlog", "learned_before", "learned_after"), [
+    pytest.param(100, 30.0, 30.5, id="ages-as-low-as-checkpoints-explain-it-may-creep-up"),
+    pytest.param(100, 60.0, 49.5, id="lower-ages-lower-it-at-once"),  # the oldest of 100 waiting arrived 49.5 s ago
+    pytest.param(400, 30.0, 30.0, id="a-backlog-far-above-it-is-no-reason-to-creep"),
+    pytest.param(400, None, 75.0, id="first-reading-at-most-the-ceiling"),
+])
+def test_the_checkpoint_delay_creeps_up_only_while_checkpoints_explain_the_ages(backlog, learned_before, learned_after) -> None:
+    """The oldest event reads ``backlog / 2`` s old (2 events/s a partition): 50 s or 200 s.
+    The learned checkpoint delay is subtracted from every age; were it to creep up while
+    consumers stay backlogged, the engine would read the ages ever lower (the realistic
+    scenario's violations: 75 s low, and a scale-in at a true age of 280 s)."""
+    start = state(8, checkpoint_delay_seconds=learned_before)
+    decision = evaluate(slo_target(), start, history(2.0, 2.0, backlog), T0)
+    assert decision.state.checkpoint_delay_seconds == pytest.approx(learned_after)
+
+
 def test_a_first_sample_with_a_backlog_holds_instead_of_extrapolating_an_age() -> None:
     """Started next to a consumer whose checkpoints trail: one sample, no arrival rate yet. The
     waiting events are as old as the history (0 s), not billions of seconds: hold."""

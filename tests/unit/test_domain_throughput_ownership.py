@@ -71,6 +71,27 @@ def test_an_owner_whose_partitions_were_all_busy_measures_one_instance() -> None
     assert state.throughput_per_instance == pytest.approx(2 * 600 / 60)
 
 
+def caught_up(sample_: MetricSample, partition_ids: set[str]) -> MetricSample:
+    """The sample with ``partition_ids`` checkpointed at their last event (nothing waiting)."""
+    partitions = tuple(PartitionReading.measure(p.partition_id, 0, p.last_enqueued, p.last_enqueued, owner=p.owner)
+                       if p.partition_id in partition_ids else p for p in sample_.sources[0].partitions)
+    return MetricSample(target="t", collected_at=sample_.collected_at, capacity=sample_.capacity,
+                        sources=(SourceReading(name="hub", kind="eventhub", partitions=partitions,
+                                               owners=sample_.sources[0].owners),))
+
+
+def test_an_owner_with_a_partition_busy_throughout_measures_one_instance() -> None:
+    """An instance shares its throughput among its partitions by demand: while one of its
+    partitions stays backlogged it has nothing to spare, so it is working at its rate even if its
+    other partition keeps up. Owner a: partition 0 backlogged (500 a minute processed), partition 1
+    caught up (its 600 a minute); owner b: both backlogged (500 each). Both owners measure one
+    instance: (1,100 + 1,000) / 2 a minute; counting only owners whose partitions were all busy
+    would read b's 1,000 alone."""
+    earlier, later = caught_up(sample(0, A, 500), {"1"}), caught_up(sample(1, A, 500), {"1"})
+    state = learn_throughput(ScalerState(target="t"), [earlier, later], 4)
+    assert state.throughput_per_instance == pytest.approx((1100 + 1000) / 2 / 60)
+
+
 def test_a_partition_hotter_than_one_instance_is_named_and_not_chased() -> None:
     """Eight partitions, weights 2/3, 2/9, ... of 1,800 events a minute: partition 0 gets ~1,200 a
     minute, more than one instance (1,000) serves, at any count. The engine learns the rate from

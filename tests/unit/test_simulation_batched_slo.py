@@ -91,19 +91,25 @@ def test_checkpoints_a_minute_and_a_half_behind_match_too() -> None:
         assert_same_run(simulate(arrivals, EngineAutoscaler(target), scenario), result, target.name)
 
 
-@pytest.mark.parametrize("name", ["realistic", "hot"])
-def test_the_stress_scenarios_match_too(name: str) -> None:
+@pytest.mark.parametrize(("name", "expiry"), [("realistic", 60.0), ("realistic", 150.0), ("hot", 60.0)])
+def test_the_stress_scenarios_match_too(name: str, expiry: float) -> None:
     """The stress knobs (checkpoints every 30 s, a moving hot spot, drift, drawn delays, frequent
     failures, the balanced load balancer and its pauses) on a small hub: the batch still decides
     what the engine decides, ownership included (an interval whose owners changed teaches no
-    throughput; the live owners divide what was processed)."""
+    throughput; the live owners divide what was processed; the live owners say which instances
+    serve). With an ownership expiry past the collection interval, a failed instance's
+    partitions show no live owner at a collection, and the engine holds (``unowned_partitions``)."""
     scenario = Scenario.named(name, partitions=8, peak_instances=6.0, instance_failures_per_day=40.0
                               if name == "realistic" else 0.0, hot_spot_rotation_minutes=60 if name == "realistic" else 0,
-                              slowdowns=((200.0, 120.0, 0.7, 0.0),) if name == "realistic" else ())
+                              slowdowns=((200.0, 120.0, 0.7, 0.0),) if name == "realistic" else (),
+                              ownership_expiry_seconds=expiry)
     arrivals = noisy_diurnal(720, seed=13) * 0.4
     targets = candidates(scenario)[::4]
+    reasons: set[str] = set()
     for target, result in zip(targets, simulate_slo_batch(arrivals, targets, scenario), strict=True):
-        assert_same_run(simulate(arrivals, EngineAutoscaler(target), scenario), result, f"{name} {target.slo}")
+        engine = EngineAutoscaler(target, on_decision=lambda sample, decision: reasons.add(decision.reason_code))
+        assert_same_run(simulate(arrivals, engine, scenario), result, f"{name} {target.slo}")
+    assert ("unowned_partitions" in reasons) == (expiry > 60.0)
 
 
 def test_other_windows_batch_separately_and_match() -> None:
