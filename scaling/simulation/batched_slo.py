@@ -230,7 +230,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     oldest = backlog = np.zeros((layout.count, count))
     oldest_sum = backlog_sum = np.zeros(count)
     seen = 0
-    owners_before = np.full((partitions, count), -1, dtype=np.int64)
+    names_before = np.full((partitions, count), -1, dtype=np.int64)
     partition_backlog = np.zeros((partitions, count))
 
     for _ in range(minutes):
@@ -242,11 +242,14 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         samples = min(seen, window_samples)
         moment = _EPOCH_SECONDS + 60.0 * now
         previous_oldest_sum, previous_backlog_sum = oldest_sum, backlog_sum
-        # Ownership as collect reads it (engine.serving_owners): an interval whose owners changed,
-        # or with a partition without a live owner, teaches nothing; the live owners divide.
+        # Ownership as collect reads it (engine.serving_owners): an interval whose owners changed
+        # (by name: a replaced instance keeps its index) teaches nothing; the live owners divide.
+        # A sample with no live owner at all (the instances failed) reports 0 owners, which the
+        # engine reads as no ownership collected.
         owners_now = world.ownership_snapshot()
-        owners_steady = ~(owners_now != owners_before).any(axis=0)
-        owners_before = owners_now
+        names_now = world.owner_names(owners_now)
+        owners_steady = ~(names_now != names_before).any(axis=0)
+        names_before = names_now
         ranked = np.sort(owners_now, axis=0)
         live_owners = (np.diff(ranked, axis=0) != 0).sum(axis=0) + 1 - (ranked[0] < 0)  # distinct owners, -1 aside
         previous_checkpoints, previous_partition_backlog = checkpoints.copy(), partition_backlog
@@ -279,7 +282,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         if samples >= 2:
             steady = np.fmax(pending_at, last_action)
             trail = np.where(np.isnan(delay), 60.0, delay)
-            learning = ~pending & owners_steady & (np.isnan(steady) | _learns(trail, steady, moment - interval_seconds))
+            no_owner = live_owners == 0
+            learning = ~pending & (owners_steady | no_owner) & (np.isnan(steady) | _learns(trail, steady, moment - interval_seconds))
             if learning.any():
                 checkpointed = oldest > 0
                 processed = oldest_sum - previous_oldest_sum  # (partitions without a checkpoint add 0 - 0)
@@ -288,17 +292,21 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 # two intervals' arrivals at both ends) and a checkpoint on every partition measures one instance.
                 arrived_each = world.enqueued[now] - world.enqueued[now - interval]
                 busy = (np.minimum(previous_partition_backlog, partition_backlog) > 2 * arrived_each) & (checkpoints > 0)
-                slot = (np.maximum(owners_now, 0) * count + columns[None, :]).ravel()
+                # (a partition without a live owner measures no owner)
+                live = owners_now >= 0
+                slot = (np.where(live, owners_now, 0) * count + columns[None, :]).ravel()
                 size = partitions * count
-                owned = np.bincount(slot, minlength=size).reshape(partitions, count)
-                owner_busy = np.bincount(slot, weights=busy.ravel(), minlength=size).reshape(partitions, count)
-                owner_done = np.bincount(slot, weights=(checkpoints - previous_checkpoints).ravel(),
+                owned = np.bincount(slot, weights=live.ravel(), minlength=size).reshape(partitions, count)
+                owner_busy = np.bincount(slot, weights=(busy & live).ravel(), minlength=size).reshape(partitions, count)
+                owner_done = np.bincount(slot, weights=np.where(live, checkpoints - previous_checkpoints, 0.0).ravel(),
                                          minlength=size).reshape(partitions, count)
-                owner_unmeasured = np.bincount(slot, weights=(checkpoints <= 0).ravel(), minlength=size).reshape(partitions, count)
+                owner_unmeasured = np.bincount(slot, weights=((checkpoints <= 0) & live).ravel(), minlength=size).reshape(partitions, count)
                 measuring = (owned > 0) & (owner_busy > 0) & (owner_unmeasured == 0) & (owner_done > 0)
                 measured_owners = measuring.sum(axis=0)
-                saturated = measured_owners > 0
-                observed = np.where(saturated, np.where(measuring, owner_done, 0.0).sum(axis=0) / interval_seconds
+                # Without ownership (interval_throughput's other path) the interval is saturated when
+                # every partition was busy, and the ready instances divide what was processed.
+                saturated = np.where(no_owner, busy.all(axis=0) & (processed > 0), measured_owners > 0)
+                observed = np.where(saturated & ~no_owner, np.where(measuring, owner_done, 0.0).sum(axis=0) / interval_seconds
                                     / np.maximum(measured_owners, 1), observed)
                 learned = learning & checkpointed.any(axis=0)
                 rows = learned & saturated

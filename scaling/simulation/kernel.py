@@ -82,6 +82,8 @@ class Ownership:
         self.share = np.zeros((partitions, count))
         self.moved = np.zeros((partitions, count), dtype=bool)
         self.names: list[list[int]] = [[] for _ in range(count)]
+        #: ``names`` as a table (local index, candidate), kept in step with it (``balanced`` only).
+        self.name_table = np.zeros((partitions, count), dtype=np.int64)
         self._next_name = [0] * count
 
     def update(self, serving: np.ndarray, minute: int = 0) -> np.ndarray:
@@ -108,6 +110,7 @@ class Ownership:
             while len(names) < after:
                 names.append(self._next_name[column])
                 self._next_name[column] += 1
+            self._tabulate_names(column)
             self.serving[column] = after
         return changed
 
@@ -117,10 +120,10 @@ class Ownership:
         partitions it owned."""
         orphans = self.local[:, column] == victim
         survivors = int(self.serving[column]) - 1
-        if self.balanced:
-            del self.names[column][victim]
         kept = None
         if self.balanced:
+            del self.names[column][victim]
+            self._tabulate_names(column)
             local = self.local[:, column].copy()
             kept = np.where(local > victim, local - 1, local)  # the survivors' new indices: same instances
             kept[orphans] = -1
@@ -134,6 +137,12 @@ class Ownership:
             self.moved[:, column] = local != kept
         self.serving[column] = survivors
         return orphans
+
+    def _tabulate_names(self, column: int) -> None:
+        names = self.names[column]
+        if len(names) > len(self.name_table):
+            self.name_table = np.vstack((self.name_table, np.zeros((len(names) - len(self.name_table), self.count), np.int64)))
+        self.name_table[:len(names), column] = names
 
     def _rng(self, minute: int, before: int, after: int) -> np.random.Generator:
         """The draws of one change: from the seed, the minute and the counts, so that a
@@ -370,6 +379,17 @@ class Kernel:
         if self._unavailable_until is not None:
             local[self._stalled_until > 60.0 * self.minute] = -1
         return local
+
+    def owner_names(self, snapshot: np.ndarray | None = None) -> np.ndarray:
+        """(partitions, candidates): what ``owners`` gives each candidate, for all at once: the
+        owning instance's name (-1: no live owner), from ``ownership_snapshot`` (taken now unless
+        given). Unlike its indices, a name is never reused: an instance replaced within a minute
+        (the only one failed, a new one started) shows as a change, as collect sees it."""
+        local = self.ownership_snapshot() if snapshot is None else snapshot
+        if not self._owners.balanced:  # (names are the indices)
+            return local
+        names = np.take_along_axis(self._owners.name_table, np.maximum(local, 0), axis=0)
+        return np.where(local >= 0, names, -1)
 
     def advance(self) -> None:
         """Process the next minute for every candidate and record its series."""

@@ -112,6 +112,23 @@ def test_the_stress_scenarios_match_too(name: str, expiry: float) -> None:
     assert ("unowned_partitions" in reasons) == (expiry > 60.0)
 
 
+@pytest.mark.parametrize(("seed", "partitions", "failures_per_day"), [(1, 4, 60.0), (4, 8, 150.0), (6, 8, 60.0)])
+def test_the_lone_instance_failing_matches_too(seed: int, partitions: int, failures_per_day: float) -> None:
+    """A hub one instance serves, whose instances fail often. When the only instance fails,
+    collect reports 0 owners, which the engine reads as no ownership: it still learns from the
+    interval, the ready instances dividing (the first case). When a new instance takes over
+    within the minute, its index is the old one's but its name is new: an owner change that
+    teaches nothing (the second). The third needs both. (Each diverged before: on the full NASA
+    trace in the realistic scenario, the first one did at minute 22151.)"""
+    scenario = Scenario.named("realistic", partitions=partitions, peak_instances=1.5, instance_failures_per_day=failures_per_day,
+                              seed=seed, hot_spot_rotation_minutes=60, slowdowns=())
+    arrivals = noisy_diurnal(720, seed=seed) * 0.1
+    target = simulated_target(scenario, name="default")
+    engine = simulate(arrivals, EngineAutoscaler(target), scenario)
+    assert engine.scale_actions
+    assert_same_run(engine, simulate_slo_batch(arrivals, [target], scenario)[0], f"seed {seed}")
+
+
 def test_other_windows_batch_separately_and_match() -> None:
     scenario = Scenario(partitions=16, peak_instances=12.0, checkpoint_delay_seconds=10.0)
     base = simulated_target(scenario, name="windows")

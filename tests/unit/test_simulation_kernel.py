@@ -172,3 +172,29 @@ def test_events_are_conserved_in_every_candidate() -> None:
         assert (served >= -1e-6).all()
         assert (served <= result.serving * 1000 + 1e-6).all()
         assert arrivals.sum() == pytest.approx(served.sum() + result.final_backlog)
+
+
+@pytest.mark.parametrize("assignment", ["balanced", "modulo"])
+def test_owner_names_are_what_each_candidate_reads_alone(assignment) -> None:
+    """``owner_names`` gives every candidate at once what ``owners`` gives it: with frequent
+    failures a lone instance is replaced within a minute, keeping its index in
+    ``ownership_snapshot`` but not its name (balanced: names are never reused)."""
+    scenario = Scenario(partitions=4, assignment=assignment, instance_failures_per_day=150.0, seed=4,
+                        provisioning_delay_range=(1, 4), rebalance_pause_seconds=20.0)
+    kernel = Kernel(np.full(720, 2000.0), scenario, 3)
+    plans = [{}, {60 * k: 1 + k % 3 for k in range(1, 12)}, {30 * k: 1 + k % 4 for k in range(1, 24)}]
+    replaced_in_place = 0
+    before = None
+    while not kernel.done:
+        kernel.advance()
+        snapshot, names = kernel.ownership_snapshot(), kernel.owner_names()
+        for column in range(3):
+            np.testing.assert_array_equal(names[:, column], kernel.owners(column))
+        if before is not None:
+            replaced_in_place += int(((snapshot == before[0]) & (names != before[1])).any())
+        before = snapshot, names
+        wanted = np.array([plan.get(kernel.minute, kernel.requested[column]) for column, plan in enumerate(plans)])
+        rows = np.flatnonzero(wanted != kernel.requested)
+        if rows.size:
+            kernel.request(rows, wanted[rows])
+    assert replaced_in_place if assignment == "balanced" else not replaced_in_place
