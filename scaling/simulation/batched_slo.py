@@ -112,27 +112,49 @@ def _rows_by(keys: Sequence, build) -> np.ndarray:
 class _Owners:
     """Who owns which partition, per candidate (column), as the sizing reads it once a collection:
     whether any partition has a live owner, the count whose load is exact (as many live owners,
-    every partition owned; -1: none), each partition's slot (``owner * candidates + column``,
-    ``size`` for none) and how many partitions each owner holds (owners x candidates)."""
+    every partition owned; -1: none), how many partitions each owner holds (owners x
+    candidates), the fewest and the most one holds, and (when a load sums by owner) each
+    partition's slot (``owner * candidates + column``, ``size`` for none)."""
 
-    def __init__(self, owners: np.ndarray, live_owners: np.ndarray, *, parent: _Owners | None = None,
-                 columns: np.ndarray | None = None) -> None:
+    def __init__(self, owners: np.ndarray, live_owners: np.ndarray) -> None:
         self._owners, self._live = owners, live_owners
         self.count = count = owners.shape[1]
         self._slots: np.ndarray | None = None
-        if parent is not None:  # the parent's columns: owners that hold nothing there weigh nothing
-            self.ownership, self.exact_count = parent.ownership[columns], parent.exact_count[columns]
-            self.partitions = parent.partitions[:, columns]
-            self.size = self.partitions.shape[0] * count
-            spread = parent._spread
-            self._spread = spread if spread is False or spread is None else (spread[0][columns], spread[1][columns])
-            return
         owned = owners >= 0
         self.ownership = owned.any(axis=0)
         self.exact_count = np.where(self.ownership & owned.all(axis=0), live_owners, -1)
         self.size = (int(owners.max(initial=0)) + 1) * count
-        self.partitions = np.bincount(self.slots, minlength=self.size + 1)[:-1].reshape(-1, count)
-        self._spread: tuple[np.ndarray, np.ndarray] | None | bool = False
+        self.partitions = held = np.bincount(self.slots, minlength=self.size + 1)[:-1].reshape(-1, count)
+        self.most = held.max(axis=0)
+        self.fewest = np.where(held > 0, held, self.most[None, :]).min(axis=0)
+        self.two = ((held == self.fewest) | (held == self.most) | (held == 0)).all(axis=0)
+
+    @classmethod
+    def read(cls, owners: np.ndarray, live_owners: np.ndarray, before: _Owners | None) -> _Owners:
+        """The owners now, worked out again only for the candidates whose owners changed since
+        ``before`` (the previous collection's; most candidates keep theirs from one to the next)."""
+        if before is None or before.count != owners.shape[1]:
+            return cls(owners, live_owners)
+        changed = np.flatnonzero((owners != before._owners).any(axis=0))
+        if 4 * changed.size > before.count:
+            return cls(owners, live_owners)
+        now = cls.__new__(cls)
+        now._owners, now._live, now.count, now._slots = owners, live_owners, before.count, None
+        now.ownership, now.exact_count = before.ownership.copy(), before.exact_count.copy()
+        now.most, now.fewest, now.two = before.most.copy(), before.fewest.copy(), before.two.copy()
+        held = before.partitions
+        if changed.size:
+            part = cls(owners[:, changed], live_owners[changed])
+            rows = max(held.shape[0], part.partitions.shape[0])
+            held = np.concatenate((held, np.zeros((rows - held.shape[0], now.count), dtype=held.dtype))) if rows > held.shape[0] \
+                else held.copy()
+            held[:, changed] = 0
+            held[:part.partitions.shape[0], changed] = part.partitions
+            for name in ("ownership", "exact_count", "most", "fewest", "two"):
+                getattr(now, name)[changed] = getattr(part, name)
+        now.partitions = held
+        now.size = held.shape[0] * now.count
+        return now
 
     @property
     def slots(self) -> np.ndarray:
@@ -143,21 +165,21 @@ class _Owners:
         return self._slots
 
     def of(self, columns: np.ndarray) -> _Owners:
-        """The same for the chosen candidates only."""
-        return _Owners(self._owners[:, columns], self._live[columns], parent=self, columns=columns)
+        """The same for the chosen candidates only (owners that hold nothing there weigh nothing)."""
+        part = _Owners.__new__(_Owners)
+        part._owners, part._live, part.count, part._slots = self._owners[:, columns], self._live[columns], len(columns), None
+        for name in ("ownership", "exact_count", "most", "fewest", "two"):
+            setattr(part, name, getattr(self, name)[columns])
+        part.partitions = self.partitions[:, columns]
+        part.size = part.partitions.shape[0] * part.count
+        return part
 
     @property
     def spread(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The fewest and the most partitions an owner holds, per candidate (0 for a candidate
         without owners), when no owner of any candidate holds another number of them (as a
         balancer leaves them); else None."""
-        if self._spread is False:
-            held = self.partitions
-            most = held.max(axis=0)
-            fewest = np.where(held > 0, held, most[None, :]).min(axis=0)
-            two = ((held == fewest) | (held == most) | (held == 0)).all()
-            self._spread = (fewest, most) if two else None
-        return self._spread
+        return (self.fewest, self.most) if self.two.all() else None
 
 
 class _Loads:
@@ -249,6 +271,21 @@ class _Loads:
         return np.where(sized[None, :], np.maximum(values * ratio[None, :], equal[None, :]), equal[None, :])
 
 
+def _scale_out(rows: np.ndarray, capacity: np.ndarray, needs: _Loads, need: np.ndarray, settings: _Candidates) -> np.ndarray:
+    """``slo_proposal``'s scale-out count for the candidates ``rows`` at risk: the smallest allowed
+    count above the capacity that serves every partition's ``need`` (``needs`` holds their columns
+    only, in that order), else the highest. Only counts above the capacity are tried."""
+    candidates = settings.levels[rows]
+    width = candidates.shape[1]
+    fits = settings.valid_level[rows] & (candidates > capacity[rows, None])
+    pairs = np.flatnonzero(fits)
+    if pairs.size:  # every (candidate, count) pair at once
+        column = pairs // width
+        counts = np.minimum(candidates.ravel()[pairs], settings.top + 1)
+        fits.ravel()[pairs] = (needs.service(need[:, column], counts, column) >= need[:, column]).all(axis=0)
+    return np.where(fits.any(axis=1), candidates[np.arange(len(rows)), fits.argmax(axis=1)], settings.highest[rows])
+
+
 def _predicted_age(age: np.ndarray, backlog: np.ndarray, forecast: np.ndarray, service: np.ndarray,
                    seconds: np.ndarray) -> np.ndarray:
     """``slo.predicted_age`` with a service rate and a duration per candidate (column)."""
@@ -292,7 +329,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     enqueued_total = world.enqueued[:, :, 0].sum(axis=1)  # events enqueued in all partitions, per minute
     columns = np.arange(count)
     requested = world.requested  # updated in place by world.request
-    levels, per_instance = settings.levels, settings.per_instance
+    per_instance = settings.per_instance
 
     # The engine's state per candidate (NaN for None).
     ready_state = np.zeros(count, dtype=np.int64)  # 0: none yet
@@ -310,6 +347,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     seen = 0
     owners_before = np.full((partitions, count), -1, dtype=np.int64)
     partition_backlog = np.zeros((partitions, count))
+    owned_by: _Owners | None = None  # the sizing's owners, as last read
 
     for _ in range(minutes):
         world.advance()
@@ -427,7 +465,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             age = np.maximum(ages - learned_delay, 0.0)
             pending_seconds = np.where(~np.isnan(pending_at) & (ready < capacity), np.maximum(pending_at - moment, 0.0), 0.0)
             first = np.minimum(pending_seconds, react)
-            owned_by = _Owners(owners_now, live_owners)
+            owned_by = _Owners.read(owners_now, live_owners, owned_by)
             loads = _Loads(forecast, hot if any_hot else None, layout, owned_by, rate, per_instance)
             then = _predicted_age(age, waiting, forecast, loads.service(forecast, ready), first)
             then = _predicted_age(then, waiting, forecast, loads.service(forecast, capacity), react - first)
@@ -439,14 +477,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 wanted_rate = forecast[:, rows]
                 need = (wanted_rate + np.maximum(waiting[:, rows] + wanted_rate * (settings.provisioning[rows] + since)
                                                  - wanted_rate * settings.safety[rows], 0.0) / settings.drain[rows])
-                needs = _Loads(need, hot[:, rows] if any_hot else None, layout, _Owners(owners_now[:, rows], live_owners[rows]),
-                               rate[rows], per_instance)
-                candidates = levels[rows]
-                serves = np.stack([(needs.service(need, np.minimum(candidates[:, level], settings.top + 1)) >= need).all(axis=0)
-                                   for level in range(candidates.shape[1])], axis=1)
-                fits = settings.valid_level[rows] & (candidates > capacity[rows, None]) & serves
-                chosen = np.where(fits.any(axis=1), candidates[np.arange(len(rows)), fits.argmax(axis=1)], settings.highest[rows])
-                proposal[rows] = chosen
+                needs = _Loads(need, hot[:, rows] if any_hot else None, layout, owned_by.of(rows), rate[rows], per_instance)
+                proposal[rows] = _scale_out(rows, capacity, needs, need, settings)
                 upward[rows] = True
 
             # Scale-in: worked out only where the cooldown and the action budget would let it act.
@@ -562,13 +594,20 @@ def _scale_in(rows: np.ndarray, capacity: np.ndarray, loads: _Loads, forecast: n
     required = np.where(flowing, forecast * (1.0 - allowed_growth), -np.inf).max(axis=0)
     fraction = np.maximum(np.where(flowing, 1.0 - allowed_growth, 0.0).max(axis=0), 0.0)
     width = levels.shape[1]
-    load = loads.load(counts.ravel(), np.repeat(columns, width)).reshape(-1, width)  # every allowed count at once
-    rate = loads.rate[:, None]
-    by_load = loads.ownership[:, None] & (load > 0) & (rate >= fraction[:, None] * load)
-    short = (rate / settings.level_per_instance[rows] < required[:, None]) & ~by_load
+    short = loads.rate[:, None] / settings.level_per_instance[rows] < required[:, None]  # at the equal share
+    # ... unless the owner-load ratio serves enough: worked out only for those (all at once).
+    pairs = np.flatnonzero(short & loads.ownership[:, None])
+    if pairs.size:
+        column = pairs // width
+        load = loads.load(counts.ravel()[pairs], column)
+        by_load = (load > 0) & (loads.rate[column] >= fraction[column] * load)
+        short.ravel()[pairs[by_load]] = False
     guess = np.clip(short.sum(axis=1), 0, np.maximum(below - 1, 0))
-    at_guess = holds(guess)
-    under_guess = (guess > 0) & holds(np.maximum(guess - 1, 0))
+    lower = np.flatnonzero(guess > 0)  # the guess and the count under it, in one go
+    both = holds(np.concatenate((guess, guess[lower] - 1)), np.concatenate((columns, lower)))
+    at_guess = both[:len(columns)]
+    under_guess = np.zeros(len(columns), dtype=bool)
+    under_guess[lower] = both[len(columns):]
     exact_below = (loads.exact_count > 0) & (loads.exact_count < capacity)
     found = at_guess & ~under_guess & ~exact_below
     unsure = ~found & (exact_below | ~(~at_guess & (guess == below - 1)))
