@@ -203,6 +203,7 @@ class _Loads:
         self.rate, self.per_instance = rate, per_instance
         self.index = np.arange(count)
         self._owners = owners
+        self._spread: tuple[np.ndarray, np.ndarray] | None = None
         self._kept_by: list | None = None
         self._others: np.ndarray | None = None
         if layout.groups is not None and len(layout.groups) == 1:
@@ -212,11 +213,10 @@ class _Loads:
             for rank in range(1, partitions):  # S(k), added one at a time as the running sum does
                 np.add(heaviest[rank - 1], value, out=heaviest[rank])
             self.total = heaviest[-1]
-            spread = owners.spread
+            self._spread = spread = owners.spread
             if spread is not None:
-                self._kept_by = [self._held(held) for held in spread]
-                most, exact = self._kept_by[1][:2]
-                self.exact = np.where(most > 0, exact, 0.0)
+                most = spread[1]
+                self.exact = np.where(most > 0, self._running(np.maximum(most - 1, 0) * count + self.index), 0.0)
                 return
             held = owners.partitions
             self.owner_load = np.where(held > 0, self._running(np.maximum(held - 1, 0) * count + self.index), 0.0)
@@ -248,7 +248,9 @@ class _Loads:
         if fewer.size:  # the survivors keep theirs and take the moving ones at the others' mean
             at = index[fewer]
             per_owner = per_owner[fewer]
-            if self._kept_by is not None:  # equal shares: the owners of the fewest and of the most
+            if self._spread is not None:  # equal shares: the owners of the fewest and of the most
+                if self._kept_by is None:
+                    self._kept_by = [self._held(held) for held in self._spread]
                 kept = np.maximum(*(load[at] + np.clip(per_owner - held[at], 0, self.partitions) * others[at]
                                     for held, load, others in self._kept_by))
             else:
