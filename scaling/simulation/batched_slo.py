@@ -112,53 +112,155 @@ def _rows_by(keys: Sequence, build) -> np.ndarray:
 class _Owners:
     """Who owns which partition, per candidate (column), as the sizing reads it once a collection:
     whether any partition has a live owner, the count whose load is exact (as many live owners,
-    every partition owned; -1: none), each owner's slot (``owner * candidates + column``) and
-    how many partitions each owner holds."""
+    every partition owned; -1: none), how many partitions each owner holds (owners x
+    candidates), the fewest and the most one holds, and (when a load sums by owner) each
+    partition's slot (``owner * candidates + column``, ``size`` for none)."""
 
     def __init__(self, owners: np.ndarray, live_owners: np.ndarray) -> None:
+        self._owners, self._live = owners, live_owners
+        self.count = count = owners.shape[1]
+        self._slots: np.ndarray | None = None
         owned = owners >= 0
         self.ownership = owned.any(axis=0)
         self.exact_count = np.where(self.ownership & owned.all(axis=0), live_owners, -1)
-        self.count = count = owners.shape[1]
-        self.owned = owned.ravel()
-        self.slots = (np.where(owned, owners, 0) * count + np.arange(count)[None, :]).ravel()[self.owned]
         self.size = (int(owners.max(initial=0)) + 1) * count
-        self.partitions = np.bincount(self.slots, minlength=self.size).reshape(-1, count)
+        self.partitions = held = np.bincount(self.slots, minlength=self.size + 1)[:-1].reshape(-1, count)
+        self.most = held.max(axis=0)
+        self.fewest = np.where(held > 0, held, self.most[None, :]).min(axis=0)
+        self.two = ((held == self.fewest) | (held == self.most) | (held == 0)).all(axis=0)
+
+    @classmethod
+    def read(cls, owners: np.ndarray, live_owners: np.ndarray, before: _Owners | None) -> _Owners:
+        """The owners now, worked out again only for the candidates whose owners changed since
+        ``before`` (the previous collection's; most candidates keep theirs from one to the next)."""
+        if before is None or before.count != owners.shape[1]:
+            return cls(owners, live_owners)
+        changed = np.flatnonzero((owners != before._owners).any(axis=0))
+        if 4 * changed.size > before.count:
+            return cls(owners, live_owners)
+        now = cls.__new__(cls)
+        now._owners, now._live, now.count, now._slots = owners, live_owners, before.count, None
+        now.ownership, now.exact_count = before.ownership.copy(), before.exact_count.copy()
+        now.most, now.fewest, now.two = before.most.copy(), before.fewest.copy(), before.two.copy()
+        held = before.partitions
+        if changed.size:
+            part = cls(owners[:, changed], live_owners[changed])
+            rows = max(held.shape[0], part.partitions.shape[0])
+            held = np.concatenate((held, np.zeros((rows - held.shape[0], now.count), dtype=held.dtype))) if rows > held.shape[0] \
+                else held.copy()
+            held[:, changed] = 0
+            held[:part.partitions.shape[0], changed] = part.partitions
+            for name in ("ownership", "exact_count", "most", "fewest", "two"):
+                getattr(now, name)[changed] = getattr(part, name)
+        now.partitions = held
+        now.size = held.shape[0] * now.count
+        return now
+
+    @property
+    def slots(self) -> np.ndarray:
+        """Each partition's slot, flattened (partitions x candidates)."""
+        if self._slots is None:
+            owners, count = self._owners, self.count
+            self._slots = np.where(owners >= 0, owners * count + np.arange(count)[None, :], self.size).ravel()
+        return self._slots
+
+    def of(self, columns: np.ndarray) -> _Owners:
+        """The same for the chosen candidates only (owners that hold nothing there weigh nothing)."""
+        part = _Owners.__new__(_Owners)
+        part._owners, part._live, part.count, part._slots = self._owners[:, columns], self._live[columns], len(columns), None
+        for name in ("ownership", "exact_count", "most", "fewest", "two"):
+            setattr(part, name, getattr(self, name)[columns])
+        part.partitions = self.partitions[:, columns]
+        part.size = part.partitions.shape[0] * part.count
+        return part
+
+    @property
+    def spread(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The fewest and the most partitions an owner holds, per candidate (0 for a candidate
+        without owners), when no owner of any candidate holds another number of them (as a
+        balancer leaves them); else None."""
+        return (self.fewest, self.most) if self.two.all() else None
 
 
 class _Loads:
     """``sizing.OwnerLoads`` for every candidate (column): the busiest owner's load of ``values``
     (rows x candidates, set-aside rows already 0) at any count, exact where the candidate's live
-    owners are that many and own every partition, else the ``k`` heaviest partitions' sum."""
+    owners are that many and own every partition, else the ``k`` heaviest partitions' sum.
+
+    With equal shares (one group of rows) every partition weighs its group's first row's value
+    ``v``: sorted they stay as they are, the ``k`` heaviest sum to the running sum ``S(k)`` of
+    ``v``, and an owner of ``c`` partitions (summed in partition order from 0) to ``S(c)``, bit
+    for bit; so owners that hold as many partitions have the same load, and (``_Owners.spread``)
+    only the fewest and the most held need working out."""
 
     def __init__(self, values: np.ndarray, hot: np.ndarray | None, layout: ShareRows, owners: _Owners,
                  rate: np.ndarray, per_instance: np.ndarray) -> None:
         if hot is not None:  # a set-aside partition weighs as much as the heaviest other one
             values = np.where(hot, values.max(axis=0), values)
-        by_partition = values[layout.row_of]  # (partitions, candidates)
+        self.partitions = partitions = len(layout.row_of)
+        self.count = count = values.shape[1]
         self.ownership, self.exact_count = owners.ownership, owners.exact_count
-        self.heaviest = np.cumsum(np.sort(by_partition, axis=0)[::-1], axis=0)
-        self.owner_load = np.bincount(owners.slots, weights=by_partition.ravel()[owners.owned],
-                                      minlength=owners.size).reshape(-1, owners.count)
-        self.owner_partitions = owners.partitions
-        self.exact = self.owner_load.max(axis=0)
-        self.partitions = len(layout.row_of)
         self.rate, self.per_instance = rate, per_instance
+        self.index = np.arange(count)
+        self._owners = owners
+        self._spread: tuple[np.ndarray, np.ndarray] | None = None
+        self._kept_by: list | None = None
+        self._others: np.ndarray | None = None
+        if layout.groups is not None and len(layout.groups) == 1:
+            value = values[0]
+            self.heaviest = heaviest = np.empty((partitions, count))
+            heaviest[0] = value
+            for rank in range(1, partitions):  # S(k), added one at a time as the running sum does
+                np.add(heaviest[rank - 1], value, out=heaviest[rank])
+            self.total = heaviest[-1]
+            self._spread = spread = owners.spread
+            if spread is not None:
+                most = spread[1]
+                self.exact = np.where(most > 0, self._running(np.maximum(most - 1, 0) * count + self.index), 0.0)
+                return
+            held = owners.partitions
+            self.owner_load = np.where(held > 0, self._running(np.maximum(held - 1, 0) * count + self.index), 0.0)
+        else:
+            by_partition = values[layout.row_of]  # (partitions, candidates)
+            self.heaviest = np.cumsum(np.sort(by_partition, axis=0)[::-1], axis=0)
+            self.total = self.heaviest[-1]
+            self.owner_load = np.bincount(owners.slots, weights=by_partition.ravel(),
+                                          minlength=owners.size + 1)[:-1].reshape(-1, count)
+        self.exact = self.owner_load.max(axis=0)
+
+    def _running(self, flat: np.ndarray) -> np.ndarray:
+        """The running sums at flat (rank * candidates + column) positions."""
+        return self.heaviest.take(flat)
+
+    def _held(self, held: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Equal shares: an owner of ``held`` partitions (one count per column): ``held``, its
+        load, the mean load of the partitions it does not own."""
+        load = self._running(np.maximum(held - 1, 0) * self.count + self.index)
+        return held, load, (self.total - load) / np.maximum(self.partitions - held, 1)
 
     def load(self, counts: np.ndarray, columns: np.ndarray | slice = slice(None)) -> np.ndarray:
         """The busiest owner's load at ``counts`` (one per chosen column)."""
         per_owner = self.per_instance[counts].astype(np.int64)
-        index = np.arange(self.heaviest.shape[1])[columns]
-        bound = self.heaviest[np.minimum(per_owner, self.partitions) - 1, index]
+        index = self.index[columns]
+        bound = self._running((np.minimum(per_owner, self.partitions) - 1) * self.count + index)
         live = self.exact_count[columns]
-        fewer = live > counts
-        if fewer.any():  # the survivors keep theirs and take the moving ones at the others' mean
-            owners = self.owner_partitions[:, columns]
-            load = self.owner_load[:, columns]
-            others = (self.heaviest[-1, index][None, :] - load) / np.maximum(self.partitions - owners, 1)
-            gained = np.clip(per_owner[None, :] - owners, 0, self.partitions) * others
-            kept = np.where(owners > 0, load + gained, -np.inf).max(axis=0)
-            bound = np.where(fewer, np.minimum(bound, kept), bound)
+        fewer = np.flatnonzero(live > counts)
+        if fewer.size:  # the survivors keep theirs and take the moving ones at the others' mean
+            at = index[fewer]
+            per_owner = per_owner[fewer]
+            if self._spread is not None:  # equal shares: the owners of the fewest and of the most
+                if self._kept_by is None:
+                    self._kept_by = [self._held(held) for held in self._spread]
+                kept = np.maximum(*(load[at] + np.clip(per_owner - held[at], 0, self.partitions) * others[at]
+                                    for held, load, others in self._kept_by))
+            else:
+                if self._others is None:
+                    self._others = (self.total[None, :] - self.owner_load) / np.maximum(
+                        self.partitions - self._owners.partitions, 1)
+                owners = self._owners.partitions[:, at]
+                gained = np.clip(per_owner[None, :] - owners, 0, self.partitions) * self._others[:, at]
+                kept = np.where(owners > 0, self.owner_load[:, at] + gained, -np.inf).max(axis=0)
+            bound[fewer] = np.minimum(bound[fewer], kept)
         return np.where(live == counts, self.exact[columns], bound)
 
     def service(self, values: np.ndarray, counts: np.ndarray, columns: np.ndarray | slice = slice(None)) -> np.ndarray:
@@ -169,6 +271,21 @@ class _Loads:
         sized = self.ownership[columns] & (load > 0)
         ratio = rate / np.where(sized, load, 1.0)
         return np.where(sized[None, :], np.maximum(values * ratio[None, :], equal[None, :]), equal[None, :])
+
+
+def _scale_out(rows: np.ndarray, capacity: np.ndarray, needs: _Loads, need: np.ndarray, settings: _Candidates) -> np.ndarray:
+    """``slo_proposal``'s scale-out count for the candidates ``rows`` at risk: the smallest allowed
+    count above the capacity that serves every partition's ``need`` (``needs`` holds their columns
+    only, in that order), else the highest. Only counts above the capacity are tried."""
+    candidates = settings.levels[rows]
+    width = candidates.shape[1]
+    fits = settings.valid_level[rows] & (candidates > capacity[rows, None])
+    pairs = np.flatnonzero(fits)
+    if pairs.size:  # every (candidate, count) pair at once
+        column = pairs // width
+        counts = np.minimum(candidates.ravel()[pairs], settings.top + 1)
+        fits.ravel()[pairs] = (needs.service(need[:, column], counts, column) >= need[:, column]).all(axis=0)
+    return np.where(fits.any(axis=1), candidates[np.arange(len(rows)), fits.argmax(axis=1)], settings.highest[rows])
 
 
 def _predicted_age(age: np.ndarray, backlog: np.ndarray, forecast: np.ndarray, service: np.ndarray,
@@ -214,7 +331,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     enqueued_total = world.enqueued[:, :, 0].sum(axis=1)  # events enqueued in all partitions, per minute
     columns = np.arange(count)
     requested = world.requested  # updated in place by world.request
-    levels, per_instance = settings.levels, settings.per_instance
+    per_instance = settings.per_instance
 
     # The engine's state per candidate (NaN for None).
     ready_state = np.zeros(count, dtype=np.int64)  # 0: none yet
@@ -232,6 +349,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     seen = 0
     names_before = np.full((partitions, count), -1, dtype=np.int64)
     partition_backlog = np.zeros((partitions, count))
+    owned_by: _Owners | None = None  # the sizing's owners, as last read
 
     for _ in range(minutes):
         world.advance()
@@ -364,7 +482,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             due = pending_at - moment  # (NaN: no scale-out in flight, so late or lost: the next collection)
             pending_seconds = np.where(ready < capacity, np.where(due > 0, due, sample_interval), 0.0)
             first = np.minimum(pending_seconds, react)
-            owned_by = _Owners(owners_now, live_owners)
+            owned_by = _Owners.read(owners_now, live_owners, owned_by)
             loads = _Loads(forecast, hot if any_hot else None, layout, owned_by, rate, per_instance)
             then = _predicted_age(age, waiting, forecast, loads.service(forecast, ready), first)
             then = _predicted_age(then, waiting, forecast, loads.service(forecast, capacity), react - first)
@@ -378,14 +496,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 wanted_rate = forecast[:, rows]
                 need = (wanted_rate + np.maximum(waiting[:, rows] + wanted_rate * (settings.provisioning[rows] + since)
                                                  - wanted_rate * settings.safety[rows], 0.0) / settings.drain[rows])
-                needs = _Loads(need, hot[:, rows] if any_hot else None, layout, _Owners(owners_now[:, rows], live_owners[rows]),
-                               rate[rows], per_instance)
-                candidates = levels[rows]
-                serves = np.stack([(needs.service(need, np.minimum(candidates[:, level], settings.top + 1)) >= need).all(axis=0)
-                                   for level in range(candidates.shape[1])], axis=1)
-                fits = settings.valid_level[rows] & (candidates > capacity[rows, None]) & serves
-                chosen = np.where(fits.any(axis=1), candidates[np.arange(len(rows)), fits.argmax(axis=1)], settings.highest[rows])
-                proposal[rows] = chosen
+                needs = _Loads(need, hot[:, rows] if any_hot else None, layout, owned_by.of(rows), rate[rows], per_instance)
+                proposal[rows] = _scale_out(rows, capacity, needs, need, settings)
                 upward[rows] = True
 
             # Scale-in: worked out only where the cooldown and the action budget would let it act.
@@ -403,8 +515,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                     calm = np.maximum(forecast, peak * settings.headroom_factor)
                     if any_hot:
                         calm = np.where(hot, 0.0, calm)
-                    calm_loads = _Loads(calm, hot if any_hot else None, layout, owned_by, rate, per_instance)
-                    down_rows, chosen = _scale_in(eligible, capacity, calm_loads, calm, age, settings, sample_interval)
+                    scaling_in = np.flatnonzero(eligible)  # loads and counts for these candidates only
+                    calm_loads = _Loads(calm[:, scaling_in], hot[:, scaling_in] if any_hot else None, layout,
+                                        owned_by.of(scaling_in), rate[scaling_in], per_instance)
+                    down_rows, chosen = _scale_in(scaling_in, capacity, calm_loads, calm, age, settings, sample_interval)
                     proposal[down_rows] = chosen
 
         # --- evaluate: snapping, bounds, cooldown, the action budget; the request ----------------
@@ -462,11 +576,11 @@ def _oldest_event_ages(times: np.ndarray, window: np.ndarray, oldest: np.ndarray
     return np.where(waiting, np.maximum(times[-1] - arrived, 0.0), 0.0)
 
 
-def _scale_in(eligible: np.ndarray, capacity: np.ndarray, loads: _Loads, forecast: np.ndarray, age: np.ndarray,
+def _scale_in(rows: np.ndarray, capacity: np.ndarray, loads: _Loads, forecast: np.ndarray, age: np.ndarray,
               settings: _Candidates, interval_seconds: float) -> tuple[np.ndarray, np.ndarray]:
     """The smallest allowed count below the capacity expected to hold for ``min_dwell_seconds``
-    (``slo_proposal``'s scale-in search) for the ``eligible`` candidates; returns the candidates
-    that found one and their counts.
+    (``slo_proposal``'s scale-in search) for the eligible candidates ``rows`` (``loads`` holds
+    their columns only, in that order); returns the candidates that found one and their counts.
 
     The engine tries counts ascending and takes the first that holds. How long a count holds
     never shrinks as the count grows (more service: slower growth, fewer filling partitions),
@@ -475,40 +589,49 @@ def _scale_in(eligible: np.ndarray, capacity: np.ndarray, loads: _Loads, forecas
     (and always where a count below the capacity is sized by exact owner loads, which may hold
     where the bound of the count above does not).
     """
-    columns = np.arange(len(capacity))
-    reaction = interval_seconds + settings.provisioning
+    columns = np.arange(len(rows))
+    levels = settings.levels[rows]
+    counts = np.minimum(levels, settings.top + 1)
+    capacity, forecast, age = capacity[rows], forecast[:, rows], age[:, rows]
+    limit, dwell = settings.limit[rows], settings.dwell[rows]
+    reaction = interval_seconds + settings.provisioning[rows]
     safe_forecast = np.maximum(forecast, NO_RATE)
     flowing = forecast > NO_RATE
-    below = settings.below[columns, np.minimum(capacity, settings.top)]  # allowed counts under the capacity
+    below = settings.below[rows, np.minimum(capacity, settings.top)]  # allowed counts under the capacity
 
     def holds(level: np.ndarray, chosen: np.ndarray | slice = slice(None)) -> np.ndarray:
-        counts = np.minimum(settings.levels[columns[chosen], level], settings.top + 1)
-        serve = loads.service(forecast[:, chosen], counts, chosen)
+        serve = loads.service(forecast[:, chosen], counts[columns[chosen], level], chosen)
         growth = np.where(flowing[:, chosen], 1.0 - serve / safe_forecast[:, chosen], -1.0)
         filling = growth > 0
-        margin = settings.limit[chosen] - growth * reaction[chosen] - age[:, chosen]
+        margin = limit[chosen] - growth * reaction[chosen] - age[:, chosen]
         hold = np.where(filling, np.where(margin > 0, margin / np.where(filling, growth, 1.0), 0.0), np.inf).min(axis=0)
-        return hold >= settings.dwell[chosen]
+        return hold >= dwell[chosen]
 
     # Where it should be: growth at most (limit - age) / (reaction + dwell) on every partition,
     # i.e. a service of at least (1 - that) of each forecast, at the equal share or the owner-load ratio.
-    allowed_growth = (settings.limit - age) / (reaction + settings.dwell)
+    allowed_growth = (limit - age) / (reaction + dwell)
     required = np.where(flowing, forecast * (1.0 - allowed_growth), -np.inf).max(axis=0)
     fraction = np.maximum(np.where(flowing, 1.0 - allowed_growth, 0.0).max(axis=0), 0.0)
-    counts = np.minimum(settings.levels, settings.top + 1)
-    short = np.zeros(settings.levels.shape, dtype=bool)
-    for level in range(settings.levels.shape[1]):
-        load = loads.load(counts[:, level])
-        by_load = loads.ownership & (load > 0) & (loads.rate >= fraction * load)
-        short[:, level] = (loads.rate / settings.level_per_instance[:, level] < required) & ~by_load
+    width = levels.shape[1]
+    short = loads.rate[:, None] / settings.level_per_instance[rows] < required[:, None]  # at the equal share
+    # ... unless the owner-load ratio serves enough: worked out only for those (all at once).
+    pairs = np.flatnonzero(short & loads.ownership[:, None])
+    if pairs.size:
+        column = pairs // width
+        load = loads.load(counts.ravel()[pairs], column)
+        by_load = (load > 0) & (loads.rate[column] >= fraction[column] * load)
+        short.ravel()[pairs[by_load]] = False
     guess = np.clip(short.sum(axis=1), 0, np.maximum(below - 1, 0))
-    at_guess = holds(guess)
-    under_guess = (guess > 0) & holds(np.maximum(guess - 1, 0))
+    lower = np.flatnonzero(guess > 0)  # the guess and the count under it, in one go
+    both = holds(np.concatenate((guess, guess[lower] - 1)), np.concatenate((columns, lower)))
+    at_guess = both[:len(columns)]
+    under_guess = np.zeros(len(columns), dtype=bool)
+    under_guess[lower] = both[len(columns):]
     exact_below = (loads.exact_count > 0) & (loads.exact_count < capacity)
-    found = eligible & at_guess & ~under_guess & ~exact_below
-    unsure = eligible & ~found & (exact_below | ~(~at_guess & (guess == below - 1)))
+    found = at_guess & ~under_guess & ~exact_below
+    unsure = ~found & (exact_below | ~(~at_guess & (guess == below - 1)))
     chosen = np.where(found, guess, -1)
-    for level in range(settings.levels.shape[1]):  # (rarely needed) every count in turn, ascending
+    for level in range(width):  # (rarely needed) every count in turn, ascending
         trying = np.flatnonzero(unsure & (level < below))
         if not trying.size:
             break
@@ -516,4 +639,4 @@ def _scale_in(eligible: np.ndarray, capacity: np.ndarray, loads: _Loads, forecas
         chosen[holding] = level
         unsure[holding] = False
     found = np.flatnonzero(chosen >= 0)
-    return found, settings.levels[found, chosen[found]]
+    return rows[found], levels[found, chosen[found]]
