@@ -213,7 +213,7 @@ class SloSettings:
         description="how much history the engine reads"), NUMBER] = 600.0
     scale_in_peak_seconds: Annotated[float, Field(ge=0, le=MAX_SECONDS,
         description="a scale-in must also hold at the busiest collection interval's arrivals of this "
-                    "last stretch (0: at the rate window's only; the engine reads no further back than history_seconds)"), NUMBER] = 360.0
+                    "last stretch (0: at the rate window's only; the engine reads no further back than history_seconds)"), NUMBER] = 480.0
 
     _document = document_keys()
 
