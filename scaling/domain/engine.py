@@ -194,8 +194,10 @@ def ready_from_owners(expected: int, serving: int | None, pending_ready_at: date
     being restored). An instance claims its partitions as it starts, and the collection sees the
     claims up to an interval later: until an interval past the end of the provisioning delay,
     fewer owners than expected are not yet a late instance."""
-    if serving is None or serving >= expected:
-        return expected if serving is None else serving
+    if serving is None:
+        return expected
+    if serving >= expected:
+        return serving
     just_due = pending_ready_at is not None and now < pending_ready_at + timedelta(seconds=interval)
     return expected if just_due else serving
 
