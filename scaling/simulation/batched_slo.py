@@ -116,6 +116,9 @@ class _Owners:
     candidates), the fewest and the most one holds, and (when a load sums by owner) each
     partition's slot (``owner * candidates + column``, ``size`` for none)."""
 
+    #: What is worked out per candidate (one value per column).
+    PER_CANDIDATE = ("ownership", "exact_count", "most", "fewest", "two")
+
     def __init__(self, owners: np.ndarray, live_owners: np.ndarray) -> None:
         self._owners, self._live = owners, live_owners
         self.count = count = owners.shape[1]
@@ -138,10 +141,7 @@ class _Owners:
         changed = np.flatnonzero((owners != before._owners).any(axis=0))
         if 4 * changed.size > before.count:
             return cls(owners, live_owners)
-        now = cls.__new__(cls)
-        now._owners, now._live, now.count, now._slots = owners, live_owners, before.count, None
-        now.ownership, now.exact_count = before.ownership.copy(), before.exact_count.copy()
-        now.most, now.fewest, now.two = before.most.copy(), before.fewest.copy(), before.two.copy()
+        now = cls._blank(owners, live_owners, {name: getattr(before, name).copy() for name in cls.PER_CANDIDATE})
         held = before.partitions
         if changed.size:
             part = cls(owners[:, changed], live_owners[changed])
@@ -150,11 +150,20 @@ class _Owners:
                 else held.copy()
             held[:, changed] = 0
             held[:part.partitions.shape[0], changed] = part.partitions
-            for name in ("ownership", "exact_count", "most", "fewest", "two"):
+            for name in cls.PER_CANDIDATE:
                 getattr(now, name)[changed] = getattr(part, name)
         now.partitions = held
         now.size = held.shape[0] * now.count
         return now
+
+    @classmethod
+    def _blank(cls, owners: np.ndarray, live_owners: np.ndarray, per_candidate: dict) -> _Owners:
+        """One whose per-candidate values are given (the caller sets ``partitions`` and ``size``)."""
+        made = cls.__new__(cls)
+        made._owners, made._live, made.count, made._slots = owners, live_owners, owners.shape[1], None
+        for name, value in per_candidate.items():
+            setattr(made, name, value)
+        return made
 
     @property
     def slots(self) -> np.ndarray:
@@ -166,13 +175,16 @@ class _Owners:
 
     def of(self, columns: np.ndarray) -> _Owners:
         """The same for the chosen candidates only (owners that hold nothing there weigh nothing)."""
-        part = _Owners.__new__(_Owners)
-        part._owners, part._live, part.count, part._slots = self._owners[:, columns], self._live[columns], len(columns), None
-        for name in ("ownership", "exact_count", "most", "fewest", "two"):
-            setattr(part, name, getattr(self, name)[columns])
+        part = _Owners._blank(self._owners[:, columns], self._live[columns],
+                              {name: getattr(self, name)[columns] for name in self.PER_CANDIDATE})
         part.partitions = self.partitions[:, columns]
         part.size = part.partitions.shape[0] * part.count
         return part
+
+    def summed(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (partitions x candidates) summed by owner (owners x candidates), in partition
+        order; partitions without a live owner count for none."""
+        return np.bincount(self.slots, weights=values.ravel(), minlength=self.size + 1)[:-1].reshape(-1, self.count)
 
     @property
     def spread(self) -> tuple[np.ndarray, np.ndarray] | None:
@@ -224,8 +236,7 @@ class _Loads:
             by_partition = values[layout.row_of]  # (partitions, candidates)
             self.heaviest = np.cumsum(np.sort(by_partition, axis=0)[::-1], axis=0)
             self.total = self.heaviest[-1]
-            self.owner_load = np.bincount(owners.slots, weights=by_partition.ravel(),
-                                          minlength=owners.size + 1)[:-1].reshape(-1, count)
+            self.owner_load = owners.summed(by_partition)
         self.exact = self.owner_load.max(axis=0)
 
     def _running(self, flat: np.ndarray) -> np.ndarray:
@@ -370,6 +381,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         names_before = names_now
         ranked = np.sort(owners_now, axis=0)
         live_owners = (np.diff(ranked, axis=0) != 0).sum(axis=0) + 1 - (ranked[0] < 0)  # distinct owners, -1 aside
+        owned_by = _Owners.read(owners_now, live_owners, owned_by)  # for the learning and the sizing
         previous_checkpoints, previous_partition_backlog = checkpoints.copy(), partition_backlog
         world.checkpoint_positions(checkpoints)
         partition_backlog = np.maximum(world.enqueued[now] - checkpoints, 0.0)
@@ -411,15 +423,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 arrived_each = world.enqueued[now] - world.enqueued[now - interval]
                 busy = (np.minimum(previous_partition_backlog, partition_backlog) > 2 * arrived_each) & (checkpoints > 0)
                 # (a partition without a live owner measures no owner)
-                live = owners_now >= 0
-                slot = (np.where(live, owners_now, 0) * count + columns[None, :]).ravel()
-                size = partitions * count
-                owned = np.bincount(slot, weights=live.ravel(), minlength=size).reshape(partitions, count)
-                owner_busy = np.bincount(slot, weights=(busy & live).ravel(), minlength=size).reshape(partitions, count)
-                owner_done = np.bincount(slot, weights=np.where(live, checkpoints - previous_checkpoints, 0.0).ravel(),
-                                         minlength=size).reshape(partitions, count)
-                owner_unmeasured = np.bincount(slot, weights=((checkpoints <= 0) & live).ravel(), minlength=size).reshape(partitions, count)
-                measuring = (owned > 0) & (owner_busy > 0) & (owner_unmeasured == 0) & (owner_done > 0)
+                owner_busy = owned_by.summed(busy)
+                owner_done = owned_by.summed(checkpoints - previous_checkpoints)
+                owner_unmeasured = owned_by.summed(checkpoints <= 0)
+                measuring = (owned_by.partitions > 0) & (owner_busy > 0) & (owner_unmeasured == 0) & (owner_done > 0)
                 measured_owners = measuring.sum(axis=0)
                 # Without ownership (interval_throughput's other path) the interval is saturated when
                 # every partition was busy, and the ready instances divide what was processed.
@@ -482,7 +489,6 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             due = pending_at - moment  # (NaN: no scale-out in flight, so late or lost: the next collection)
             pending_seconds = np.where(ready < capacity, np.where(due > 0, due, sample_interval), 0.0)
             first = np.minimum(pending_seconds, react)
-            owned_by = _Owners.read(owners_now, live_owners, owned_by)
             loads = _Loads(forecast, hot if any_hot else None, layout, owned_by, rate, per_instance)
             then = _predicted_age(age, waiting, forecast, loads.service(forecast, ready), first)
             then = _predicted_age(then, waiting, forecast, loads.service(forecast, capacity), react - first)
