@@ -15,7 +15,8 @@ per second) and:
 - scales in to the smallest allowed count that is expected to hold for ``min_dwell_seconds``
   before the age would call for a scale-out again, at the forecast or the busiest collection
   interval of the last ``scale_in_peak_seconds``, whichever is higher (a lull between bursts is
-  no reason to scale in, and scale out again at the next burst). A count that serves *less*
+  no reason to scale in, and scale out again at the next burst), raised while the arrivals
+  clearly rise to the rate halfway through the dwell (no scale-in into a rising edge). A count that serves *less*
   than the arrival rate is allowed: the backlog then grows slowly within the SLO budget, and the
   next scale-out drains it. Alternating between two neighbouring counts this way costs what the arrivals need
   on average instead of the next count up, while the dwell time bounds how often it acts.
@@ -44,6 +45,9 @@ CHECKPOINT_DELAY_DRIFT = 0.5
 CHECKPOINT_DELAY_CEILING = 0.25
 #: How many unowned partitions a decision names (the count says the rest).
 UNOWNED_NAMED = 5
+#: How many standard errors of its slope a rise of the arrivals must clear to count as a trend:
+#: a flat but noisy rate is no reason to hold capacity.
+TREND_CONFIDENCE = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +68,9 @@ class SourceOutlook:
     owners: tuple[str | None, ...] | None = None
     #: Partitions set aside as hotter than one instance (``_set_aside``); ``None``: none.
     set_aside: np.ndarray | None = None
+    #: How fast the source's arrivals are rising, as a fraction of their rate per second
+    #: (``rising_fraction``; 0 when flat, falling or unclear).
+    rise: float = 0.0
 
     @property
     def partitions(self) -> int:
@@ -109,6 +116,30 @@ def oldest_event_age(times: Sequence[float], last_enqueued: Sequence[int], check
     ages = oldest_event_ages(np.asarray(times, dtype=float), np.asarray(last_enqueued, dtype=float)[:, None],
                              np.asarray([oldest], dtype=float), np.asarray([arrival_rate], dtype=float))
     return float(ages[0])
+
+
+def rising_fraction(times: np.ndarray, totals: np.ndarray) -> float:
+    """How fast the arrivals rise, per second, as a fraction of their fitted rate at the last
+    sample, from ``totals`` (events enqueued so far, all partitions, at ``times``).
+
+    The least-squares slope of the intervals' rates, less ``TREND_CONFIDENCE`` standard errors,
+    so that only a rise the history shows beyond its noise counts; 0 when it shows none, or with
+    fewer than three intervals.
+    """
+    steps = np.diff(times)
+    if len(steps) < 3 or not np.all(steps > 0):
+        return 0.0
+    rates = np.diff(totals) / steps
+    middles = (times[1:] + times[:-1]) / 2.0
+    centred = middles - middles.mean()
+    spread = float(np.dot(centred, centred))
+    slope = float(np.dot(centred, rates)) / spread
+    mean_rate = float(rates.mean())
+    residuals = rates - (mean_rate + slope * centred)
+    error = math.sqrt(float(np.dot(residuals, residuals)) / (len(rates) - 2) / spread)
+    rise = slope - TREND_CONFIDENCE * error
+    fitted_now = mean_rate + slope * float(centred[-1])
+    return rise / fitted_now if rise > 0 and fitted_now > NO_RATE else 0.0
 
 
 def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: float,
@@ -165,8 +196,15 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
             age_seconds=ages,
             peak_arrival_rate=peak,
             owners=tuple(p.owner for p in source.partitions) if source.owners else None,
+            rise=rising_fraction(times_array, positions.sum(axis=1)),
         )
     return outlooks
+
+
+def rising_factor(rise, dwell_seconds):
+    """How much higher the arrivals are halfway through ``dwell_seconds`` if they go on rising by
+    ``rise`` (a fraction of the rate per second). Works on floats and numpy arrays alike."""
+    return 1.0 + rise * (dwell_seconds / 2.0)
 
 
 def predicted_age(age, backlog, arrival_rate, service_rate, seconds):
@@ -303,8 +341,10 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
                         metrics, new_state)
     # A scale-in must hold at the busiest recent interval too, not only at the rate window's
     # forecast: a lull between bursts is no reason to act (and act again at the next burst).
-    calm = [forecast if outlook.peak_arrival_rate is None
-            else np.maximum(forecast, outlook.peak_arrival_rate * (1.0 + slo.headroom))
+    # While the arrivals clearly rise, it must hold at the rate halfway through the dwell if the
+    # rise goes on (the dwell's average under a linear rise): no scale-in into a rising edge.
+    calm = [(forecast if outlook.peak_arrival_rate is None
+             else np.maximum(forecast, outlook.peak_arrival_rate * (1.0 + slo.headroom))) * rising_factor(outlook.rise, slo.min_dwell_seconds)
             for outlook, forecast in zip(outlooks, forecasts, strict=True)]
     calm_loads = [OwnerLoads.of(forecast, outlook.owners, outlook.set_aside) for outlook, forecast in zip(outlooks, calm, strict=True)]
     chosen = None

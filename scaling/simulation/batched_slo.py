@@ -38,7 +38,7 @@ import numpy as np
 from scaling.domain.engine import THROUGHPUT_LEARNING_RATE, allowed_counts, snap_up
 from scaling.domain.lag import partitions_per_instance
 from scaling.domain.policy import TargetPolicy
-from scaling.domain.slo import CHECKPOINT_DELAY_CEILING, CHECKPOINT_DELAY_DRIFT, NO_RATE
+from scaling.domain.slo import CHECKPOINT_DELAY_CEILING, CHECKPOINT_DELAY_DRIFT, NO_RATE, rising_factor, rising_fraction
 from scaling.simulation.batched import checked_batch
 from scaling.simulation.kernel import Kernel
 from scaling.simulation.peers import EPOCH
@@ -518,7 +518,9 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                     later_max = np.maximum.accumulate(np.maximum(np.diff(window, axis=0), 0.0)[::-1], axis=0)[::-1]
                     start = np.clip(samples - 1 - np.floor(settings.peak / interval_seconds).astype(np.int64), 0, samples - 2)
                     peak = later_max[start, :].T / (times[1] - times[0])  # (rows, candidates)
-                    calm = np.maximum(forecast, peak * settings.headroom_factor)
+                    # ... and, while the arrivals clearly rise, at the rate halfway through the dwell.
+                    rise = rising_fraction(times, enqueued_total[now - interval * (samples - 1): now + 1: interval] - partitions)
+                    calm = np.maximum(forecast, peak * settings.headroom_factor) * rising_factor(rise, settings.dwell)
                     if any_hot:
                         calm = np.where(hot, 0.0, calm)
                     scaling_in = np.flatnonzero(eligible)  # loads and counts for these candidates only

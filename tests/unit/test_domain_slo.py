@@ -19,7 +19,7 @@ from scaling.domain.lag import effective_capacity
 from scaling.domain.policy import Bounds, PlanSettings, SloSettings, SourceSettings, TargetPolicy
 from scaling.domain.samples import MetricSample, PartitionReading, SourceReading
 from scaling.domain.sizing import OwnerLoads
-from scaling.domain.slo import oldest_event_age, predicted_age
+from scaling.domain.slo import TREND_CONFIDENCE, oldest_event_age, predicted_age, rising_factor, rising_fraction
 from scaling.simulation.peers import EngineAutoscaler, simulated_target
 from scaling.simulation.world import Scenario, simulate
 
@@ -208,6 +208,77 @@ def bursty(burst_minutes_ago: int, *, minutes: int = 10) -> list[MetricSample]:
 def test_a_scale_in_holds_at_the_busiest_recent_interval(burst_minutes_ago, peak_seconds, expected) -> None:
     decision = evaluate(slo_target(scale_in_peak_seconds=peak_seconds), state(), bursty(burst_minutes_ago), T0)
     assert decision.target_capacity == expected, decision.reasons
+
+
+# --- no scale-in into a rising edge -------------------------------------------------------------------
+# Totals enqueued (all partitions) at one sample a minute, from interval rates (events/s).
+
+
+def totals_from(rates: list[float]) -> tuple[np.ndarray, np.ndarray]:
+    return 60.0 * np.arange(len(rates) + 1), np.concatenate(([0.0], np.cumsum(np.asarray(rates) * 60.0)))
+
+
+@pytest.mark.parametrize(
+    ("rates", "expected"),
+    [
+        pytest.param([100.0] * 9, 0.0, id="flat"),
+        # a clean rise of 10/s a minute: slope 1/6 per second, fitted rate at the last interval 180/s
+        pytest.param([100.0 + 10 * k for k in range(9)], (10 / 60) / 180.0, id="clean-rise"),
+        pytest.param([180.0 - 10 * k for k in range(9)], 0.0, id="falling"),
+        pytest.param([100.0, 140.0] * 4 + [100.0], 0.0, id="noisy-but-flat"),
+        pytest.param([100.0, 110.0], 0.0, id="too-few-intervals"),
+    ],
+)
+def test_rising_fraction(rates, expected) -> None:
+    """Only a rise the history shows beyond its noise counts, as a fraction of the rate now."""
+    assert rising_fraction(*totals_from(rates)) == pytest.approx(expected)
+
+
+def test_a_noisy_rise_counts_less_than_its_slope() -> None:
+    """The slope less ``TREND_CONFIDENCE`` standard errors: noise shrinks the rise, never grows it."""
+    clean = [100.0 + 10 * k for k in range(9)]
+    noisy = [rate + (15.0 if k % 2 else -15.0) for k, rate in enumerate(clean)]
+    assert TREND_CONFIDENCE > 0
+    assert 0.0 < rising_fraction(*totals_from(noisy)) < rising_fraction(*totals_from(clean))
+
+
+def test_rising_factor_is_the_rate_halfway_through_the_dwell() -> None:
+    assert rising_factor(0.0, 2400.0) == 1.0
+    assert rising_factor(1 / 1200, 2400.0) == pytest.approx(2.0)
+    assert np.allclose(rising_factor(1 / 1200, np.array([0.0, 1200.0])), [1.0, 1.5])
+
+
+def ramp(first: float, last: float, *, minutes: int = 10) -> list[MetricSample]:
+    """Consumers keeping up while every partition's arrivals rise linearly from ``first`` to
+    ``last`` events/s over ``minutes`` one-minute intervals."""
+    samples, position = [], 100_000
+    for k in range(minutes + 1):
+        if k:
+            position += round((first + (last - first) * (k - 1) / (minutes - 1)) * 60)
+        partitions = tuple(PartitionReading.measure(str(p), 0, position, position) for p in range(PARTITIONS))
+        samples.append(MetricSample(target="orders", collected_at=T0 - timedelta(minutes=minutes - k), capacity=8,
+                                    sources=(SourceReading(name="hub", kind="eventhub", partitions=partitions),)))
+    return samples
+
+
+@pytest.mark.parametrize(
+    ("first", "expected", "code"),
+    [
+        # Flat at 2/s a partition: 4 instances hold for ~26,000 s (the table above).
+        pytest.param(2.0, 4, "slo_surplus", id="flat-scales-in"),
+        # Rising 1.4 -> 2.0/s over 10 minutes: the same rate now, rising 1/900 of it a second, so
+        # 2.1 x 1.67 = 3.5/s halfway through the 2400 s dwell; 7 instances (3.33/s a partition)
+        # fall behind by 5% of it, which takes ~4,000 s to reach the limit, 6 (2.78/s) ~1,000 s.
+        pytest.param(1.4, 7, "slo_surplus", id="rising-scales-in-less"),
+        # Rising 1.0 -> 2.0/s: 2.1 x 2.11 = 4.4/s halfway through the dwell; only 8 instances serve it.
+        pytest.param(1.0, None, "slo_steady", id="steep-rise-holds"),
+    ],
+)
+def test_no_scale_in_into_a_rising_edge(first, expected, code) -> None:
+    """WC98 day 1 at 15:34: 32 -> 16 while arrivals rose 224 -> 267/s, back at 32 at 15:48.
+    A scale-in must hold at the arrivals the rise leads to within the dwell, not only at today's."""
+    decision = evaluate(slo_target(scale_in_peak_seconds=0), state(), ramp(first, 2.0), T0)
+    assert (decision.target_capacity, decision.reason_code) == (expected, code), decision.reasons
 
 
 def test_no_scale_in_when_no_lower_count_holds() -> None:

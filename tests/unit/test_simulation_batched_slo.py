@@ -25,6 +25,7 @@ from tests.helpers import (
     assert_same_run,
     flat,
     noisy_diurnal,
+    ramps,
     step_surge,
 )
 
@@ -59,6 +60,8 @@ CASES = {
     "surge": lambda delay: (Scenario(checkpoint_delay_seconds=delay), step_surge(720), 300),
     "diurnal": lambda delay: (Scenario(checkpoint_delay_seconds=delay), noisy_diurnal(1440)[240:960], 0),
     "flat": lambda delay: (Scenario(checkpoint_delay_seconds=delay), flat(360), 0),
+    # (rising arrivals: the scale-in holds at the rate the rise leads to)
+    "ramps": lambda delay: (Scenario(checkpoint_delay_seconds=delay), ramps(), 0),
     **JOB_SHAPED_CASES,
     # Two groups of equal shares (a quarter of the partitions three times as busy), as the job
     # recovers them from history: each group is simulated as its extremes.
