@@ -36,6 +36,8 @@ class ScalerState:
     throughput_per_instance: float | None = None
     throughput_observations: int = 0
     throughput_floor: float | None = None
+    #: A saturated reading far below the learned rate, waiting for the next one to confirm it.
+    throughput_unconfirmed: float | None = None
     checkpoint_delay_seconds: float | None = None
     action_tokens: float | None = None
     action_tokens_at: datetime | None = None

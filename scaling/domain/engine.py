@@ -30,6 +30,12 @@ from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample
 
 #: Weight of a new saturated observation in the learned per-instance throughput.
 THROUGHPUT_LEARNING_RATE = 0.3
+#: A saturated interval that measures the per-instance rate more than this fraction below the
+#: learned one is held back until the next learning step confirms it. A lone low reading (an
+#: instance dying part way through the interval, a rebalance pause, a partition that read busy
+#: on a checkpoint's lag while nothing arrived) would otherwise pull the rate down, and a rate
+#: learned too low never recovers: the engine over-provisions, so no interval is saturated again.
+UNCONFIRMED_DROP = 0.2
 
 
 def window_samples(history: Iterable[MetricSample], target: str, now: datetime, window_seconds: float,
@@ -207,7 +213,11 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
 
     Where ownership is collected, the instances that really served (the live owners) divide
     the events processed, not the count assumed ready after the provisioning delay, and an
-    interval in which owners changed teaches nothing."""
+    interval in which owners changed teaches nothing. A reading far below the learned rate waits
+    for the next one to confirm it (``UNCONFIRMED_DROP``): a slow-down shows twice in a row."""
+    held_back = state.throughput_unconfirmed
+    if held_back is not None:
+        state = replace(state, throughput_unconfirmed=None)  # it waits one learning step, no more
     owners = serving_owners(samples)
     if owners == 0:
         return state
@@ -220,6 +230,8 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
         return state
     if state.throughput_per_instance is None:
         learned = observed
+    elif held_back is None and observed < state.throughput_per_instance * (1 - UNCONFIRMED_DROP):
+        return replace(state, throughput_unconfirmed=observed)
     else:
         learned = (1 - THROUGHPUT_LEARNING_RATE) * state.throughput_per_instance + THROUGHPUT_LEARNING_RATE * observed
     return replace(state, throughput_per_instance=learned, throughput_observations=state.throughput_observations + 1)

@@ -35,7 +35,7 @@ from datetime import timedelta
 
 import numpy as np
 
-from scaling.domain.engine import THROUGHPUT_LEARNING_RATE, allowed_counts, snap_up
+from scaling.domain.engine import THROUGHPUT_LEARNING_RATE, UNCONFIRMED_DROP, allowed_counts, snap_up
 from scaling.domain.lag import partitions_per_instance
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.slo import CHECKPOINT_DELAY_CEILING, CHECKPOINT_DELAY_DRIFT, NO_RATE, rising_factor, rising_fraction
@@ -350,6 +350,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     last_action = np.full(count, np.nan)
     throughput = np.full(count, np.nan)
     floor = np.full(count, np.nan)
+    unconfirmed = np.full(count, np.nan)  # a low reading waiting for the next learning step
     delay = np.full(count, np.nan)
     tokens = np.full(count, np.nan)
     tokens_at = np.full(count, np.nan)
@@ -413,7 +414,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             steady = np.fmax(pending_at, last_action)
             trail = np.where(np.isnan(delay), 60.0, delay)
             no_owner = live_owners == 0
-            learning = ~pending & (owners_steady | no_owner) & (np.isnan(steady) | _learns(trail, steady, moment - interval_seconds))
+            called = ~pending & (np.isnan(steady) | _learns(trail, steady, moment - interval_seconds))  # learn_throughput runs
+            held_back = unconfirmed
+            unconfirmed = np.where(called, np.nan, unconfirmed)  # (it waits one learning step, no more)
+            learning = called & (owners_steady | no_owner)
             if learning.any():
                 checkpointed = oldest > 0
                 processed = oldest_sum - previous_oldest_sum  # (partitions without a checkpoint add 0 - 0)
@@ -435,6 +439,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                                     / np.maximum(measured_owners, 1), observed)
                 learned = learning & checkpointed.any(axis=0)
                 rows = learned & saturated
+                # engine.UNCONFIRMED_DROP: a reading far below the learned rate waits for the next to confirm it.
+                doubtful = rows & np.isnan(held_back) & (observed < throughput * (1 - UNCONFIRMED_DROP))  # (NaN: False)
+                unconfirmed = np.where(doubtful, observed, unconfirmed)
+                rows &= ~doubtful
                 throughput = np.where(rows, np.where(np.isnan(throughput), observed, (1 - THROUGHPUT_LEARNING_RATE) * throughput
                                                      + THROUGHPUT_LEARNING_RATE * observed), throughput)
                 rows = learned & ~saturated & (observed > np.where(np.isnan(floor), 0.0, floor))

@@ -38,7 +38,8 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 #: Fields of ``ScalerState`` that the engine learns from the window. Re-evaluating a window whose
 #: newest sample was already evaluated (a late sample arrived) must not learn from it twice.
-LEARNED_FIELDS = ("throughput_per_instance", "throughput_observations", "throughput_floor", "checkpoint_delay_seconds")
+LEARNED_FIELDS = ("throughput_per_instance", "throughput_observations", "throughput_floor", "throughput_unconfirmed",
+                  "checkpoint_delay_seconds")
 
 # Applied-record statuses. Final ones end the action; the others may be taken over.
 APPLYING = "applying"

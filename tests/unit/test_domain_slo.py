@@ -402,6 +402,35 @@ def test_throughput_learned_from_saturated_intervals_only(samples, prior, learne
     assert decision.state.throughput_observations == observations
 
 
+SATURATED = 2000 / 60 / 2  # what two_samples(600, 500, 5000) measures per instance (16.67/s)
+
+
+@pytest.mark.parametrize(
+    ("samples", "prior", "waiting", "learned", "unconfirmed"),
+    [
+        # 16.67/s is within 20% of 20/s: folded in at once
+        pytest.param(two_samples(600, 500, 5000), 20.0, None, 0.7 * 20.0 + 0.3 * SATURATED, None, id="near-folds"),
+        # 16.67/s is more than 20% below 25/s: held back, the learned rate stays
+        pytest.param(two_samples(600, 500, 5000), 25.0, None, 25.0, SATURATED, id="far-below-waits"),
+        # ... and folded in when the next saturated reading is low too (a slow-down shows twice)
+        pytest.param(two_samples(600, 500, 5000), 25.0, 16.0, 0.7 * 25.0 + 0.3 * SATURATED, None, id="confirmed-folds"),
+        # a reading that waited is dropped when the next step is not a low reading (a lone outlier)
+        pytest.param(two_samples(600, 600, 600), 25.0, 2.0, 25.0, None, id="idle-next-drops-it"),
+        pytest.param(two_samples(600, 500, 5000), 15.0, 2.0, 0.7 * 15.0 + 0.3 * SATURATED, None, id="normal-next-drops-it"),
+    ],
+)
+def test_a_reading_far_below_the_learned_rate_waits_for_confirmation(samples, prior, waiting, learned, unconfirmed) -> None:
+    """A lone low reading (an instance dying mid-interval, a partition read busy on a checkpoint's
+    lag while nothing arrived) pulled the rate down by 30% a time; over-provisioned on a rate
+    learned too low, no interval is saturated again to correct it (a tuned NASA policy cost 2.4x
+    the fluid bound instead of 1.5x). ``engine.UNCONFIRMED_DROP``."""
+    start = ScalerState(target="orders", capacity=2, throughput_per_instance=prior, throughput_observations=1,
+                        throughput_unconfirmed=waiting)
+    final = evaluate(slo_target(), start, samples, T0 + timedelta(minutes=1)).state
+    assert final.throughput_per_instance == pytest.approx(learned)
+    assert final.throughput_unconfirmed == (pytest.approx(unconfirmed) if unconfirmed is not None else None)
+
+
 def test_no_learning_while_new_instances_are_still_provisioning() -> None:
     start = ScalerState(target="orders", capacity=2, ready_capacity=1, pending_ready_at=T0 + timedelta(minutes=3),
                         last_action_at=T0)
