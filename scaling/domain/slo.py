@@ -16,9 +16,9 @@ per second) and:
   before the age would call for a scale-out again, at the forecast or the busiest collection
   interval of the last ``scale_in_peak_seconds``, whichever is higher (a lull between bursts is
   no reason to scale in, and scale out again at the next burst), raised while the arrivals
-  clearly rise to the rate halfway through the dwell (no scale-in into a rising edge). A count that serves *less*
-  than the arrival rate is allowed: the backlog then grows slowly within the SLO budget, and the
-  next scale-out drains it. Alternating between two neighbouring counts this way costs what the arrivals need
+  clearly rise to the rate halfway through the dwell (no scale-in into a rising edge). A count
+  that serves *less* than the arrival rate is allowed: the backlog then grows slowly within the
+  SLO budget, and the next scale-out drains it. Alternating between two neighbouring counts this way costs what the arrivals need
   on average instead of the next count up, while the dwell time bounds how often it acts.
 """
 
@@ -344,7 +344,8 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     # While the arrivals clearly rise, it must hold at the rate halfway through the dwell if the
     # rise goes on (the dwell's average under a linear rise): no scale-in into a rising edge.
     calm = [(forecast if outlook.peak_arrival_rate is None
-             else np.maximum(forecast, outlook.peak_arrival_rate * (1.0 + slo.headroom))) * rising_factor(outlook.rise, slo.min_dwell_seconds)
+             else np.maximum(forecast, outlook.peak_arrival_rate * (1.0 + slo.headroom)))
+            * rising_factor(outlook.rise, slo.min_dwell_seconds)
             for outlook, forecast in zip(outlooks, forecasts, strict=True)]
     calm_loads = [OwnerLoads.of(forecast, outlook.owners, outlook.set_aside) for outlook, forecast in zip(outlooks, calm, strict=True)]
     chosen = None
