@@ -181,17 +181,23 @@ def test_scale_in_only_to_a_count_that_holds_for_min_dwell(min_dwell, expected, 
     assert holds in decision.reasons[0]
 
 
+def caught_up(rates: list[float]) -> list[MetricSample]:
+    """One sample a minute ending at T0, consumers keeping up, every partition receiving
+    ``rates[k]`` events/s in the k-th minute."""
+    samples, position = [], 100_000
+    for k in range(len(rates) + 1):
+        if k:
+            position += round(rates[k - 1] * 60)
+        partitions = tuple(PartitionReading.measure(str(p), 0, position, position) for p in range(PARTITIONS))
+        samples.append(MetricSample(target="orders", collected_at=T0 - timedelta(minutes=len(rates) - k), capacity=8,
+                                    sources=(SourceReading(name="hub", kind="eventhub", partitions=partitions),)))
+    return samples
+
+
 def bursty(burst_minutes_ago: int, *, minutes: int = 10) -> list[MetricSample]:
     """Consumers keeping up with 2 events/s per partition, but 4.2/s in the one minute that ended
     ``burst_minutes_ago`` minutes before T0."""
-    samples, last = [], 100_000
-    for k in range(minutes + 1):
-        if k:
-            last += round((4.2 if minutes - k + 1 == burst_minutes_ago + 1 else 2.0) * 60)
-        partitions = tuple(PartitionReading.measure(str(p), 0, last, last) for p in range(PARTITIONS))
-        samples.append(MetricSample(target="orders", collected_at=T0 - timedelta(minutes=minutes - k), capacity=8,
-                                    sources=(SourceReading(name="hub", kind="eventhub", partitions=partitions),)))
-    return samples
+    return caught_up([4.2 if minutes - k == burst_minutes_ago + 1 else 2.0 for k in range(minutes)])
 
 
 @pytest.mark.parametrize(
@@ -251,14 +257,7 @@ def test_rising_factor_is_the_rate_halfway_through_the_dwell() -> None:
 def ramp(first: float, last: float, *, minutes: int = 10) -> list[MetricSample]:
     """Consumers keeping up while every partition's arrivals rise linearly from ``first`` to
     ``last`` events/s over ``minutes`` one-minute intervals."""
-    samples, position = [], 100_000
-    for k in range(minutes + 1):
-        if k:
-            position += round((first + (last - first) * (k - 1) / (minutes - 1)) * 60)
-        partitions = tuple(PartitionReading.measure(str(p), 0, position, position) for p in range(PARTITIONS))
-        samples.append(MetricSample(target="orders", collected_at=T0 - timedelta(minutes=minutes - k), capacity=8,
-                                    sources=(SourceReading(name="hub", kind="eventhub", partitions=partitions),)))
-    return samples
+    return caught_up([first + (last - first) * k / (minutes - 1) for k in range(minutes)])
 
 
 @pytest.mark.parametrize(
