@@ -89,9 +89,15 @@ def tuned_window(result, scenario, split: int) -> dict:
             "max_age_minutes": round(tail.max_age_minutes, 3)}
 
 
+def _default_on_tuned_minutes(algorithm: str, default: dict | None) -> dict | None:
+    """For the ``project-tuned`` row: the default's numbers on the same minutes (``tuned_window``
+    of the default's best row), if the run has them."""
+    return (default or {}).get("tuned_window") if algorithm == "project-tuned" else None
+
+
 def _against_default(row: dict, best: dict) -> str:
     """For the ``project-tuned`` row: the default's cost and max age on the same minutes."""
-    window = best.get("project-default", {}).get("tuned_window") if row["algorithm"] == "project-tuned" else None
+    window = _default_on_tuned_minutes(row["algorithm"], best.get("project-default"))
     if not window:
         return ""
     return (f" (project-default on the same {100 - round(TRAIN_FRACTION * 100)}%: {window['cost_ratio']:.3f}, "
@@ -107,8 +113,8 @@ def run_job(job: Job) -> dict:
     arrivals = scale_trace(load_trace(job.trace), scenario)
     partitions = scenario.partitions
     started = time.perf_counter()
+    split = int(len(arrivals) * TRAIN_FRACTION)  # project-tuned is tuned before it and scored from it
     if job.algorithm == "project-tuned":
-        split = int(len(arrivals) * TRAIN_FRACTION)
         candidate, selection = tuned_choice(arrivals[:split], scenario)
         result = simulate(arrivals, peers.EngineAutoscaler(candidate.target), scenario, algorithm=job.algorithm,
                           knob=candidate.label, score_from=split)
@@ -133,7 +139,7 @@ def run_job(job: Job) -> dict:
     if job.algorithm == "project-tuned":
         row["tuning"] = tuning
     if job.algorithm == "project-default":
-        row["tuned_window"] = tuned_window(result, scenario, int(len(arrivals) * TRAIN_FRACTION))
+        row["tuned_window"] = tuned_window(result, scenario, split)
     row["seconds"] = round(time.perf_counter() - started, 2)
     return row
 
@@ -318,7 +324,7 @@ def readme_table(rows: Sequence[dict]) -> str:
                     per_action.append("–")
                     continue
                 versus = f" ({row['cost_ratio'] / reference['cost_ratio']:.2f}x clairvoyant)" if reference else ""
-                window = best.get((trace, "project-default"), {}).get("tuned_window") if algorithm == "project-tuned" else None
+                window = _default_on_tuned_minutes(algorithm, best.get((trace, "project-default")))
                 against = f" (project-default on the same minutes: {window['cost_ratio']:.3f})" if window else ""
                 cells.append(f"{row['cost_ratio']:.3f}{versus}{against}")
                 per_action.append(f"{row['minutes'] / row['scale_actions']:.1f}" if row["scale_actions"] else "∞")
