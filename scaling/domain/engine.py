@@ -154,8 +154,8 @@ def serving_owners(samples: Sequence[MetricSample]) -> int | None:
     """How many instances served the last interval, as the collected ownership shows it: the
     distinct live owners when every partition kept its owner (or its lack of one) from one
     sample to the next; 0 when a partition changed hands or lost or found its owner (a
-    rebalance or a failed instance: the interval says nothing steady); ``None`` when a source
-    reports no ownership (or nothing is owned at all)."""
+    rebalance or a failed instance: the interval says nothing steady) or nothing is owned at all
+    (no instance serves); ``None`` when a source collects no ownership."""
     if len(samples) < 2:
         return None
     earlier, later = samples[-2], samples[-1]
@@ -163,14 +163,14 @@ def serving_owners(samples: Sequence[MetricSample]) -> int | None:
               for source in earlier.sources if source.owners is not None for partition in source.partitions}
     owners: set[str] = set()
     for source in later.sources:
-        if not source.owners:
+        if source.owners is None:
             return None
         for partition in source.partitions:
             if before.get((source.name, partition.partition_id), "") != partition.owner:
                 return 0
             if partition.owner is not None:
                 owners.add(partition.owner)
-    return len(owners) or None
+    return len(owners)
 
 
 def serving_instances(sample: MetricSample, capacity: int) -> int | None:
@@ -178,13 +178,14 @@ def serving_instances(sample: MetricSample, capacity: int) -> int | None:
     them once a source has as many live owners (or every partition has one, when there are more
     instances than partitions), else its live owners (the fewest over the sources). New instances
     count as ready when they own partitions, not when the provisioning delay is assumed over, and
-    an instance that failed stops counting when the survivors take its partitions. ``None`` when
-    a source with partitions reports no live owner at all (no ownership to go by)."""
+    an instance that failed stops counting when the survivors take its partitions, and when no
+    instance is left (no live owner at all) none serves. ``None`` when a source with partitions
+    collects no ownership (no ownership to go by)."""
     serving = None
     for source in sample.sources:
         if not source.ok or not source.partitions:
             continue
-        if not source.owners:
+        if source.owners is None:
             return None
         full = min(capacity, len(source.partitions))
         count = capacity if source.owners >= full else source.owners

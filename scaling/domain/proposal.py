@@ -68,9 +68,12 @@ def timing(target: TargetPolicy, situation: Situation) -> Timing:
     interval = sample_interval(situation.samples)
     if situation.ready_capacity < situation.capacity:
         # Instances not serving yet: expected when the provisioning delay ends, or (late, or lost
-        # and being restored, as the owners show) by the next collection.
+        # and being restored, as the owners show) by the next collection. When none serves at all
+        # (the only instance failed: no live owner), the restart takes a provisioning delay.
         due = None if state.pending_ready_at is None else (state.pending_ready_at - latest.collected_at).total_seconds()
         pending_seconds = due if due is not None and due > 0 else interval
+        if situation.ready_capacity <= 0:
+            pending_seconds = max(pending_seconds, target.slo.provisioning_delay_seconds)
     return Timing(limit=target.slo.max_event_age_seconds - target.slo.safety_seconds,
                   interval=interval,
                   since_latest=max((situation.now - latest.collected_at).total_seconds(), 0.0),

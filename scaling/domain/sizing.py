@@ -125,7 +125,10 @@ class OwnerLoads:
         return bound
 
     def service(self, instances: int, throughput: float) -> np.ndarray:
-        """Events per second each partition is served at ``instances`` (module docstring)."""
+        """Events per second each partition is served at ``instances`` (module docstring); none
+        at no instance."""
+        if instances <= 0:
+            return np.zeros(len(self.forecast))
         equal = throughput / partitions_per_instance(len(self.forecast), instances)
         if not self.ownership:
             return np.full(len(self.forecast), equal)

@@ -296,6 +296,8 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     busiest_now = _busiest(loads, capacity)
     sizing_note = (f"sizing: {OWNER_LOAD}, busiest owner {busiest_now:.1f}/s now "
                    f"of {throughput:.1f}/s per instance" if owned else f"sizing: {WORST_CASE}, no ownership")
+    if ready_capacity <= 0:  # ownership collected, no claim live: the instances stopped
+        sizing_note = f"sizing: {WORST_CASE}, no live owner: no instance serves until one claims the partitions"
     metrics = {
         "arrival_rate": round(total_rate, 3),
         "oldest_age_seconds": round(worst_now, 1),

@@ -281,7 +281,8 @@ class _Loads:
         load = self.load(counts, columns)
         sized = self.ownership[columns] & (load > 0)
         ratio = rate / np.where(sized, load, 1.0)
-        return np.where(sized[None, :], np.maximum(values * ratio[None, :], equal[None, :]), equal[None, :])
+        served = np.where(sized[None, :], np.maximum(values * ratio[None, :], equal[None, :]), equal[None, :])
+        return np.where(counts[None, :] > 0, served, 0.0)  # no instance serves nothing
 
 
 def _scale_out(rows: np.ndarray, capacity: np.ndarray, needs: _Loads, need: np.ndarray, settings: _Candidates) -> np.ndarray:
@@ -374,8 +375,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         previous_oldest_sum, previous_backlog_sum = oldest_sum, backlog_sum
         # Ownership as collect reads it (engine.serving_owners): an interval whose owners changed
         # (by name: a replaced instance keeps its index) teaches nothing; the live owners divide.
-        # A sample with no live owner at all (the instances failed) reports 0 owners, which the
-        # engine reads as no ownership collected.
+        # A sample with no live owner at all (the instances failed) reports 0 owners: none serves.
         owners_now = world.ownership_snapshot()
         names_now = world.owner_names(owners_now)
         owners_steady = ~(names_now != names_before).any(axis=0)
@@ -406,22 +406,21 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         sample_interval = interval_seconds if samples >= 2 else 60.0  # the engine reads it off the samples
         serving = np.where(live_owners >= np.minimum(capacity, partitions), capacity, live_owners)
         just_due = moment < pending_at + sample_interval  # (NaN: no scale-out: False)
-        ready = np.where((live_owners > 0) & ((serving >= ready) | ~just_due), serving, ready)
+        ready = np.where((serving >= ready) | ~just_due, serving, ready)
         ready_state = ready
 
         # --- learn the per-instance throughput from the last interval ---------------------------
         if samples >= 2:
             steady = np.fmax(pending_at, last_action)
             trail = np.where(np.isnan(delay), 60.0, delay)
-            no_owner = live_owners == 0
             called = ~pending & (np.isnan(steady) | _learns(trail, steady, moment - interval_seconds))  # learn_throughput runs
             held_back = unconfirmed
             unconfirmed = np.where(called, np.nan, unconfirmed)  # (it waits one learning step, no more)
-            learning = called & (owners_steady | no_owner)
+            learning = called & owners_steady & (live_owners > 0)  # (no live owner: nothing served)
             if learning.any():
                 checkpointed = oldest > 0
                 processed = oldest_sum - previous_oldest_sum  # (partitions without a checkpoint add 0 - 0)
-                observed = processed / interval_seconds / np.maximum(np.where(live_owners > 0, live_owners, ready), 1)
+                observed = processed / interval_seconds / np.maximum(live_owners, 1)
                 # engine.interval_throughput by owner: each owner with a busy partition (backlog over
                 # two intervals' arrivals at both ends) and a checkpoint on every partition measures one instance.
                 arrived_each = world.enqueued[now] - world.enqueued[now - interval]
@@ -432,10 +431,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 owner_unmeasured = owned_by.summed(checkpoints <= 0)
                 measuring = (owned_by.partitions > 0) & (owner_busy > 0) & (owner_unmeasured == 0) & (owner_done > 0)
                 measured_owners = measuring.sum(axis=0)
-                # Without ownership (interval_throughput's other path) the interval is saturated when
-                # every partition was busy, and the ready instances divide what was processed.
-                saturated = np.where(no_owner, busy.all(axis=0) & (processed > 0), measured_owners > 0)
-                observed = np.where(saturated & ~no_owner, np.where(measuring, owner_done, 0.0).sum(axis=0) / interval_seconds
+                saturated = measured_owners > 0
+                observed = np.where(saturated, np.where(measuring, owner_done, 0.0).sum(axis=0) / interval_seconds
                                     / np.maximum(measured_owners, 1), observed)
                 learned = learning & checkpointed.any(axis=0)
                 rows = learned & saturated
@@ -496,6 +493,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             age = np.maximum(ages - learned_delay, 0.0)
             due = pending_at - moment  # (NaN: no scale-out in flight, so late or lost: the next collection)
             pending_seconds = np.where(ready < capacity, np.where(due > 0, due, sample_interval), 0.0)
+            # (none serving: the restart takes a provisioning delay)
+            pending_seconds = np.where(ready <= 0, np.maximum(pending_seconds, settings.provisioning), pending_seconds)
             first = np.minimum(pending_seconds, react)
             loads = _Loads(forecast, hot if any_hot else None, layout, owned_by, rate, per_instance)
             then = _predicted_age(age, waiting, forecast, loads.service(forecast, ready), first)

@@ -227,7 +227,8 @@ class EventHubReader:
             name=source.name,
             kind=KIND,
             partitions=readings,
-            owners=ownership.live_owners,
+            # No ownership record at all: the consumer writes none (not: nobody is running).
+            owners=ownership.live_owners if snapshot.ownership else None,
             unowned_partitions=ownership.unowned_partitions,
             notes=notes,
         )

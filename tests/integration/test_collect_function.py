@@ -142,7 +142,8 @@ def test_the_function_emits_one_sample_per_target_that_round_trips_through_a_rea
     assert (refunds.ok, refunds.error) == (False, "ConnectionError: link detached")
     assert orders.backlog == 214 and orders.ok is False
     assert audit.ok and [p.backlog for p in audit.sources[0].partitions] == [1, 0]
-    assert (audit.sources[0].owners, audit.sources[0].unowned_partitions, audit.sources[0].notes) == (0, ("0", "1"), ())
+    # no claim written at all: ownership not collected (None), not "nobody serves" (0)
+    assert (audit.sources[0].owners, audit.sources[0].unowned_partitions, audit.sources[0].notes) == (None, ("0", "1"), ())
 
 
 def test_a_configuration_error_surfaces_at_the_first_invocation_naming_the_setting(monkeypatch, clean_service):

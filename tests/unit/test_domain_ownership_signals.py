@@ -1,7 +1,8 @@
 """What the collected ownership tells the engine besides the owners' loads (engine.py, slo.py):
 which instances really serve (``serving_instances``, ``ready_from_owners``: new ones confirmed
-by their claims, a late or lost one seen missing), and partitions without a live owner (a
-stalled consumer: reason ``unowned_partitions``, no action on its account)."""
+by their claims, a late or lost one seen missing), partitions without a live owner while
+others have one (a stalled consumer: reason ``unowned_partitions``, no action on its account),
+and no live owner at all (no instance serves)."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def source_of(partitions: int, live: int | None, name: str = "hub") -> SourceRea
     pytest.param([source_of(4, 3)], 8, 3, id="more-instances-than-partitions-one-short"),
     pytest.param([source_of(32, 10)], 8, 8, id="more-owners-than-instances-several-processors-each"),
     pytest.param([source_of(32, 8), source_of(32, 5, "other")], 8, 5, id="the-fewest-over-the-sources"),
-    pytest.param([source_of(32, 0)], 8, None, id="nothing-owned-no-ownership-to-go-by"),
+    pytest.param([source_of(32, 0)], 8, 0, id="nothing-owned-none-serves"),
     pytest.param([source_of(32, None)], 8, None, id="no-ownership-collected"),
     pytest.param([source_of(32, 8), source_of(32, None, "legacy")], 8, None, id="one-source-without-ownership"),
 ])
@@ -63,6 +64,7 @@ INTERVAL = 60.0
     pytest.param(8, 4, 59, 8, id="within-an-interval-of-due"),
     pytest.param(8, 4, 60, 4, id="an-interval-late-they-are-late"),
     pytest.param(8, 7, None, 7, id="no-scale-out-in-flight-one-lost"),
+    pytest.param(1, 0, None, 0, id="the-only-instance-lost"),
 ])
 def test_ready_from_owners(expected, serving, due_seconds_ago, ready) -> None:
     due = None if due_seconds_ago is None else T0 - timedelta(seconds=due_seconds_ago)
@@ -100,10 +102,21 @@ def test_partitions_without_a_live_owner_are_a_stalled_consumer_not_missing_capa
     assert "hub/5, hub/17, hub/30" in stalled.reasons[0]
 
 
-def test_nothing_owned_at_all_is_no_ownership_not_a_stall() -> None:
-    """No partition has a live owner (a consumer that writes no ownership looks the same):
-    the engine sizes by the worst case and acts as it would without ownership."""
-    samples = history(2.0, 1.0, 1200)
-    decision = evaluate(slo_target(), state(8), owned(samples, lambda index: None), T0)
-    assert decision.direction == UP, decision.reasons
-    assert "sizing: worst_case, no ownership" in decision.reasons
+def test_nothing_owned_at_all_means_no_instance_serves() -> None:
+    """One instance serves 32 partitions that each receive 0.5 events/s (16/s of its 16.7/s),
+    and the oldest event is 120 s old. Served, it stays there: hold. When the only instance has
+    failed (ownership is collected but no claim is live), nothing serves until a restart, which
+    takes a provisioning delay (120 s): 240 s would pass the 210 s limit, so the engine scales
+    out now instead of counting on the lost instance (NASA's realistic run lost its only
+    instance at minute 22150 and waited two collections for it). A consumer that writes no
+    ownership at all (``owners`` None) is not read as one that stopped."""
+    samples = history(0.5, 0.5, 60, capacity=1)
+    served = evaluate(slo_target(), state(1), owned(samples, lambda index: "i0"), T0)
+    assert served.direction == HOLD, served.reasons
+    lost = evaluate(slo_target(), state(1), owned(samples, lambda index: None), T0)
+    assert (lost.direction, lost.reason_code) == (UP, "slo_at_risk"), lost.reasons
+    assert lost.metrics["ready_capacity"] == 0
+    assert any("no live owner: no instance serves" in reason for reason in lost.reasons)
+    assert lost.metrics["predicted_age_seconds"] >= lost.metrics["oldest_age_seconds"] + 120  # unserved for the restart
+    unknown = evaluate(slo_target(), state(1), samples, T0)
+    assert unknown.direction == HOLD, unknown.reasons

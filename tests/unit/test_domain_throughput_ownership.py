@@ -37,7 +37,7 @@ A, B = ["a", "a", "b", "b"], ["a", "b", "a", "b"]
     (A, B, 0),  # partitions changed owner in the interval
     (A, ["a", "a", "b", None], 0),  # a partition lost its live owner
     (["a", "a", "b", None], ["a", "a", "b", None], 2),  # one never owned: the others still teach
-    ([None] * 4, [None] * 4, None),  # nothing owned: no ownership to go by
+    ([None] * 4, [None] * 4, 0),  # nothing owned: no instance served, nothing to learn
     (None, None, None),  # no ownership collected
     (["a", "b", "c", "d"], ["a", "b", "c", "d"], 4),
 ])

@@ -118,8 +118,8 @@ def test_the_stress_scenarios_match_too(name: str, expiry: float) -> None:
 @pytest.mark.parametrize(("seed", "partitions", "failures_per_day"), [(1, 4, 60.0), (4, 8, 150.0), (6, 8, 60.0)])
 def test_the_lone_instance_failing_matches_too(seed: int, partitions: int, failures_per_day: float) -> None:
     """A hub one instance serves, whose instances fail often. When the only instance fails,
-    collect reports 0 owners, which the engine reads as no ownership: it still learns from the
-    interval, the ready instances dividing (the first case). When a new instance takes over
+    collect reports 0 owners: no instance serves, the interval teaches nothing, and the restart
+    is expected to take a provisioning delay (the first case). When a new instance takes over
     within the minute, its index is the old one's but its name is new: an owner change that
     teaches nothing (the second). The third needs both. (Each diverged before: on the full NASA
     trace in the realistic scenario, the first one did at minute 22151.)"""

@@ -113,6 +113,22 @@ def test_backlog_per_partition_follows_the_lag_rules_and_ownership_is_summarised
     assert checkpoints.locations == [CheckpointLocation("NS.servicebus.windows.net", "Orders-Hub", "$Default")]
 
 
+@pytest.mark.parametrize(("ownership", "owners"), [
+    pytest.param((), None, id="no-claim-ever-written-no-ownership-collected"),
+    pytest.param((OwnershipRecord("0", "worker-a", NOW - timedelta(minutes=5)),), 0, id="claims-expired-nobody-serves"),
+    pytest.param((OwnershipRecord("0", "worker-a", NOW - timedelta(seconds=5)),), 1, id="one-live-claim"),
+])
+def test_no_claim_at_all_is_told_apart_from_claims_that_expired(ownership, owners):
+    """A consumer that writes no ownership reports ``owners`` None (the engine sizes by the worst
+    case); one whose every claim expired (its instances stopped) reports 0, which the engine reads
+    as no instance serving."""
+    hub = StandInHub([PartitionProperties("0", 0, 100, False)])
+    checkpoints = MemoryCheckpoints(CheckpointSnapshot(checkpoints={"0": 40}, ownership=ownership))
+    collector = build([target("orders", eventhub("orders"))], {"orders": EventHubBinding(hub, checkpoints, "NS.servicebus.windows.net")})
+    [sample] = asyncio.run(collector.collect())
+    assert sample.sources[0].owners == owners
+
+
 @pytest.mark.parametrize(
     ("finding", "note", "warned"),
     [
