@@ -95,10 +95,13 @@ def test_margin_boundaries(margin: Margin, p99: float, max_age: float, violation
 # --- selection ---------------------------------------------------------------------------------------------
 
 
-def candidate(cost: float, folds: tuple = ((2.0, 3.0),) * 3, *, train_meets: bool = True, actions: int = 5) -> dict:
-    """A candidate's scores: ``folds`` as (p99, max age) per validation block, ``cost`` over all of them."""
-    return {"folds": [{"train": window(meets=train_meets), "validation": window(cost=cost / len(folds), p99=p99, max_age=top)}
-                      for p99, top in folds],
+def candidate(cost: float, folds: tuple = ((2.0, 3.0),) * 3, *, train_meets: bool = True, actions: int = 5,
+              block_costs: tuple[float, ...] | None = None) -> dict:
+    """A candidate's scores: ``folds`` as (p99, max age) per validation block, ``cost`` over all of
+    them (shared equally, or as ``block_costs``)."""
+    blocks = block_costs or (cost / len(folds),) * len(folds)
+    return {"folds": [{"train": window(meets=train_meets), "validation": window(cost=block, p99=p99, max_age=top)}
+                      for (p99, top), block in zip(folds, blocks, strict=True)],
             "validation": window(cost=cost, actions=actions)}
 
 
@@ -156,6 +159,26 @@ def test_the_current_policy_stays_with_the_reason(base, stress, reason, safer) -
     assert (chosen.index, chosen.kept_current, chosen.safer) == (0, True, safer)
     assert chosen.reason == reason
     assert chosen.risk == chosen.current_risk
+
+
+@pytest.mark.parametrize(
+    ("current", "other", "chosen"),
+    [
+        pytest.param(candidate(300.0), candidate(290.0), 1, id="3.3%-cheaper-on-every-block-replaces"),
+        pytest.param(candidate(300.0), candidate(295.0), 0, id="1.7%-cheaper-is-within-the-noise"),
+        pytest.param(candidate(300.0), candidate(294.0, block_costs=(90.0, 90.0, 114.0)), 0,
+                     id="cheaper-overall-dearer-on-a-block"),
+        pytest.param(candidate(300.0, ((2.0, 5.5),) * 3), candidate(299.0, block_costs=(90.0, 90.0, 119.0)), 1,
+                     id="a-current-policy-that-fails-is-replaced-by-any-that-holds-for-less"),
+    ],
+)
+def test_a_current_policy_that_holds_is_replaced_only_for_a_clear_saving(current, other, chosen) -> None:
+    """``MIN_SAVING`` (2%) overall and no block dearer, while the current policy holds."""
+    selection = select(["current", "other"], [current, other], {}, 0, SLO)
+    assert selection.index == chosen
+    assert shortlist([current, other], 0, SLO) == ([0, 1] if chosen else [0])
+    if not chosen:
+        assert selection.reason.startswith("the current policy holds, and no candidate saves at least 2% on validation")
 
 
 def test_training_misses_and_missing_replays_are_failures_with_their_reason() -> None:
