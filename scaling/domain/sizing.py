@@ -20,7 +20,13 @@ partitions that instance owns.
   to survive). This is an expectation over the draw, not a worst case, so after the change the
   next evaluation reads the real assignment (the first point above): a better one may let it
   scale in further, a worse one (or a balancer that moves more than it must) is corrected by
-  scaling out, and that action counts in the action budget.
+  scaling out, and that action counts in the action budget. With more instances than the
+  current owners, an owner keeps at most ``k`` of its ``c`` partitions (expected: ``k / c`` of
+  its load) and each newcomer takes ``k`` of the moved ones: not the ``k`` heaviest of the hub
+  (a hot partition and its two nearest rivals are rarely moved to one newcomer) but from ``k``
+  at the hub's mean load three quarters of the way to them (``NEWCOMER_MARGIN``), a stated
+  quantile of the draw; the busier of the two, never above the bound. A hub whose forecasts are mostly equal (fewer than
+  half distinct: ``distinct_shares``) keeps the bound.
 - **No ownership collected** (a consumer that writes none, the legacy layout, Service Bus): the
   worst case, as if every partition were as busy as the busiest and all shared one owner: each
   gets ``throughput / k`` (``sizing: worst_case, no ownership`` in the decision).
@@ -52,6 +58,9 @@ from scaling.domain.lag import partitions_per_instance
 
 OWNER_LOAD = "owner_load"
 WORST_CASE = "worst_case"
+#: Where a scale-out sizes a newcomer's load between the expected draw (0: ``k`` partitions at the
+#: hub's mean load) and the worst case (1: the ``k`` heaviest partitions).
+NEWCOMER_MARGIN = 0.75
 
 
 def has_ownership(owners: tuple[str | None, ...] | None) -> bool:
@@ -90,25 +99,32 @@ class OwnerLoads:
     #: Each live owner's load and partition count (when every partition has one).
     owner_load: np.ndarray = field(default_factory=lambda: np.zeros(0))
     owner_partitions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #: The lightest partition's load (equal loads size every count by the bound).
+    lightest: float = 0.0
+    #: Whether a scale-out's newcomers are sized by the draw (``distinct_shares``), else by the bound.
+    by_draw: bool = False
 
     @classmethod
     def of(cls, forecast: np.ndarray, owners: tuple[str | None, ...] | None,
-           set_aside: np.ndarray | None = None) -> OwnerLoads:
+           set_aside: np.ndarray | None = None, *, by_draw: bool = False) -> OwnerLoads:
         forecast = np.asarray(forecast, dtype=float)
         if not has_ownership(owners):
             return cls(forecast, False, np.zeros(0), 0.0, 0)
         loads = load_forecast(forecast, set_aside)
-        heaviest = np.cumsum(np.sort(loads)[::-1])
+        ranked = np.sort(loads)
+        heaviest = np.cumsum(ranked[::-1])
         if None in owners:
             return cls(forecast, True, heaviest, 0.0, -1)
         index = owner_indices(owners)
         per_owner = _summed_by_owner(index, loads)
-        return cls(forecast, True, heaviest, float(per_owner.max()), len(per_owner), per_owner, np.bincount(index))
+        return cls(forecast, True, heaviest, float(per_owner.max()), len(per_owner), per_owner, np.bincount(index),
+                   float(ranked[0]), by_draw)
 
     def busiest(self, instances: int) -> float:
         """The busiest owner's load at ``instances`` (module docstring): exact when the current
-        owners are that many and own every partition, else the ``k`` heaviest partitions' sum;
-        without ownership ``k`` times the heaviest partition."""
+        owners are that many and own every partition, else at most the ``k`` heaviest partitions'
+        sum (less where the current owners tell more); without ownership ``k`` times the heaviest
+        partition."""
         per_owner = partitions_per_instance(len(self.forecast), instances)
         if not self.ownership:
             return float(per_owner * self.forecast.max(initial=0.0))
@@ -122,6 +138,14 @@ class OwnerLoads:
             others = (self.heaviest[-1] - self.owner_load) / np.maximum(partitions - self.owner_partitions, 1)
             gained = np.clip(per_owner - self.owner_partitions, 0, partitions) * others
             return min(bound, float((self.owner_load + gained).max()))
+        if self.by_draw and 0 < self.live_owners < instances and self.lightest < self.heaviest[0]:
+            # More instances: each owner keeps at most k of its partitions (which ones is drawn: its
+            # load in proportion), and each newcomer takes k of the moved ones, sized from k at the
+            # hub's mean load three quarters of the way to the k heaviest (NEWCOMER_MARGIN).
+            kept = self.owner_load * np.minimum(self.owner_partitions, per_owner) / np.maximum(self.owner_partitions, 1)
+            mean = per_owner * (float(self.heaviest[-1]) / len(self.heaviest))
+            newcomer = mean + NEWCOMER_MARGIN * (bound - mean)
+            return min(bound, max(float(kept.max()), newcomer))
         return bound
 
     def service(self, instances: int, throughput: float) -> np.ndarray:
@@ -136,6 +160,14 @@ class OwnerLoads:
         if load <= 0:
             return np.full(len(self.forecast), equal)
         return np.maximum(self.forecast * (throughput / load), equal)
+
+
+def distinct_shares(forecast: np.ndarray) -> bool:
+    """Whether a hub's forecasts are spread enough for a scale-out to size its newcomers by the
+    draw (``NEWCOMER_MARGIN``): at least half of them distinct. Partitions with equal shares see
+    equal sequence numbers, so then the draw and the bound differ only by the backlogs, and the
+    bound stays (as the batched simulator's equal-share rows assume)."""
+    return 2 * len(np.unique(forecast)) >= len(forecast)
 
 
 def load_forecast(forecast: np.ndarray, set_aside: np.ndarray | None) -> np.ndarray:

@@ -35,7 +35,7 @@ from scaling.domain.decisions import DOWN, HOLD, UP
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.proposal import Proposal, Situation, timing
 from scaling.domain.samples import MetricSample
-from scaling.domain.sizing import OWNER_LOAD, WORST_CASE, OwnerLoads
+from scaling.domain.sizing import OWNER_LOAD, WORST_CASE, OwnerLoads, distinct_shares
 
 NO_RATE = 1e-9
 #: How fast the learned checkpoint delay may creep up per evaluation (seconds), and its ceiling
@@ -286,7 +286,9 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     ages = [np.maximum(o.age_seconds - delay, 0.0) for o in outlooks]
     worst_now = max(float(a.max()) for a in ages)
     worst_predicted = 0.0
-    loads = [OwnerLoads.of(forecast, outlook.owners, outlook.set_aside) for outlook, forecast in zip(outlooks, forecasts, strict=True)]
+    by_draw = [distinct_shares(forecast) for forecast in forecasts]
+    loads = [OwnerLoads.of(forecast, outlook.owners, outlook.set_aside, by_draw=draw)
+             for outlook, forecast, draw in zip(outlooks, forecasts, by_draw, strict=True)]
     for outlook, load, age in zip(outlooks, loads, ages, strict=True):
         first = min(pending_seconds, react)
         then = predicted_age(age, outlook.backlog, load.forecast, load.service(ready_capacity, throughput), first)
@@ -328,7 +330,8 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         needed = [forecast + np.maximum(outlook.backlog + forecast * (slo.provisioning_delay_seconds + since_latest)
                                         - forecast * slo.safety_seconds, 0.0) / drain_seconds
                   for outlook, forecast in zip(outlooks, forecasts, strict=True)]
-        need_loads = [OwnerLoads.of(need, outlook.owners, outlook.set_aside) for outlook, need in zip(outlooks, needed, strict=True)]
+        need_loads = [OwnerLoads.of(need, outlook.owners, outlook.set_aside, by_draw=draw)
+                      for outlook, need, draw in zip(outlooks, needed, by_draw, strict=True)]
         wanted = next((count for count in counts if count > capacity and all(
             bool(np.all(load.service(count, throughput) >= load.forecast)) for load in need_loads)), counts[-1])
         metrics["predicted_busiest_load"] = round(_busiest(loads, wanted), 3)
@@ -349,7 +352,8 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
              else np.maximum(forecast, outlook.peak_arrival_rate * (1.0 + slo.headroom)))
             * rising_factor(outlook.rise, slo.min_dwell_seconds)
             for outlook, forecast in zip(outlooks, forecasts, strict=True)]
-    calm_loads = [OwnerLoads.of(forecast, outlook.owners, outlook.set_aside) for outlook, forecast in zip(outlooks, calm, strict=True)]
+    calm_loads = [OwnerLoads.of(forecast, outlook.owners, outlook.set_aside, by_draw=draw)
+                  for outlook, forecast, draw in zip(outlooks, calm, by_draw, strict=True)]
     chosen = None
     hold_seconds = math.inf
     for count in (count for count in counts if count < capacity):

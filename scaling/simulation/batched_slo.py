@@ -38,6 +38,7 @@ import numpy as np
 from scaling.domain.engine import THROUGHPUT_LEARNING_RATE, UNCONFIRMED_DROP, allowed_counts, snap_up
 from scaling.domain.lag import partitions_per_instance
 from scaling.domain.policy import TargetPolicy
+from scaling.domain.sizing import NEWCOMER_MARGIN
 from scaling.domain.slo import CHECKPOINT_DELAY_CEILING, CHECKPOINT_DELAY_DRIFT, NO_RATE, rising_factor, rising_fraction
 from scaling.simulation.batched import checked_batch
 from scaling.simulation.kernel import Kernel
@@ -206,7 +207,7 @@ class _Loads:
     only the fewest and the most held need working out."""
 
     def __init__(self, values: np.ndarray, hot: np.ndarray | None, layout: ShareRows, owners: _Owners,
-                 rate: np.ndarray, per_instance: np.ndarray) -> None:
+                 rate: np.ndarray, per_instance: np.ndarray, by_draw: np.ndarray) -> None:
         if hot is not None:  # a set-aside partition weighs as much as the heaviest other one
             values = np.where(hot, values.max(axis=0), values)
         self.partitions = partitions = len(layout.row_of)
@@ -218,6 +219,7 @@ class _Loads:
         self._spread: tuple[np.ndarray, np.ndarray] | None = None
         self._kept_by: list | None = None
         self._others: np.ndarray | None = None
+        self.varied = np.zeros(count, dtype=bool)  # the partitions' loads differ (sizing.OwnerLoads.lightest)
         if layout.groups is not None and len(layout.groups) == 1:
             value = values[0]
             self.heaviest = heaviest = np.empty((partitions, count))
@@ -234,7 +236,9 @@ class _Loads:
             self.owner_load = np.where(held > 0, self._running(np.maximum(held - 1, 0) * count + self.index), 0.0)
         else:
             by_partition = values[layout.row_of]  # (partitions, candidates)
-            self.heaviest = np.cumsum(np.sort(by_partition, axis=0)[::-1], axis=0)
+            ranked = np.sort(by_partition, axis=0)
+            self.varied = by_draw & (ranked[0] < ranked[-1])
+            self.heaviest = np.cumsum(ranked[::-1], axis=0)
             self.total = self.heaviest[-1]
             self.owner_load = owners.summed(by_partition)
         self.exact = self.owner_load.max(axis=0)
@@ -258,20 +262,29 @@ class _Loads:
         fewer = np.flatnonzero(live > counts)
         if fewer.size:  # the survivors keep theirs and take the moving ones at the others' mean
             at = index[fewer]
-            per_owner = per_owner[fewer]
+            room = per_owner[fewer]
             if self._spread is not None:  # equal shares: the owners of the fewest and of the most
                 if self._kept_by is None:
                     self._kept_by = [self._held(held) for held in self._spread]
-                kept = np.maximum(*(load[at] + np.clip(per_owner - held[at], 0, self.partitions) * others[at]
+                kept = np.maximum(*(load[at] + np.clip(room - held[at], 0, self.partitions) * others[at]
                                     for held, load, others in self._kept_by))
             else:
                 if self._others is None:
                     self._others = (self.total[None, :] - self.owner_load) / np.maximum(
                         self.partitions - self._owners.partitions, 1)
                 owners = self._owners.partitions[:, at]
-                gained = np.clip(per_owner[None, :] - owners, 0, self.partitions) * self._others[:, at]
+                gained = np.clip(room[None, :] - owners, 0, self.partitions) * self._others[:, at]
                 kept = np.where(owners > 0, self.owner_load[:, at] + gained, -np.inf).max(axis=0)
             bound[fewer] = np.minimum(bound[fewer], kept)
+        more = np.flatnonzero((live > 0) & (live < counts) & self.varied[columns])
+        if more.size:  # the owners keep k of theirs (k / c of their load), newcomers most of the way to the k heaviest
+            at, room = index[more], per_owner[more]
+            owners = self._owners.partitions[:, at]
+            kept = np.where(owners > 0, self.owner_load[:, at] * np.minimum(owners, room[None, :])
+                            / np.maximum(owners, 1), -np.inf).max(axis=0)
+            mean = room * (self.total[at] / self.partitions)
+            newcomer = mean + NEWCOMER_MARGIN * (bound[more] - mean)
+            bound[more] = np.minimum(bound[more], np.maximum(kept, newcomer))
         return np.where(live == counts, self.exact[columns], bound)
 
     def service(self, values: np.ndarray, counts: np.ndarray, columns: np.ndarray | slice = slice(None)) -> np.ndarray:
@@ -496,7 +509,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             # (none serving: the restart takes a provisioning delay)
             pending_seconds = np.where(ready <= 0, np.maximum(pending_seconds, settings.provisioning), pending_seconds)
             first = np.minimum(pending_seconds, react)
-            loads = _Loads(forecast, hot if any_hot else None, layout, owned_by, rate, per_instance)
+            # sizing.distinct_shares: at least half the forecasts distinct (never with equal-share rows)
+            by_draw = (np.zeros(count, dtype=bool) if layout.groups is not None
+                       else 2 * ((np.diff(np.sort(forecast, axis=0), axis=0) != 0).sum(axis=0) + 1) >= partitions)
+            loads = _Loads(forecast, hot if any_hot else None, layout, owned_by, rate, per_instance, by_draw)
             then = _predicted_age(age, waiting, forecast, loads.service(forecast, ready), first)
             then = _predicted_age(then, waiting, forecast, loads.service(forecast, capacity), react - first)
             worst_predicted = np.maximum(0.0, then.max(axis=0))
@@ -509,7 +525,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 wanted_rate = forecast[:, rows]
                 need = (wanted_rate + np.maximum(waiting[:, rows] + wanted_rate * (settings.provisioning[rows] + since)
                                                  - wanted_rate * settings.safety[rows], 0.0) / settings.drain[rows])
-                needs = _Loads(need, hot[:, rows] if any_hot else None, layout, owned_by.of(rows), rate[rows], per_instance)
+                needs = _Loads(need, hot[:, rows] if any_hot else None, layout, owned_by.of(rows), rate[rows], per_instance,
+                               by_draw[rows])
                 proposal[rows] = _scale_out(rows, capacity, needs, need, settings)
                 upward[rows] = True
 
@@ -532,7 +549,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                         calm = np.where(hot, 0.0, calm)
                     scaling_in = np.flatnonzero(eligible)  # loads and counts for these candidates only
                     calm_loads = _Loads(calm[:, scaling_in], hot[:, scaling_in] if any_hot else None, layout,
-                                        owned_by.of(scaling_in), rate[scaling_in], per_instance)
+                                        owned_by.of(scaling_in), rate[scaling_in], per_instance, by_draw[scaling_in])
                     down_rows, chosen = _scale_in(scaling_in, capacity, calm_loads, calm, age, settings, sample_interval)
                     proposal[down_rows] = chosen
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from scaling.domain.decisions import ScalerState
 from scaling.domain.engine import evaluate
 from scaling.domain.samples import MetricSample
-from scaling.domain.sizing import OwnerLoads, owner_loads
+from scaling.domain.sizing import OwnerLoads, distinct_shares, owner_loads
 from scaling.domain.slo import partition_outlooks
 from scaling.simulation.peers import EngineAutoscaler, observation_sample, simulated_target
 from scaling.simulation.scenario import Scenario
@@ -44,6 +44,44 @@ UNEVEN_OWNERS = ("a", "b", "a", "b", "c", "c", "d", "d")
 )
 def test_busiest_load(forecast, owners, instances, busiest) -> None:
     assert OwnerLoads.of(forecast, owners).busiest(instances) == pytest.approx(busiest)
+
+
+TWO_OWNERS = ("a", "a", "b", "b", "a", "a", "b", "b")  # a: 60, 40, 20, 20 (140); b: 20 x 4 (80)
+
+
+@pytest.mark.parametrize(
+    ("forecast", "instances", "by_draw", "busiest"),
+    [
+        # k = 2: the bound is 60 + 40 = 100; a keeps 2 of its 4 (140 / 2 = 70); a newcomer takes 2
+        # of the moved ones: 2 x 27.5 = 55 at the mean, 0.75 of the way to 100 = 88.75.
+        pytest.param(UNEVEN, 4, True, 88.75, id="newcomers-by-the-draw"),
+        pytest.param(UNEVEN, 4, False, 100.0, id="newcomers-by-the-bound"),
+        # k = 1: the bound is 60; a keeps 1 of 4 (35); a newcomer 27.5 + 0.75 x 32.5.
+        pytest.param(UNEVEN, 8, True, 51.875, id="one-each-by-the-draw"),
+        pytest.param(np.full(8, 20.0), 4, True, 40.0, id="equal-loads-keep-the-bound"),
+        # k = 3: the bound is 60 + 40 + 20 = 120; a keeps 3 of its 4 (0.75 x 110); a newcomer 60 + 0.75 x 60.
+        pytest.param(np.array([60.0, 40, 20, 20, 5, 5, 5, 5]), 3, True, 105.0, id="three-each"),
+        # a owns the four heavy ones: keeping 2 of them (200 / 2) is the bound, above any newcomer (87.75).
+        pytest.param(np.array([50.0, 50, 1, 1, 50, 50, 1, 1]), 4, True, 100.0, id="an-owner-keeps-the-most"),
+    ],
+)
+def test_busiest_load_after_a_scale_out(forecast, instances, by_draw, busiest) -> None:
+    """More instances than the current owners (``NEWCOMER_MARGIN``): the owners keep ``k / c`` of
+    their load, a newcomer is sized from ``k`` at the mean three quarters of the way to the ``k``
+    heaviest, the busier of the two, never above the bound."""
+    loads = OwnerLoads.of(forecast, TWO_OWNERS, by_draw=by_draw)
+    assert loads.busiest(instances) == pytest.approx(busiest)
+    assert loads.busiest(instances) <= OwnerLoads.of(forecast, TWO_OWNERS).busiest(instances)
+
+
+@pytest.mark.parametrize(("forecast", "distinct"), [
+    pytest.param(np.arange(8.0), True, id="all-distinct"),
+    pytest.param(np.array([1.0, 1, 1, 1, 2, 2, 3, 4]), True, id="half-distinct"),
+    pytest.param(np.array([1.0, 1, 1, 1, 2, 2, 2, 2]), False, id="two-shares"),
+    pytest.param(np.zeros(8), False, id="all-equal"),
+])
+def test_distinct_shares(forecast, distinct) -> None:
+    assert distinct_shares(forecast) is distinct
 
 
 @pytest.mark.parametrize(
