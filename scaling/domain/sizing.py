@@ -25,8 +25,8 @@ partitions that instance owns.
   its load) and each newcomer takes ``k`` of the moved ones: not the ``k`` heaviest of the hub
   (a hot partition and its two nearest rivals are rarely moved to one newcomer) but from ``k``
   at the hub's mean load three quarters of the way to them (``NEWCOMER_MARGIN``), a stated
-  quantile of the draw; the busier of the two, never above the bound. A hub whose forecasts are mostly equal (fewer than
-  half distinct: ``distinct_shares``) keeps the bound.
+  quantile of the draw; the busier of the two, never above the bound. A hub whose forecasts
+  are mostly equal (fewer than half distinct: ``distinct_shares``) keeps the bound.
 - **No ownership collected** (a consumer that writes none, the legacy layout, Service Bus): the
   worst case, as if every partition were as busy as the busiest and all shared one owner: each
   gets ``throughput / k`` (``sizing: worst_case, no ownership`` in the decision).
