@@ -75,6 +75,13 @@ class OwnershipRecord:
             return False
         return (now - self.last_modified).total_seconds() <= expiry_seconds
 
+    @property
+    def is_claim(self) -> bool:
+        """Whether the record says the consumer group's instances claim partitions at all: every
+        current-layout ownership blob (the load balancer writes them), a legacy blob only when it
+        is leased or names an owner (a legacy checkpoint written without leases claims nothing)."""
+        return self.leased is None or self.leased or bool(self.owner_id)
+
 
 @dataclass(frozen=True, slots=True)
 class CheckpointSnapshot:
@@ -96,6 +103,9 @@ class OwnershipSummary:
     owner_by_partition: Mapping[str, str]
     live_owners: int
     unowned_partitions: tuple[str, ...]
+    #: Whether any record is a claim (``OwnershipRecord.is_claim``): without one, ownership is not
+    #: collected (a consumer that claims nothing), with one and no live owner, no instance serves.
+    claimed: bool = False
 
 
 class CheckpointReader(Protocol):
@@ -174,13 +184,15 @@ def summarize_ownership(
     A claim not renewed within ``expiry_seconds`` (or released with an empty owner id) is not
     live. Only the hub's current partitions count.
     """
+    records = tuple(records)
     known = set(partition_ids)
     owner_by_partition: dict[str, str] = {}
     for record in records:
         if record.partition_id in known and record.is_live(now, expiry_seconds):
             owner_by_partition[record.partition_id] = record.owner_id or ""
     unowned = tuple(pid for pid in partition_ids if pid not in owner_by_partition)
-    return OwnershipSummary(owner_by_partition, len(set(owner_by_partition.values())), unowned)
+    claimed = any(record.is_claim for record in records)
+    return OwnershipSummary(owner_by_partition, len(set(owner_by_partition.values())), unowned, claimed)
 
 
 def _missing_container_note(container: str) -> str:

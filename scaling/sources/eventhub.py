@@ -227,8 +227,8 @@ class EventHubReader:
             name=source.name,
             kind=KIND,
             partitions=readings,
-            # No ownership record at all: the consumer writes none (not: nobody is running).
-            owners=ownership.live_owners if snapshot.ownership else None,
+            # No claim at all: the consumer claims no partitions (not: nobody is running).
+            owners=ownership.live_owners if ownership.claimed else None,
             unowned_partitions=ownership.unowned_partitions,
             notes=notes,
         )

@@ -117,11 +117,16 @@ def test_backlog_per_partition_follows_the_lag_rules_and_ownership_is_summarised
     pytest.param((), None, id="no-claim-ever-written-no-ownership-collected"),
     pytest.param((OwnershipRecord("0", "worker-a", NOW - timedelta(minutes=5)),), 0, id="claims-expired-nobody-serves"),
     pytest.param((OwnershipRecord("0", "worker-a", NOW - timedelta(seconds=5)),), 1, id="one-live-claim"),
+    pytest.param((OwnershipRecord("0", "", NOW - timedelta(seconds=5)),), 0, id="released-claims-nobody-serves"),
+    pytest.param((OwnershipRecord("0", None, NOW, leased=False),), None, id="legacy-blob-without-lease-or-owner-claims-nothing"),
+    pytest.param((OwnershipRecord("0", "host-1", NOW, leased=False),), 0, id="legacy-lease-lost-nobody-serves"),
+    pytest.param((OwnershipRecord("0", "host-1", NOW, leased=True),), 1, id="legacy-leased"),
 ])
 def test_no_claim_at_all_is_told_apart_from_claims_that_expired(ownership, owners):
-    """A consumer that writes no ownership reports ``owners`` None (the engine sizes by the worst
-    case); one whose every claim expired (its instances stopped) reports 0, which the engine reads
-    as no instance serving."""
+    """A consumer that claims no partitions reports ``owners`` None (the engine sizes by the worst
+    case): no ownership blob, or legacy checkpoint blobs without a lease or an owner. One whose
+    every claim expired or was released (its instances stopped), or whose legacy leases lapsed,
+    reports 0, which the engine reads as no instance serving."""
     hub = StandInHub([PartitionProperties("0", 0, 100, False)])
     checkpoints = MemoryCheckpoints(CheckpointSnapshot(checkpoints={"0": 40}, ownership=ownership))
     collector = build([target("orders", eventhub("orders"))], {"orders": EventHubBinding(hub, checkpoints, "NS.servicebus.windows.net")})
