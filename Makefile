@@ -8,7 +8,7 @@ DEMO_ARGS ?=
 # make benchmark BENCHMARK_SCENARIOS="standard realistic hot" adds the hot-partition scenario (about 15 more minutes)
 BENCHMARK_SCENARIOS ?= standard realistic
 
-.PHONY: install test test-deep lint demo benchmark optimum docs-benchmark clean chromium
+.PHONY: install test test-deep lint demo benchmark optimum stress docs-benchmark clean chromium
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,9 @@ benchmark: install
 # The offline optimum (its own command: it takes longer than the benchmark's budget); make benchmark reads its rows.
 optimum: install
 	$(PY) -m scaling optimum --trace $(TRACES)/worldcup98/per_minute.csv --trace $(TRACES)/nasa_jul95/per_minute.csv --json out/optimum.json --markdown docs/optimum.md
+
+stress: install
+	$(PY) -m scaling stress --trace $(TRACES)/worldcup98/per_minute.csv --trace $(TRACES)/nasa_jul95/per_minute.csv --json out/stress.json --markdown docs/stress.md
 
 clean:
 	rm -rf $(VENV) node_modules out .pytest_cache .ruff_cache

@@ -342,19 +342,26 @@ def replace_block(text: str, block: str) -> str:
     return f"{head}{README_START}\n{block}\n{README_END}{tail}"
 
 
+def run_jobs(jobs: Sequence[Job], workers: int | None = None, progress=None) -> list[tuple[Job, dict]]:
+    """Every job's row, the jobs grouped into work units run by worker processes; each row with
+    its unit's first job (which names the unit's trace, scenario and overrides)."""
+    from scaling.simulation.world import load_trace
+
+    units = work_units(jobs, {trace: len(load_trace(trace)) for trace in sorted({job.trace for job in jobs})})
+    rows: list[tuple[Job, dict]] = []
+    with ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        for unit, unit_rows in zip(units, pool.map(run_unit, units), strict=True):
+            for row in unit_rows:
+                rows.append((unit[0], row))
+                if progress:
+                    progress(len(rows), len(jobs), row)
+    return rows
+
+
 def run_benchmark(traces: Sequence[str], workers: int | None = None, progress=None,
                   scenarios: Sequence[str] = ("standard",), overrides: tuple = ()) -> list[dict]:
     jobs = [job for scenario in scenarios for trace in traces for job in jobs_for(trace, scenario, overrides)]
-    from scaling.simulation.world import load_trace
-
-    units = work_units(jobs, {trace: len(load_trace(trace)) for trace in traces})
-    rows: list[dict] = []
-    with ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-        for unit_rows in pool.map(run_unit, units):
-            for row in unit_rows:
-                rows.append(row)
-                if progress:
-                    progress(len(rows), len(jobs), row)
+    rows = [row for _, row in run_jobs(jobs, workers, progress)]
     order = {name: index for index, name in enumerate(ORDER)}
     rows.sort(key=lambda row: (list(scenarios).index(row["scenario"]), row["trace"], order.get(row["algorithm"], 99), row["knob"]))
     mark_best(rows)
