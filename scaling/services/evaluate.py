@@ -71,6 +71,9 @@ EVALUATED_MARGIN = timedelta(minutes=10)
 #: How long the plan may differ from the desired capacity before the target is re-issued: one
 #: collect interval for the action to travel, one for the plan read, and a minute to spare.
 RECONCILE_GRACE = timedelta(minutes=3)
+#: How many decision-log rows from a sample's collection on a redelivery reads to find the action
+#: that sample decided, once the outbox has moved on: bounded, it is a rare path.
+LOGGED_ACTION_SEARCH = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,8 +223,11 @@ class EvaluateService:
             # worker may have written the outbox after this worker cached the state.
             stored = self.store.load_state(target.name)
             self._remember(stored)
-            if stored.outbox_for(sample.sample_id) is not None:
-                return self._already_evaluated(stored, sample, dequeue_count, 1)
+            recorded = stored.outbox_for(sample.sample_id)
+            if recorded is None and (sample.collected_at <= window_start or stored.was_evaluated(sample.collected_at)):
+                recorded = self._logged_action(sample)  # the outbox has moved on since
+            if recorded is not None:
+                return self._resent(sample, recorded, dequeue_count, 1)
         if sample.collected_at <= window_start:
             logger.info("evaluate %s: sample %s is older than the %ss window; stored only",
                         target.name, sample.sample_id, target.window_seconds)
@@ -239,7 +245,7 @@ class EvaluateService:
             if stored.was_evaluated(sample.collected_at):
                 if plan is None or stored.written_by != writer:
                     self._remember(stored)
-                    return self._already_evaluated(stored, sample, dequeue_count, attempt)
+                    return self._already_evaluated(stored, sample, dequeue_count, attempt, searched=attempt == 1)
                 logger.warning("evaluate %s: the commit for sample %s landed although its reply was lost",
                                target.name, sample.sample_id)
                 saved = stored
@@ -391,18 +397,40 @@ class EvaluateService:
                                 capacity_after=desired.capacity, action=action)
         return action, record
 
-    def _already_evaluated(self, stored: StoredState, sample: MetricSample, dequeue_count: int, attempt: int) -> EvaluateOutcome:
+    def _already_evaluated(self, stored: StoredState, sample: MetricSample, dequeue_count: int, attempt: int, *,
+                           searched: bool = False) -> EvaluateOutcome:
         # A redelivery re-sends the action this sample decided (the output binding's send may have
         # failed after the commit); ``scale`` applies a decision id at most once. A plain
-        # duplicate delivery sends nothing.
+        # duplicate delivery sends nothing. (``searched``: a redelivery found none in the outbox
+        # and the log of this state already.)
         recorded = stored.outbox_for(sample.sample_id) if dequeue_count > 1 else None
+        if recorded is None and dequeue_count > 1 and not searched:
+            recorded = self._logged_action(sample)
         if recorded is not None:
-            logger.warning("evaluate %s: sample %s seen again (dequeue count %d); re-sending recorded action %s",
-                           sample.target, sample.sample_id, dequeue_count, recorded.decision_id)
-            return EvaluateOutcome("resent", (recorded.to_json(),), sample.sample_id, sample.target,
-                                   action=recorded, attempts=attempt)
+            return self._resent(sample, recorded, dequeue_count, attempt)
         logger.info("evaluate %s: sample %s was already evaluated; nothing to do", sample.target, sample.sample_id)
         return EvaluateOutcome("duplicate", sample_id=sample.sample_id, target=sample.target, attempts=attempt)
+
+    def _resent(self, sample: MetricSample, recorded: ActionMessage, dequeue_count: int, attempt: int) -> EvaluateOutcome:
+        logger.warning("evaluate %s: sample %s seen again (dequeue count %d); re-sending recorded action %s",
+                       sample.target, sample.sample_id, dequeue_count, recorded.decision_id)
+        return EvaluateOutcome("resent", (recorded.to_json(),), sample.sample_id, sample.target,
+                               action=recorded, attempts=attempt)
+
+    def _logged_action(self, sample: MetricSample) -> ActionMessage | None:
+        """The action ``sample`` decided, from the decision log. The outbox keeps the last
+        ``OUTBOX_KEEP`` actions only; a redelivery that comes after that many newer ones must
+        still re-send its own, or its decision never reaches ``scale`` (which records it stale,
+        older than an applied one) and its fate stays unknown. Best effort: a storage error here
+        sends nothing, as before the log was read."""
+        try:
+            rows = self.store.decisions(sample.target, since=sample.collected_at, limit=LOGGED_ACTION_SEARCH)
+        except Exception:
+            logger.warning("evaluate %s: could not read the decision log for sample %s's action", sample.target,
+                           sample.sample_id, exc_info=True)
+            return None
+        actions = [row.action for row in rows if row.trigger_sample_id == sample.sample_id and row.action is not None]
+        return actions[-1] if actions else None
 
     def _purge(self, target: str, now: datetime) -> None:
         try:

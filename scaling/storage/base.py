@@ -124,6 +124,9 @@ class EvaluateStore(Protocol):
     def purge_history(self, target: str, before: datetime, limit: int) -> int:
         """Delete at most ``limit`` samples collected before ``before``; returns how many."""
 
+    def decisions(self, target: str, since: datetime | None = None, limit: int | None = None) -> list[DecisionRecord]:
+        """The target's decision-log rows evaluated at or after ``since``, oldest first (at most ``limit``)."""
+
     def dead_letter(self, letter: DeadLetter) -> None: ...
 
 

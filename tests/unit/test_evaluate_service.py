@@ -16,7 +16,7 @@ from scaling.domain.decisions import ScalerState
 from scaling.services.evaluate import EvaluateService
 from scaling.storage.base import ConcurrencyConflict
 from scaling.storage.memory import MemoryStorage
-from scaling.storage.records import StoredState, parse_action
+from scaling.storage.records import OUTBOX_KEEP, StoredState, parse_action
 from scaling.storage.synthetic import policy_of, queue_sample, rules_target
 from tests.helpers import Clock
 
@@ -24,9 +24,9 @@ T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 HIGH, LOW = 5000, 10
 
 
-def make(target=None, capacity: int = 2, **service_kwargs):
+def make(target=None, capacity: int = 2, store=None, **service_kwargs):
     target = target or rules_target("orders", window_seconds=300, min_samples=3, up_cooldown=0, down_cooldown=120)
-    store = MemoryStorage()
+    store = store or MemoryStorage()
     store.commit(StoredState(ScalerState(target.name, capacity=capacity)))
     clock = Clock(T0)
     service = EvaluateService(store, policy_of(target), clock=clock, **service_kwargs)
@@ -172,6 +172,41 @@ def test_a_superseded_action_is_still_resent_for_its_own_sample():
     assert newer.action is not None and newer.action.target_capacity == 4
     again = service.handle(sample.to_json(), dequeue_count=4)
     assert again.status == "resent" and parse_action(again.messages[0]) == first.action
+
+
+def _outbox_moved_on(store=None):
+    """Sample 3 of twelve decides a scale-out; the eight acting samples after it push it out of
+    the outbox (``OUTBOX_KEEP``), and by the end it is older than the window."""
+    target = rules_target("orders", window_seconds=180, min_samples=2, up_cooldown=0, down_cooldown=0)
+    service, store, clock = make(target, store=store)
+    outcomes = [deliver(service, clock, queue_sample("orders", minute(index), backlog))
+                for index, backlog in enumerate([0, 500, 0, 6000, 0, 0, 0, 0, 0, 0, 6000, 0])]
+    sample = queue_sample("orders", minute(3), 6000)
+    assert outcomes[3].action is not None
+    assert sum(outcome.action is not None for outcome in outcomes[4:]) >= OUTBOX_KEEP
+    assert store.load_state("orders").outbox_for(sample.sample_id) is None
+    return service, sample, outcomes[3]
+
+
+def test_a_redelivery_after_the_outbox_moved_on_resends_the_action_from_the_decision_log():
+    """Found by the queue-chaos property: the sample's output was lost, and by its redelivery
+    eight newer actions had pushed its own out of the outbox, so nothing was sent and scale never
+    recorded that decision's fate (stale: older than the applied ones)."""
+    service, sample, first = _outbox_moved_on()
+    again = service.handle(sample.to_json(), dequeue_count=2)
+    assert again.status == "resent"
+    assert parse_action(again.messages[0]) == first.action
+
+
+class _LogDown(MemoryStorage):
+    def decisions(self, target, since=None, limit=None):
+        raise ConnectionError("table storage unreachable")
+
+
+def test_a_redelivery_whose_decision_log_cannot_be_read_sends_nothing_and_does_not_fail():
+    service, sample, _ = _outbox_moved_on(_LogDown())
+    again = service.handle(sample.to_json(), dequeue_count=2)
+    assert again.status == "late" and again.messages == ()
 
 
 # --- the decision log -----------------------------------------------------------------------------
