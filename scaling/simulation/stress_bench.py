@@ -44,10 +44,12 @@ class Cell:
 
 def cells(skews: Sequence[float] = SKEWS, assignments: Sequence[str] = ASSIGNMENTS,
           seeds: Sequence[int] = SEEDS) -> list[Cell]:
-    """The standard scenario, then each skew under each assignment, then realistic per seed."""
-    return ([Cell("standard")]
-            + [Cell("standard", (("skew", skew), ("assignment", assignment))) for skew in skews for assignment in assignments]
-            + [Cell("realistic", (("seed", seed),)) for seed in seeds])
+    """The standard scenario, then each skew under each assignment, then realistic per seed (a
+    value given twice is one cell)."""
+    return list(dict.fromkeys(
+        [Cell("standard")]
+        + [Cell("standard", (("skew", skew), ("assignment", assignment))) for skew in skews for assignment in assignments]
+        + [Cell("realistic", (("seed", seed),)) for seed in seeds]))
 
 
 def jobs_for(trace: str, cell: Cell) -> list[Job]:

@@ -28,6 +28,8 @@ def test_cells_are_the_baseline_each_skew_under_each_assignment_and_realistic_pe
         (0.02, "modulo"), (0.02, "balanced"), (0.05, "modulo"), (0.05, "balanced")]
     assert [world.seed for world in worlds[5:]] == [1, 2]
     assert worlds[5].skew == Scenario.named("realistic").skew  # the named set's own values stay
+    assert [cell.label for cell in cells((0.02, 0.02), ("modulo",), (1, 1))] == [
+        "standard", "standard skew=0.02 assignment=modulo", "realistic seed=1"]
 
 
 def _row(algorithm: str, cost: float, *, violations: int = 0, actions: int = 10, minutes: int = 1000, knob: str = "",
