@@ -245,7 +245,7 @@ class EvaluateService:
             if stored.was_evaluated(sample.collected_at):
                 if plan is None or stored.written_by != writer:
                     self._remember(stored)
-                    return self._already_evaluated(stored, sample, dequeue_count, attempt, searched=attempt == 1)
+                    return self._already_evaluated(stored, sample, dequeue_count, attempt)
                 logger.warning("evaluate %s: the commit for sample %s landed although its reply was lost",
                                target.name, sample.sample_id)
                 saved = stored
@@ -397,15 +397,13 @@ class EvaluateService:
                                 capacity_after=desired.capacity, action=action)
         return action, record
 
-    def _already_evaluated(self, stored: StoredState, sample: MetricSample, dequeue_count: int, attempt: int, *,
-                           searched: bool = False) -> EvaluateOutcome:
+    def _already_evaluated(self, stored: StoredState, sample: MetricSample, dequeue_count: int, attempt: int) -> EvaluateOutcome:
         # A redelivery re-sends the action this sample decided (the output binding's send may have
         # failed after the commit); ``scale`` applies a decision id at most once. A plain
-        # duplicate delivery sends nothing. (``searched``: a redelivery found none in the outbox
-        # and the log of this state already.)
+        # duplicate delivery sends nothing. (The decision log was read, if need be, when the
+        # redelivery came in; a state re-read after a conflict holds the other writer's action
+        # in its outbox.)
         recorded = stored.outbox_for(sample.sample_id) if dequeue_count > 1 else None
-        if recorded is None and dequeue_count > 1 and not searched:
-            recorded = self._logged_action(sample)
         if recorded is not None:
             return self._resent(sample, recorded, dequeue_count, attempt)
         logger.info("evaluate %s: sample %s was already evaluated; nothing to do", sample.target, sample.sample_id)

@@ -381,17 +381,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_scenario_arguments(parser, scenario_choice=False)
 
 
+def print_progress(done: int, total: int, row: dict) -> None:
+    """``run_jobs``'s progress on one line of stderr."""
+    print(f"\r[{done}/{total}] {row['trace']} {row['algorithm']} {row['knob']}".ljust(100), end="", file=sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-
-    def progress(done: int, total: int, row: dict) -> None:
-        print(f"\r[{done}/{total}] {row['trace']} {row['algorithm']} {row['knob']}".ljust(100), end="", file=sys.stderr, flush=True)
-
     scenarios = args.scenario or ["standard"]
     overrides = tuple(sorted(scenario_overrides(args).items()))
     for name in scenarios:
         scenario_from(args, name)  # a bad value fails here, naming it, before any worker starts
-    rows = run_benchmark(args.trace, args.workers, progress, scenarios, overrides)
+    rows = run_benchmark(args.trace, args.workers, print_progress, scenarios, overrides)
     runs = len(rows)  # the offline optimum's rows below are read, not run
     print(file=sys.stderr)
     if args.optimum and Path(args.optimum).exists() and "standard" in scenarios and not overrides:

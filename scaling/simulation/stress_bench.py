@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scaling.simulation.benchmark import CLAIRVOYANT_HORIZONS, Job, judged_meets_slo, run_jobs
+from scaling.simulation.benchmark import CLAIRVOYANT_HORIZONS, Job, judged_meets_slo, print_progress, run_jobs
 from scaling.simulation.scenario import ASSIGNMENTS, Scenario
 
 #: Issue 18's cells: skews under both load balancers, and realistic seeds.
@@ -174,14 +174,9 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as error:
             raise SystemExit(f"error: {cell.label}: {error}") from error
     jobs = [job for cell in chosen for trace in args.trace for job in jobs_for(trace, cell)]
-
-    def progress(done: int, total: int, row: dict) -> None:
-        print(f"\r[{done}/{total}] {row['trace']} {row['algorithm']} {row['knob']}".ljust(100), end="", file=sys.stderr, flush=True)
-
-    labels = {(cell.scenario, cell.overrides): cell.label for cell in chosen}
-    rows = [{**row, "cell": labels[(job.scenario, job.overrides)]} for job, row in run_jobs(jobs, args.workers, progress)]
+    rows = [{**row, "cell": Cell(job.scenario, job.overrides).label} for job, row in run_jobs(jobs, args.workers, print_progress)]
     print(file=sys.stderr)
-    order = {label: index for index, label in enumerate(labels.values())}
+    order = {cell.label: index for index, cell in enumerate(chosen)}
     rows.sort(key=lambda row: (row["trace"], order[row["cell"]], row["algorithm"] != "project-default", row["knob"]))
     elapsed = time.perf_counter() - started
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
