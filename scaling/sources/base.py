@@ -8,7 +8,7 @@ the policy (``SourceSettings.kind``); the collector dispatches on ``kind``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Protocol, TypeVar
 
@@ -25,6 +25,17 @@ Clock = Callable[[], datetime]
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def connection_from_env(source: SourceSettings, environ: Mapping[str, str]) -> str | None:
+    """The source's connection string from its ``connectionFromEnv`` setting (``None``: the source
+    uses identity); a named setting that is unset or empty is an error naming both."""
+    if not source.connection_from_env:
+        return None
+    value = environ.get(source.connection_from_env)
+    if not value:
+        raise LookupError(f"{source.connection_from_env} (connectionFromEnv of source {source.name!r}) is not set")
+    return value
 
 
 class ReadError(Exception):

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from scaling.domain.lag import EMPTY_PARTITION
 from scaling.domain.policy import SourceSettings
 from scaling.domain.samples import PartitionReading, SourceReading
-from scaling.sources.base import CallGate, ReadError, error_text
+from scaling.sources.base import CallGate, ReadError, connection_from_env, error_text
 from scaling.sources.checkpoints import CheckpointLocation, CheckpointReader, summarize_ownership
 
 KIND = "eventhub"
@@ -114,12 +114,7 @@ class EventHubClients:
         self._sources: dict[tuple[str, str, str], EventHubPartitionSource] = {}
 
     def connection_string(self, source: SourceSettings) -> str | None:
-        if not source.connection_from_env:
-            return None
-        value = self.environ.get(source.connection_from_env)
-        if not value:
-            raise LookupError(f"{source.connection_from_env} (connectionFromEnv of source {source.name!r}) is not set")
-        return value
+        return connection_from_env(source, self.environ)
 
     def namespace(self, source: SourceSettings) -> str:
         if source.fully_qualified_namespace:

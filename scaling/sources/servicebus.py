@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from scaling.domain.policy import SourceSettings
 from scaling.domain.samples import SourceReading
-from scaling.sources.base import CallGate, error_text
+from scaling.sources.base import CallGate, connection_from_env, error_text
 from scaling.sources.eventhub import normalize_namespace
 
 KIND = "servicebus"
@@ -179,12 +179,7 @@ class ServiceBusClients:
         self._metrics: MonitorQueueMetrics | None = None
 
     def connection_string(self, source: SourceSettings) -> str | None:
-        if not source.connection_from_env:
-            return None
-        value = self.environ.get(source.connection_from_env)
-        if not value:
-            raise LookupError(f"{source.connection_from_env} (connectionFromEnv of source {source.name!r}) is not set")
-        return value
+        return connection_from_env(source, self.environ)
 
     def counter_for(self, source: SourceSettings) -> ServiceBusAdminCounter:
         connection = self.connection_string(source)
