@@ -250,19 +250,25 @@ def action_tokens(target: TargetPolicy, state: ScalerState, now: datetime) -> fl
     return min(budget, state.action_tokens + elapsed_hours * budget)
 
 
-def _profile_bound(proposal: Proposal, in_force: BoundsInForce, capacity: int, counts: Sequence[int]) -> Proposal:
-    """The proposal once a profile's bound has its say: a count outside the bounds in force is
-    brought inside them (the minimum asked for one provisioning delay early), and a proposal
-    that the profile's bound cuts short is named after the profile (reason ``profile:NAME``)."""
+def _bounded(proposal: Proposal, in_force: BoundsInForce, capacity: int, counts: Sequence[int]) -> Proposal:
+    """The proposal once the bounds in force have their say.
+
+    A capacity outside them (someone resized the plan, or the bounds changed: a new policy or a
+    schedule profile) is brought inside: the bounds are a promise, not a limit on the engine's
+    own steps. The minimum of a profile about to open is asked for one provisioning delay early.
+    A proposal that a profile's bound cuts short is named after the profile (``profile:NAME``);
+    a correction of the fixed bounds is ``below_min_bound`` or ``above_max_bound``."""
     low, high = counts[0], counts[-1]
-    if in_force.min_from and capacity < low and (proposal.capacity is None or proposal.direction != UP
-                                                 or proposal.capacity < low):
-        return replace(proposal, capacity=low, direction=UP, reason_code=f"profile:{in_force.min_from}",
-                       reasons=(*proposal.reasons, f"profile {in_force.min_from}: at least {low} instances"))
-    if in_force.max_from and capacity > high and (proposal.capacity is None or proposal.direction != DOWN
-                                                  or proposal.capacity > high):
-        return replace(proposal, capacity=high, direction=DOWN, reason_code=f"profile:{in_force.max_from}",
-                       reasons=(*proposal.reasons, f"profile {in_force.max_from}: at most {high} instances"))
+    if capacity < low and (proposal.capacity is None or proposal.direction != UP or proposal.capacity < low):
+        code = f"profile:{in_force.min_from}" if in_force.min_from else "below_min_bound"
+        why = (f"profile {in_force.min_from}: at least {low} instances" if in_force.min_from
+               else f"below the min bound: at least {low} instances, the plan has {capacity}")
+        return replace(proposal, capacity=low, direction=UP, reason_code=code, reasons=(*proposal.reasons, why))
+    if capacity > high and (proposal.capacity is None or proposal.direction != DOWN or proposal.capacity > high):
+        code = f"profile:{in_force.max_from}" if in_force.max_from else "above_max_bound"
+        why = (f"profile {in_force.max_from}: at most {high} instances" if in_force.max_from
+               else f"above the max bound: at most {high} instances, the plan has {capacity}")
+        return replace(proposal, capacity=high, direction=DOWN, reason_code=code, reasons=(*proposal.reasons, why))
     if proposal.capacity is None:
         return proposal
     if in_force.max_from and proposal.direction == UP and proposal.capacity > high:
@@ -338,7 +344,7 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     if profile_notes:
         metrics["profile"] = in_force.min_from if in_force.early else in_force.profile
         proposal = replace(proposal, reasons=(*proposal.reasons, *profile_notes))
-    proposal = _profile_bound(proposal, in_force, capacity, counts)
+    proposal = _bounded(proposal, in_force, capacity, counts)
 
     if proposal.capacity is None:
         return _hold(target, decision_id, now, capacity, proposal.reason_code, proposal.reasons, metrics, state)

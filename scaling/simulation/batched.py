@@ -8,8 +8,8 @@ of one); what is mirrored here, operation for operation where floating point mat
 the autoscaler reads (the observed integer sequence numbers) and the engine's rules mode
 (``_rules_proposal``: windows by collection time, ``min_samples``, ``metric_value``, the
 aggregates with Python's left-to-right sum, tiers, up if any rule says so, down only if all
-agree; ``evaluate``: ``allowed_counts``, ``snap_up``/``snap_down``, bounds, cooldown since the
-last action). tests/unit/test_simulation_batched.py compares it with the engine-driven run.
+agree; ``evaluate``: ``allowed_counts``, ``snap_up``/``snap_down``, bounds (a capacity outside
+them brought inside, ``_bounded``), cooldown since the last action). tests/unit/test_simulation_batched.py compares it with the engine-driven run.
 
 Not covered (``supports`` returns False): the SLO mode (``batched_slo.py`` batches it), and, for
 which callers use the engine, the ``lag_seconds`` metric (it needs the engine's learned
@@ -69,6 +69,8 @@ class _Tables:
         top = max([scenario.initial_capacity, 1, *(c[-1] for c in all_counts)])
         self.top = top = top + 1  # capacities and wanted counts are looked up in 0..top
         sizes = range(top + 1)
+        self.lowest = np.array([c[0] for c in all_counts], dtype=np.int64)
+        self.highest = np.array([c[-1] for c in all_counts], dtype=np.int64)
         self.snap_up = np.array([[snap_up(c, x) for x in sizes] for c in all_counts], dtype=np.int64)
         self.snap_down = np.array([[snap_down(c, x) for x in sizes] for c in all_counts], dtype=np.int64)
         self.up_size = np.array([[t.scale_up.size(x) for x in sizes] for t in targets], dtype=np.int64)
@@ -188,10 +190,18 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
         # Acts when the snapped, bounded count differs and now >= last action + cooldown (seconds).
         moment = now * 60.0
         go = (up & up_moves & (moment >= up_free)) | (down & down_moves & (moment >= down_free))
+        wanted = np.where(up, up_wanted, down_wanted)
+        below, above = requested < tables.lowest, requested > tables.highest
+        if below.any() or above.any():  # engine._bounded: only ever the initial capacity
+            at = np.minimum(requested, tables.top)
+            own_up = below & up & (requested + tables.up_size[columns, at] >= tables.lowest)
+            own_down = above & down & (requested - tables.down_size[columns, at] <= tables.highest)
+            wanted = np.where(below & ~own_up, tables.lowest, np.where(above & ~own_down, tables.highest, wanted))
+            go = np.where(below, moment >= up_free, np.where(above, moment >= down_free, go))
         if not go.any():
             continue
         rows = np.flatnonzero(go)
-        world.request(rows, np.where(up[rows], up_wanted[rows], down_wanted[rows]))
+        world.request(rows, wanted[rows])
         up_free[rows] = moment + tables.cooldown_up[rows]
         down_free[rows] = moment + tables.cooldown_down[rows]
         capacity_changed(rows)

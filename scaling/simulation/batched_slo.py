@@ -9,7 +9,8 @@ floating point matters:
 - ``evaluate``: pending and ready capacity, learning the per-instance throughput from
   saturated intervals (``interval_throughput``/``learn_throughput``, only once the capacity has
   been steady for the checkpoint delay), the configured prior and the lower bound, snapping to
-  ``allowed_counts``, cooldowns since the last action, the action budget (token bucket) that
+  ``allowed_counts``, a capacity outside the bounds brought inside (``_bounded``), cooldowns
+  since the last action, the action budget (token bucket) that
   holds back scale-ins, the provisioning delay the engine assumes;
 - ``slo_proposal``: per-partition arrival rates over the rate window and the last interval,
   oldest-event ages from the sequence-number history (``oldest_event_ages``), the learned
@@ -552,6 +553,23 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                                         owned_by.of(scaling_in), rate[scaling_in], per_instance, by_draw[scaling_in])
                     down_rows, chosen = _scale_in(scaling_in, capacity, calm_loads, calm, age, settings, sample_interval)
                     proposal[down_rows] = chosen
+
+        # --- engine._bounded: a capacity outside the bounds (only ever the initial one) ----------
+        below, above = capacity < settings.lowest, capacity > settings.highest
+        if below.any() or above.any():
+            raised = below & (~upward | (proposal < settings.lowest))
+            proposal = np.where(raised, settings.lowest, proposal)
+            upward |= raised
+            outside = np.flatnonzero(above)
+            upward[outside] = False
+            # A scale-in to the highest count (or the engine's own, when lower), held like any
+            # scale-in by the cooldown and the action budget (down_rows already passed both).
+            budget = _tokens(settings.budget[outside], tokens[outside], tokens_at[outside], moment)
+            free = np.isnan(last_action[outside]) | (moment >= last_action[outside] + settings.cooldown_down[outside])
+            acting = outside[free & (budget >= 2)]
+            own = np.isin(acting, down_rows) & (proposal[acting] <= settings.highest[acting])
+            proposal[acting] = np.where(own, proposal[acting], settings.highest[acting])
+            down_rows = np.union1d(down_rows, acting).astype(np.int64)
 
         # --- evaluate: snapping, bounds, cooldown, the action budget; the request ----------------
         up_rows = np.flatnonzero(upward)

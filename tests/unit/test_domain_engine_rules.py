@@ -336,6 +336,41 @@ def test_bounds_hold_with_reason(capacity, values, min_instances, max_instances,
     assert fragment in decision.reasons[-1]
 
 
+@pytest.mark.parametrize(
+    ("capacity", "values", "partitions", "up", "direction", "expected", "code"),
+    [
+        pytest.param(1, [0] * 5, 32, 1, UP, 3, "below_min_bound", id="below-min-low-load"),
+        pytest.param(1, [500] * 5, 32, 1, UP, 3, "below_min_bound", id="below-min-no-rule-fires"),
+        pytest.param(1, [5000] * 5, 32, 1, UP, 3, "below_min_bound", id="below-min-step-too-short"),
+        pytest.param(1, [5000] * 5, 32, 4, UP, 5, "rule_scale_up", id="below-min-step-past-it"),
+        pytest.param(10, [500] * 5, 32, 1, DOWN, 8, "above_max_bound", id="above-max-no-rule-fires"),
+        pytest.param(10, [5000] * 5, 32, 1, DOWN, 8, "above_max_bound", id="above-max-high-load"),
+        pytest.param(10, [0] * 5, 32, 1, DOWN, 8, "above_max_bound", id="above-max-step-too-short"),
+        pytest.param(6, [500] * 5, 4, 1, DOWN, 4, "above_max_bound", id="above-partitions"),
+    ],
+)
+def test_a_capacity_outside_the_bounds_is_brought_inside(capacity, values, partitions, up, direction, expected,
+                                                         code) -> None:
+    """Bounds are a promise about the plan, not only a limit on the engine's own steps: a plan
+    resized by hand, or a policy whose bounds changed, is brought inside them."""
+    target = rules_target(min_instances=3, max_instances=8, up=Step(step=up, cooldown_seconds=0))
+    decision = evaluate(target, fresh(capacity), series(values, capacity, partitions=partitions), at(0))
+    assert (decision.direction, decision.target_capacity, decision.reason_code) == (direction, expected, code)
+    if code != "rule_scale_up":
+        assert f"the plan has {capacity}" in decision.reasons[-1]
+
+
+def test_outside_the_bounds_a_cooldown_delays_the_correction_and_a_failed_source_holds_a_scale_in() -> None:
+    """The correction is an action like any other: it waits for the cooldown, and a scale-in
+    waits while a source fails (its partition count could be the failed one's)."""
+    target = rules_target(min_instances=3, max_instances=8, down=Step(step=1, cooldown_seconds=600))
+    cooling = fresh(10, last_action_at=at(-5))
+    assert evaluate(target, cooling, series([500] * 5, 10), at(0)).reason_code == "cooldown"
+    assert evaluate(target, cooling, series([500] * 5, 10, end=6), at(6)).target_capacity == 8
+    failing = [*series([500] * 4, 10, end=-1), sample(0, capacity=10, ok=False, error="timeout")]
+    assert evaluate(target, fresh(10), failing, at(0)).reason_code == "source_failed"
+
+
 # --- partition-aware counts ----------------------------------------------------------------------------
 
 

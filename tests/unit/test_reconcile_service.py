@@ -92,6 +92,23 @@ def test_a_manual_resize_is_logged_and_adopted_by_default() -> None:
     assert loop.capacity() == 7 and len(loop.rows("external_change")) == 1
 
 
+def test_an_adopted_manual_resize_above_the_max_bound_is_brought_back_to_it() -> None:
+    """Adopting a resize means deciding from it, and the decision keeps the bounds: a plan
+    resized past ``max_instances`` comes back to it."""
+    loop = Loop()
+    loop.step(500)
+    loop.step(500)
+    loop.plans.plans[loop.plan] = replace(loop.plans.plans[loop.plan], capacity=12)  # above max_instances 8
+    loop.step(500)  # the engine decides from the observed 12 (its action supersedes the adoption)
+    [row] = loop.rows("above_max_bound")
+    assert row.acts and row.capacity_before == 12 and row.capacity_after == 8
+    assert "the plan has 12" in row.reasons[-1]
+    for _ in range(5):
+        loop.step(500)
+    assert loop.capacity() == 8 and loop.store.load_state("orders").desired.capacity == 8
+    assert len(loop.rows("above_max_bound")) == 1
+
+
 def test_a_manual_resize_is_reverted_when_the_policy_says_so() -> None:
     loop = Loop(on_external_change="revert")
     loop.step(500)

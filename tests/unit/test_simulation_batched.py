@@ -156,3 +156,21 @@ def test_run_candidates_batches_what_it_can_and_keeps_the_order() -> None:
     for candidate, result in zip(mixed, run_candidates(mixed, arrivals, scenario, score_from=100), strict=True):
         assert_same_run(run_candidate(candidate, arrivals, scenario, score_from=100), result, candidate.label)
         assert result.knob == candidate.label
+
+
+@pytest.mark.parametrize("initial_capacity", [1, 8])
+def test_a_run_starting_outside_the_bounds_is_corrected_batched_as_through_the_engine(initial_capacity) -> None:
+    """The engine brings a plan outside its bounds (2..6 here) inside at its first decision,
+    whatever the load says; both batched simulators do the same."""
+    from scaling.simulation.batched_slo import simulate_slo_batch
+
+    scenario = Scenario(partitions=8, peak_instances=6.0, initial_capacity=initial_capacity)
+    bounds = Bounds(min_instances=2, max_instances=6, balanced_counts=False)
+    slo = replace(simulated_target(scenario, name="slo"), bounds=bounds)
+    rules = replace(seed_target(scenario, 4000.0, 500.0), name="rules", bounds=bounds)
+    arrivals = noisy_diurnal(240, seed=3) * 0.5
+    for target, simulator in ((slo, simulate_slo_batch), (rules, simulate_batch)):
+        [batched] = simulator(arrivals, [target], scenario)
+        alone = simulate(arrivals, EngineAutoscaler(target), scenario, algorithm="candidate")
+        assert_same_run(alone, batched, target.name)
+        assert batched.capacity[0] == initial_capacity and 2 <= batched.capacity[5:].min() <= batched.capacity[5:].max() <= 6
