@@ -161,6 +161,25 @@ def test_a_manual_resize_is_reported_as_external_change(rig, arm_endpoint) -> No
     assert "observed 5, desired 2" in row.reasons[0] and world.desired() == 5
 
 
+def test_an_adopted_manual_resize_past_the_max_bound_comes_back_under_a_lost_reply(rig, arm_endpoint, proxies) -> None:
+    """Someone sets the plan to 11 (the policy allows 1..8) and the reply to the correcting write
+    is lost (it was applied): the plan comes back to 8, written once, and then follows the low
+    load down. Before the fix the adopted 11 stayed."""
+    _, arm_proxy = proxies
+    world = rig()
+    world.step(LOW)
+    arm_endpoint.arm.plans[world.plan.lower()]["sku"]["capacity"] = 11  # someone in the portal
+    arm_proxy.applied_then_reset(skip=2, times=1)
+    world.step(LOW)
+    arm_proxy.pass_through()
+    for _ in range(5):
+        world.step(LOW)
+    [row] = [row for row in world.direct.decisions("orders") if row.reason_code == "above_max_bound"]
+    assert row.capacity_before == 11 and row.capacity_after == 8
+    assert world.capacity() == world.desired() <= 8
+    assert max(world.writes_by_decision.values(), default=0) <= 1
+
+
 def test_case_6_an_outage_longer_than_five_deliveries_loses_nothing(rig, proxies) -> None:
     """Storage down for 6 steps: samples and actions go to the poison queues (on main nothing read
     them); once storage is back they are recorded as dead letters and the plan converges."""
