@@ -9,7 +9,8 @@ the autoscaler reads (the observed integer sequence numbers) and the engine's ru
 (``_rules_proposal``: windows by collection time, ``min_samples``, ``metric_value``, the
 aggregates with Python's left-to-right sum, tiers, up if any rule says so, down only if all
 agree; ``evaluate``: ``allowed_counts``, ``snap_up``/``snap_down``, bounds (a capacity outside
-them brought inside, ``_bounded``), cooldown since the last action). tests/unit/test_simulation_batched.py compares it with the engine-driven run.
+them brought inside, ``_bounded``), cooldown since the last action).
+tests/unit/test_simulation_batched.py compares it with the engine-driven run.
 
 Not covered (``supports`` returns False): the SLO mode (``batched_slo.py`` batches it), and, for
 which callers use the engine, the ``lag_seconds`` metric (it needs the engine's learned

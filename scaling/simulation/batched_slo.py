@@ -10,8 +10,8 @@ floating point matters:
   saturated intervals (``interval_throughput``/``learn_throughput``, only once the capacity has
   been steady for the checkpoint delay), the configured prior and the lower bound, snapping to
   ``allowed_counts``, a capacity outside the bounds brought inside (``_bounded``), cooldowns
-  since the last action, the action budget (token bucket) that
-  holds back scale-ins, the provisioning delay the engine assumes;
+  since the last action, the action budget (token bucket) that holds back scale-ins, the
+  provisioning delay the engine assumes;
 - ``slo_proposal``: per-partition arrival rates over the rate window and the last interval,
   oldest-event ages from the sequence-number history (``oldest_event_ages``), the learned
   checkpoint delay, ``predicted_age`` over the reaction time (ready capacity first, then the
