@@ -330,6 +330,8 @@ class EvaluateService:
             new_state = old
         elif decision.acts:
             action = replace(action_for(decision, target), traceparent=traceparent)
+            if reconciliation is not None and reconciliation.kind == EXTERNAL_CHANGE:
+                records.append(self._superseded_change(target, reconciliation, sample.sample_id, now, decision.decision_id))
             records.append(with_layout_notes(DecisionRecord.from_decision(decision, sample.sample_id, action), sample))
             next_stored = replace(next_stored.with_outbox(sample.sample_id, action),
                                   latest_decision_id=decision.decision_id, latest_decided_at=decision.evaluated_at)
@@ -396,6 +398,13 @@ class EvaluateService:
                                 capacity_before=reconciliation.observed,
                                 capacity_after=desired.capacity, action=action)
         return action, record
+
+    def _superseded_change(self, target: TargetPolicy, reconciliation: Reconciliation, trigger: str, now: datetime,
+                           decision_id: str) -> DecisionRecord:
+        """The decision-log row of an external change that a new decision of the same evaluation
+        supersedes: the operator still sees that someone resized the plan."""
+        _, record = self._reconciled(target, replace(reconciliation, reissue_id=None, direction=None), trigger, now)
+        return replace(record, reasons=(*record.reasons, f"superseded by decision {decision_id}"))
 
     def _already_evaluated(self, stored: StoredState, sample: MetricSample, dequeue_count: int, attempt: int) -> EvaluateOutcome:
         # A redelivery re-sends the action this sample decided (the output binding's send may have

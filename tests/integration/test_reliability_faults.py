@@ -176,6 +176,8 @@ def test_an_adopted_manual_resize_past_the_max_bound_comes_back_under_a_lost_rep
         world.step(LOW)
     [row] = [row for row in world.direct.decisions("orders") if row.reason_code == "above_max_bound"]
     assert row.capacity_before == 11 and row.capacity_after == 8
+    [change] = [row for row in world.direct.decisions("orders") if row.reason_code == "external_change"]
+    assert "observed 11" in change.reasons[0] and "superseded by decision" in change.reasons[-1]
     assert world.capacity() == world.desired() <= 8
     assert max(world.writes_by_decision.values(), default=0) <= 1
 

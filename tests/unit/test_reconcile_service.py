@@ -99,8 +99,11 @@ def test_an_adopted_manual_resize_above_the_max_bound_is_brought_back_to_it() ->
     loop.step(500)
     loop.step(500)
     loop.plans.plans[loop.plan] = replace(loop.plans.plans[loop.plan], capacity=12)  # above max_instances 8
-    loop.step(500)  # the engine decides from the observed 12 (its action supersedes the adoption)
+    loop.step(500)  # the engine decides from the observed 12: its action supersedes the adoption
+    [change] = loop.rows("external_change")
+    assert not change.acts and change.capacity_before == 12 and "observed 12, desired 2" in change.reasons[0]
     [row] = loop.rows("above_max_bound")
+    assert change.reasons[-1] == f"superseded by decision {row.decision_id}"
     assert row.acts and row.capacity_before == 12 and row.capacity_after == 8
     assert "the plan has 12" in row.reasons[-1]
     for _ in range(5):
