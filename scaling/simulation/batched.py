@@ -191,18 +191,19 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
         # Acts when the snapped, bounded count differs and now >= last action + cooldown (seconds).
         moment = now * 60.0
         go = (up & up_moves & (moment >= up_free)) | (down & down_moves & (moment >= down_free))
-        wanted = np.where(up, up_wanted, down_wanted)
+        bounded = None  # every candidate's count when some capacity is outside the bounds
         below, above = requested < tables.lowest, requested > tables.highest
         if below.any() or above.any():  # engine._bounded: only ever the initial capacity
             at = np.minimum(requested, tables.top)
             own_up = below & up & (requested + tables.up_size[columns, at] >= tables.lowest)
             own_down = above & down & (requested - tables.down_size[columns, at] <= tables.highest)
-            wanted = np.where(below & ~own_up, tables.lowest, np.where(above & ~own_down, tables.highest, wanted))
+            bounded = np.where(below & ~own_up, tables.lowest,
+                               np.where(above & ~own_down, tables.highest, np.where(up, up_wanted, down_wanted)))
             go = np.where(below, moment >= up_free, np.where(above, moment >= down_free, go))
         if not go.any():
             continue
         rows = np.flatnonzero(go)
-        world.request(rows, wanted[rows])
+        world.request(rows, bounded[rows] if bounded is not None else np.where(up[rows], up_wanted[rows], down_wanted[rows]))
         up_free[rows] = moment + tables.cooldown_up[rows]
         down_free[rows] = moment + tables.cooldown_down[rows]
         capacity_changed(rows)

@@ -534,9 +534,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             # Scale-in: worked out only where the cooldown and the action budget would let it act.
             enough_history = (samples - 1) * interval_seconds >= rate_window
             if enough_history:
-                budget = _tokens(settings.budget, tokens, tokens_at, moment)
-                free = np.isnan(last_action) | (moment >= last_action + settings.cooldown_down)
-                eligible = known & ~risk & ~unowned & free & (budget >= 2) & (settings.lowest < capacity)
+                eligible = (known & ~risk & ~unowned & _scale_in_allowed(settings, tokens, tokens_at, last_action, moment)
+                            & (settings.lowest < capacity))
                 if eligible.any():
                     # slo.propose: a scale-in holds against the busiest interval of the history too.
                     # (each candidate's busiest interval among those ending within its scale_in_peak_seconds)
@@ -564,12 +563,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             upward[outside] = False
             # A scale-in to the highest count (or the engine's own, when lower), held like any
             # scale-in by the cooldown and the action budget (down_rows already passed both).
-            budget = _tokens(settings.budget[outside], tokens[outside], tokens_at[outside], moment)
-            free = np.isnan(last_action[outside]) | (moment >= last_action[outside] + settings.cooldown_down[outside])
-            acting = outside[free & (budget >= 2)]
+            acting = outside[_scale_in_allowed(settings, tokens, tokens_at, last_action, moment)[outside]]
             own = np.isin(acting, down_rows) & (proposal[acting] <= settings.highest[acting])
             proposal[acting] = np.where(own, proposal[acting], settings.highest[acting])
-            down_rows = np.union1d(down_rows, acting).astype(np.int64)
+            down_rows = np.union1d(down_rows, acting)
 
         # --- evaluate: snapping, bounds, cooldown, the action budget; the request ----------------
         up_rows = np.flatnonzero(upward)
@@ -595,6 +592,14 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         world.request(rows, wanted)
 
     return world.results(algorithm=algorithm, knobs=knobs, score_from=score_from)
+
+
+def _scale_in_allowed(settings: _Candidates, tokens: np.ndarray, tokens_at: np.ndarray, last_action: np.ndarray,
+                      moment: float) -> np.ndarray:
+    """Per candidate: whether the scale-down cooldown has passed and the action budget has room
+    for a scale-in (``engine.evaluate``: it needs 2 tokens, itself and the likely scale-out)."""
+    free = np.isnan(last_action) | (moment >= last_action + settings.cooldown_down)
+    return free & (_tokens(settings.budget, tokens, tokens_at, moment) >= 2)
 
 
 def _tokens(budget: np.ndarray, tokens: np.ndarray, tokens_at: np.ndarray, moment: float) -> np.ndarray:
