@@ -166,6 +166,7 @@ def scale_service_for(
         dry_run=settings.dry_run,
         clock=clock,
         telemetry=_or_none(telemetry),
+        clock_skew=timedelta(seconds=settings.clock_skew_seconds),
     )
 
 

@@ -37,6 +37,9 @@ UNKNOWN = "unknown"
 ADOPT = "adopt"
 REVERT = "revert"
 EXTERNAL_CHANGE_CHOICES = (ADOPT, REVERT)
+#: How many earlier in-flight targets a desired capacity remembers (a burst of decisions faster
+#: than the plan is observed; older ones have landed or been superseded long since).
+MAX_EARLIER_CAPACITIES = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +49,10 @@ class DesiredCapacity:
     ``decision_id`` names the decision that set it (``observed-...`` / ``external-...`` when it
     was taken from the plan); ``capacity_before`` is what the plan had then; ``confirmed`` turns
     true once the plan has been observed at ``capacity``; ``reissues`` counts the re-issued
-    actions and ``issued_at`` is when the last action for it was sent.
+    actions and ``issued_at`` is when the last action for it was sent. ``earlier_capacities``
+    are the targets of our own earlier writes that the plan had not shown yet when this one was
+    decided: until it shows this one, it may still show any of them (our writes land in any
+    order the queue delivers them, each a little late), and that is not somebody else's resize.
     """
 
     capacity: int
@@ -56,6 +62,7 @@ class DesiredCapacity:
     issued_at: datetime
     confirmed: bool = False
     reissues: int = 0
+    earlier_capacities: tuple[int, ...] = ()
 
     @classmethod
     def observed(cls, capacity: int, now: datetime, origin: str = "observed") -> DesiredCapacity:
@@ -63,8 +70,23 @@ class DesiredCapacity:
         return cls(capacity, f"{origin}-{int(now.timestamp())}", now, capacity, now, confirmed=True)
 
     @classmethod
-    def decided(cls, capacity: int, decision_id: str, now: datetime, capacity_before: int | None) -> DesiredCapacity:
-        return cls(capacity, decision_id, now, capacity_before, now)
+    def decided(cls, capacity: int, decision_id: str, now: datetime, capacity_before: int | None,
+                previous: DesiredCapacity | None = None, clock_skew: timedelta = timedelta(0)) -> DesiredCapacity:
+        """A new decision's capacity. ``previous`` is the desired capacity it replaces: if the plan
+        has not shown that one yet, or showed it so recently that the clocks cannot order the
+        observations (``clock_skew``, see ``reconcile``), what came before it may still be observed."""
+        earlier: tuple[int, ...] = ()
+        if previous is not None:
+            settled = previous.confirmed and now - previous.issued_at >= 2 * clock_skew
+            earlier = (previous.capacity,) if settled else (previous.capacity, *previous.possible_before_write)
+        kept = tuple(dict.fromkeys(c for c in earlier if c is not None and c != capacity_before))
+        return cls(capacity, decision_id, now, capacity_before, now, earlier_capacities=kept[:MAX_EARLIER_CAPACITIES])
+
+    @property
+    def possible_before_write(self) -> tuple[int, ...]:
+        """What the plan may show while our write of ``capacity`` has not landed."""
+        before = () if self.capacity_before is None else (self.capacity_before,)
+        return (*before, *self.earlier_capacities)
 
     def next_issue_at(self, grace: timedelta, max_backoff: timedelta) -> datetime:
         """When an unconfirmed capacity is re-issued: ``grace`` after the last issue, doubling."""
@@ -97,22 +119,34 @@ def reissue_id_for(decision_id: str, attempt: int) -> str:
 
 
 def reconcile(desired: DesiredCapacity | None, observed: int | None, now: datetime, *, grace: timedelta,
-              on_external_change: str = ADOPT, max_backoff: timedelta | None = None) -> Reconciliation:
+              on_external_change: str = ADOPT, max_backoff: timedelta | None = None,
+              clock_skew: timedelta = timedelta(0)) -> Reconciliation:
     """Compare ``desired`` with the plan's ``observed`` capacity, observed at ``now`` (the
     sample's collection time; see the module doc). An observation made before the last action
-    was issued says nothing about it and changes nothing."""
+    was issued says nothing about it and changes nothing.
+
+    ``clock_skew`` is how far the collector's and the evaluators' clocks may each be off: the
+    observation's stamp and the action's ``issued_at`` come from different clocks, so within
+    twice that after the action an observation of a capacity from before our write may have been
+    taken before it, even after another observation confirmed the write. It waits, and is never
+    taken for somebody else's resize (the next observation, a minute later, still is)."""
     if observed is None:
         return Reconciliation(UNKNOWN, desired, None, ("plan capacity not observed; nothing to compare",))
     max_backoff = grace if max_backoff is None else max_backoff
     if desired is not None and now < desired.issued_at:
         return Reconciliation(WAITING, desired, observed, ("observation older than the last action; nothing to compare",))
+    if desired is not None and desired.confirmed and observed in desired.possible_before_write \
+            and now - desired.issued_at < 2 * clock_skew:
+        return Reconciliation(WAITING, desired, observed, (
+            f"plan at {observed} from before decision {desired.decision_id}, observed within the clocks' tolerance "
+            f"of it after {desired.capacity} was confirmed: possibly older than the write; nothing to compare",))
     if desired is None:
         return Reconciliation(IN_SYNC, DesiredCapacity.observed(observed, now), observed,
                               (f"first observation: desired capacity is the plan's {observed}",))
     if observed == desired.capacity:
         return Reconciliation(IN_SYNC, desired if desired.confirmed else replace(desired, confirmed=True), observed)
     direction = UP if desired.capacity > observed else DOWN
-    own_write_pending = not desired.confirmed and observed == desired.capacity_before
+    own_write_pending = not desired.confirmed and observed in desired.possible_before_write
     if own_write_pending:
         due = desired.next_issue_at(grace, max_backoff)
         if now < due:

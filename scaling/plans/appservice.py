@@ -3,8 +3,11 @@
 - ``get_plan``: ``app_service_plans.get``; capacity is ``sku.capacity`` (Dedicated) or
   ``maximumElasticWorkerCount`` (Elastic Premium).
 - ``set_capacity``: ``app_service_plans.begin_create_or_update`` with the plan as read and only
-  that number changed (a PUT, which the retry policy may repeat safely). Nothing is written
-  when the plan already has the capacity.
+  that number changed. Nothing is written when the plan already has the capacity. The PUT is
+  sent once per attempt, never retried blindly by the client: when its reply fails (a timeout,
+  a reset, a 5xx, 408, 409 or 429) the write may have landed all the same, so the plan is read
+  back first, and only if it does not have the capacity is the PUT sent again, after a back-off
+  (or the server's Retry-After), at most ``retry_total`` more times.
 - Transient ARM failures (429 with Retry-After, 408/5xx, 409 "another operation is in
   progress") are retried by the azure-core retry policy, bounded in count and total time, and a
   Retry-After longer than ``max_retry_after`` is capped. A 404 becomes ``PlanNotFoundError``.
@@ -21,6 +24,7 @@ import email.utils
 import logging
 import math
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -103,6 +107,16 @@ class BoundedRetryPolicy(RetryPolicy):
         return None
 
 
+#: Statuses after which a PUT may have been applied, or may succeed if sent again.
+UNSETTLED_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+def _may_have_landed(error: PlanError) -> bool:
+    """Whether a failed write is worth reading back and sending again: no answer at all (a
+    timeout or a reset connection) or a transient status; never a 4xx that says no."""
+    return error.status_code is None or error.status_code in UNSETTLED_STATUSES
+
+
 def _error_text(error: Exception) -> str:
     message = getattr(error, "message", None) or str(error)
     return " ".join(message.split())[:500]
@@ -123,6 +137,7 @@ class AppServicePlanAdapter:
         retry_timeout: float = 120.0,
         polling_interval: float = 5.0,
         lro_timeout: float = 300.0,
+        sleep: Callable[[float], None] = time.sleep,
         **client_kwargs: Any,
     ) -> None:
         self.credential = credential
@@ -131,6 +146,7 @@ class AppServicePlanAdapter:
                           retry_backoff_max=retry_backoff_max, max_retry_after=max_retry_after, timeout=retry_timeout)
         self.polling_interval = polling_interval
         self.lro_timeout = lro_timeout
+        self.sleep = sleep
         self.client_kwargs = client_kwargs
         self._clients: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -171,16 +187,52 @@ class AppServicePlanAdapter:
             model.maximum_elastic_worker_count = capacity
         else:
             model.sku.capacity = capacity
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                result = self._put_once(plan, model, resource_id, capacity)
+                break
+            except PlanError as error:
+                if not _may_have_landed(error) or attempt > self.retry["retry_total"]:
+                    raise
+                confirmed = self._read_back(plan, resource_id, capacity)
+                if confirmed is not None:
+                    logger.warning("plan %s: the write of capacity %s answered %s, but the plan has it: applied",
+                                   resource_id, capacity, error)
+                    return confirmed
+                wait = self._backoff(attempt, error)
+                logger.warning("plan %s: the write of capacity %s failed (%s; attempt %d); the plan does not have it: "
+                               "sending it again in %.1f s", resource_id, capacity, error, attempt, wait)
+                self.sleep(wait)
+        logger.info("plan %s: %s capacity %s -> %s", resource_id, info.kind, info.capacity, capacity)
+        return self._info(resource_id, result)
+
+    def _put_once(self, plan: PlanSettings, model: Any, resource_id: str, capacity: int) -> Any:
+        """One PUT (the client's retry policy off for it) and its long-running operation."""
         try:
             poller = self._client(plan.subscription_id).app_service_plans.begin_create_or_update(
-                plan.resource_group, plan.name, model)
+                plan.resource_group, plan.name, model, retry_total=0)
             result = poller.result(timeout=self.lro_timeout)
         except CLIENT_ERRORS as error:
             raise self._translate(error, resource_id, f"setting capacity {capacity}") from error
         if result is None or not poller.done():
             raise PlanError(f"plan {resource_id}: setting capacity {capacity} did not finish within {self.lro_timeout:g}s")
-        logger.info("plan %s: %s capacity %s -> %s", resource_id, info.kind, info.capacity, capacity)
-        return self._info(resource_id, result)
+        return result
+
+    def _read_back(self, plan: PlanSettings, resource_id: str, capacity: int) -> PlanInfo | None:
+        """The plan, if it has ``capacity`` now; ``None`` if not, or if it cannot be read."""
+        try:
+            info = self._info(resource_id, self._get(plan))
+        except PlanError:
+            return None
+        return info if info.capacity == capacity else None
+
+    def _backoff(self, attempt: int, error: PlanError) -> float:
+        """The server's Retry-After (capped), else the policy's exponential back-off."""
+        if error.retry_after is not None:
+            return min(error.retry_after, self.retry["max_retry_after"])
+        return min(self.retry["retry_backoff_factor"] * (2 ** (attempt - 1)), self.retry["retry_backoff_max"])
 
     # --- the collector's CapacityReader ---------------------------------------------------------
 
@@ -213,8 +265,12 @@ class AppServicePlanAdapter:
             return PlanError(f"plan {resource_id}: not authorised while {doing}: {_error_text(error)}",
                              status_code=getattr(error, "status_code", None))
         if isinstance(error, HttpResponseError):
+            response = getattr(error, "response", None)
+            headers = {str(name).lower(): value for name, value in (getattr(response, "headers", None) or {}).items()}
+            retry_after = parse_retry_after(headers.get("retry-after"), datetime.now(UTC))
             return PlanError(f"plan {resource_id}: ARM answered {error.status_code} while {doing} "
-                             f"(after retries): {_error_text(error)}", status_code=error.status_code)
+                             f"(after retries): {_error_text(error)}", status_code=error.status_code,
+                             retry_after=retry_after)
         return PlanError(f"plan {resource_id}: {type(error).__name__} while {doing} (after retries): {_error_text(error)}")
 
     @staticmethod

@@ -28,9 +28,11 @@ UNSUPPORTED_TIERS = ("dynamic", "flexconsumption")
 class PlanError(RuntimeError):
     """Reading or resizing a plan failed (after the client's bounded retries)."""
 
-    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+    def __init__(self, message: str, *, status_code: int | None = None, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.status_code = status_code
+        #: Seconds the server asked to wait before trying again (Retry-After), if it said.
+        self.retry_after = retry_after
 
 
 class PlanNotFoundError(PlanError):

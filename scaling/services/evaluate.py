@@ -296,10 +296,18 @@ class EvaluateService:
         holding_still = pause is not None and pause.pinned_at is None
         reconciliation = None if self.dry_run or holding_still else reconcile(
             stored.desired, newest.capacity, newest.collected_at, grace=self.reconcile_grace,
-            on_external_change=target.on_external_change)
+            on_external_change=target.on_external_change, clock_skew=self.clock_skew)
         desired = reconciliation.desired if reconciliation else stored.desired
         new_state = decision.state or old
-        if old.last_sample_at is not None and new_state.last_sample_at is not None \
+        # A window whose newest sample is older than one evaluated before (this worker's clock is
+        # behind the one that evaluated it, within the skew tolerance): it knows less than a
+        # decision already taken, so it neither acts nor overwrites the state. Acting would give an
+        # older window's decision the last word, and a later evaluation of the newer window would
+        # re-decide an id already acted on with another capacity.
+        stale_window = old.last_sample_at is not None and newest.collected_at < old.last_sample_at
+        if stale_window:
+            new_state = old
+        elif old.last_sample_at is not None and new_state.last_sample_at is not None \
                 and new_state.last_sample_at <= old.last_sample_at:
             # The window's newest sample was evaluated before (this one is late): nothing new to learn.
             new_state = restore_learning(new_state, old)
@@ -312,7 +320,8 @@ class EvaluateService:
             pause = replace(pause, pin_requested=True)
             next_stored = replace(next_stored.with_outbox(sample.sample_id, action), pause=pause,
                                   latest_decision_id=action.decision_id, latest_decided_at=now)
-            desired = DesiredCapacity.decided(action.target_capacity, action.decision_id, now, decision.current_capacity)
+            desired = DesiredCapacity.decided(action.target_capacity, action.decision_id, now, decision.current_capacity,
+                                              previous=desired, clock_skew=self.clock_skew)
             new_state = replace(new_state, last_action_at=now, last_decision_id=action.decision_id)
             reconciliation = None
             if decision.metrics.get("would_scale_to") is not None:
@@ -324,6 +333,10 @@ class EvaluateService:
             if would != pause.logged_would or decision.reason_code != old.last_reason_code:
                 records.append(with_layout_notes(DecisionRecord.from_decision(decision, sample.sample_id, None), sample))
                 next_stored = replace(next_stored, pause=replace(pause, logged_would=would))
+        elif decision.acts and stale_window:
+            logger.info("evaluate %s: the window of sample %s ends at %s, before the newest evaluated sample (%s); "
+                        "not acting on it", target.name, sample.sample_id, newest.collected_at.isoformat(),
+                        old.last_sample_at.isoformat() if old.last_sample_at else "?")
         elif decision.acts and decision.decision_id == old.last_decision_id:
             # Already acted on this decision (same newest sample): never a second action.
             logger.info("evaluate %s: decision %s was already taken; not acting again", target.name, decision.decision_id)
@@ -336,9 +349,10 @@ class EvaluateService:
             next_stored = replace(next_stored.with_outbox(sample.sample_id, action),
                                   latest_decision_id=decision.decision_id, latest_decided_at=decision.evaluated_at)
             # A new decision supersedes whatever the reconciliation wanted to re-issue.
-            desired = DesiredCapacity.decided(action.target_capacity, decision.decision_id, now, decision.current_capacity)
+            desired = DesiredCapacity.decided(action.target_capacity, decision.decision_id, now, decision.current_capacity,
+                                              previous=desired, clock_skew=self.clock_skew)
             reconciliation = None
-        elif decision.reason_code != old.last_reason_code:
+        elif decision.reason_code != old.last_reason_code and not stale_window:
             records.append(with_layout_notes(DecisionRecord.from_decision(decision, sample.sample_id, None), sample))
         if reconciliation is not None and reconciliation.kind in (REISSUE, EXTERNAL_CHANGE):
             action, record = self._reconciled(target, reconciliation, sample.sample_id, now, traceparent)

@@ -26,6 +26,7 @@ from scaling.domain.decisions import HOLD
 from scaling.domain.names import safe_text
 from scaling.domain.policy import Policy, TargetPolicy
 from scaling.domain.profiles import widest_bounds
+from scaling.domain.samples import MAX_CLOCK_SKEW
 from scaling.domain.telemetry import (
     ARM_WRITE_DURATION,
     ARM_WRITES,
@@ -89,6 +90,7 @@ class ScaleService:
         max_state_attempts: int = 5,
         telemetry: Telemetry = NO_TELEMETRY,
         timer: Callable[[], float] = time.perf_counter,
+        clock_skew: timedelta = MAX_CLOCK_SKEW,
     ) -> None:
         self.store = store
         self.plans = plans
@@ -99,11 +101,12 @@ class ScaleService:
         self.max_state_attempts = max_state_attempts
         self.telemetry = telemetry
         self.timer = timer
+        self.clock_skew = clock_skew
 
     def handle(self, body: str | bytes, *, dequeue_count: int = 1, message_id: str | None = None) -> ScaleOutcome:
         now = self.clock()
         try:
-            action = parse_action(body)
+            action = parse_action(body, now=now, clock_skew=self.clock_skew)
         except ActionError as error:
             return self._dead_letter(body, str(error), now, dequeue_count, message_id)
         except (ValueError, TypeError, OverflowError, RecursionError) as error:

@@ -10,13 +10,13 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from scaling.domain.decisions import DOWN, UP, Decision
 from scaling.domain.names import DECISION_ID, target_name_problem, text_problem
 from scaling.domain.policy import TargetPolicy
-from scaling.domain.samples import MAX_CAPACITY, MAX_TRACEPARENT_CHARS, format_time, parse_time
+from scaling.domain.samples import MAX_CAPACITY, MAX_CLOCK_SKEW, MAX_TRACEPARENT_CHARS, format_time, parse_time
 
 ACTION_SCHEMA_VERSION = 1
 #: An action's reason is the decision's reasons joined; longer text is cut when the action is made.
@@ -126,10 +126,20 @@ def action_from_dict(document: Any) -> ActionMessage:
     )
 
 
-def parse_action(body: str | bytes) -> ActionMessage:
-    """Parse an ``actions`` queue message, or raise ``ActionError`` naming the problem."""
+def parse_action(body: str | bytes, *, now: datetime | None = None,
+                 clock_skew: timedelta = MAX_CLOCK_SKEW) -> ActionMessage:
+    """Parse an ``actions`` queue message, or raise ``ActionError`` naming the problem.
+
+    With ``now``, an action decided more than ``clock_skew`` ahead of it is refused, as samples
+    are: ``scale`` skips actions older than the newest decision, so one forged (or from a clock
+    gone wrong) far in the future would make every real decision after it stale."""
     try:
         document = json.loads(body)
     except (ValueError, UnicodeDecodeError) as error:
         raise ActionError(f"the message is not valid JSON: {error}") from error
-    return action_from_dict(document)
+    action = action_from_dict(document)
+    if now is not None and action.decided_at - now > clock_skew:
+        raise ActionError(f"decided_at {format_time(action.decided_at)} is in the future: "
+                          f"{(action.decided_at - now).total_seconds():.0f} s ahead of the scaler's clock "
+                          f"({format_time(now)}); at most {clock_skew.total_seconds():.0f} s of clock skew is tolerated")
+    return action

@@ -23,7 +23,7 @@ from typing import Any
 from scaling.domain.decisions import HOLD, Decision, ScalerState
 from scaling.domain.names import safe_text, target_name_problem
 from scaling.domain.pause import Pause
-from scaling.domain.reconcile import DesiredCapacity
+from scaling.domain.reconcile import MAX_EARLIER_CAPACITIES, DesiredCapacity
 from scaling.domain.samples import format_time, parse_time
 
 # The action message is part of what storage keeps and sends: re-exported here.
@@ -192,7 +192,8 @@ def stored_state_to_document(stored: StoredState) -> dict[str, Any]:
 def desired_to_dict(desired: DesiredCapacity) -> dict[str, Any]:
     return {"capacity": desired.capacity, "decision_id": desired.decision_id, "set_at": format_time(desired.set_at),
             "capacity_before": desired.capacity_before, "issued_at": format_time(desired.issued_at),
-            "confirmed": desired.confirmed, "reissues": desired.reissues}
+            "confirmed": desired.confirmed, "reissues": desired.reissues,
+            "earlier_capacities": list(desired.earlier_capacities)}
 
 
 def desired_from_dict(document: Mapping[str, Any]) -> DesiredCapacity:
@@ -200,7 +201,9 @@ def desired_from_dict(document: Mapping[str, Any]) -> DesiredCapacity:
                            set_at=parse_time(document["set_at"], "desired.set_at"),
                            capacity_before=document.get("capacity_before"),
                            issued_at=parse_time(document["issued_at"], "desired.issued_at"),
-                           confirmed=bool(document.get("confirmed")), reissues=int(document.get("reissues") or 0))
+                           confirmed=bool(document.get("confirmed")), reissues=int(document.get("reissues") or 0),
+                           earlier_capacities=tuple(int(c) for c in document.get("earlier_capacities") or ())[
+                               :MAX_EARLIER_CAPACITIES])
 
 
 def stored_state_from_document(document: Mapping[str, Any], target: str, etag: str | None) -> StoredState:

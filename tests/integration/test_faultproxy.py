@@ -386,6 +386,36 @@ def test_arm_put_answered_after_the_read_timeout(arm_endpoint, arm_proxy: FaultP
         plans.close()
 
 
+def test_a_late_put_reply_with_client_retries_on_is_one_put_and_a_confirming_read(arm_endpoint, arm_proxy: FaultProxy) -> None:
+    """The local ARM endpoint behind the fault proxy stands in for ARM: the PUT lands, its reply
+    comes after the client's read timeout. The adapter's retries are on (4, the default), yet it
+    sends the PUT once and reads the plan back instead of repeating the write."""
+    plans = AppServicePlanAdapter(arm_endpoint.credential, base_url=arm_proxy.url(), polling_interval=0,
+                                  read_timeout=0.5, sleep=lambda seconds: None, **arm_endpoint.client_kwargs())
+    arm_proxy.delay_reply(2.0, skip=1, times=1)  # the GET passes; the PUT lands, its reply comes late
+    try:
+        assert plans.set_capacity(PLAN, 7).capacity == 7
+    finally:
+        plans.close()
+    assert [write.method for write in arm_endpoint.arm.writes] == ["PUT"]
+    assert [method for method, _ in arm_endpoint.arm.requests] == ["GET", "PUT", "GET"]
+
+
+def test_a_put_refused_with_a_transient_status_is_sent_again_after_reading_back(arm_endpoint, arm_proxy: FaultProxy) -> None:
+    """A 503 before the upstream applied it (the local ARM endpoint scripts it): the read-back
+    shows the old capacity, so the PUT goes again, once, and lands."""
+    waits: list[float] = []
+    plans = AppServicePlanAdapter(arm_endpoint.credential, base_url=arm_proxy.url(), polling_interval=0,
+                                  sleep=waits.append, **arm_endpoint.client_kwargs())
+    arm_endpoint.arm.fail(503, method="PUT", times=1)
+    try:
+        assert plans.set_capacity(PLAN, 3).capacity == 3
+    finally:
+        plans.close()
+    assert [method for method, _ in arm_endpoint.arm.requests] == ["GET", "PUT", "GET", "PUT"]
+    assert len(waits) == 1
+
+
 def test_arm_down_then_up(arm_endpoint, arm_proxy: FaultProxy) -> None:
     plans = plans_through(arm_proxy, arm_endpoint)
     try:

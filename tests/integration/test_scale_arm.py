@@ -122,7 +122,8 @@ def test_409_another_operation_in_progress_is_retried_for_the_put(adapter, arm):
     arm.add_plan(DEDICATED, capacity=2)
     arm.fail(409, method="PUT", code="Conflict", message="Another operation on this plan is in progress")
     assert adapter.set_capacity(DEDICATED, 4).capacity == 4
-    assert [method for method, _ in arm.requests] == ["GET", "PUT", "PUT"]
+    # Read back before the PUT goes again: a refused write is never repeated blindly.
+    assert [method for method, _ in arm.requests] == ["GET", "PUT", "GET", "PUT"]
     assert len(arm.writes) == 1
 
 

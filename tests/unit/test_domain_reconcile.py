@@ -95,3 +95,43 @@ def test_reissues_can_back_off_exponentially_up_to_a_cap() -> None:
 )
 def test_reissue_ids_derive_from_the_original_decision(decision_id: str, attempt: int, expected: str) -> None:
     assert reissue_id_for(decision_id, attempt) == expected
+
+
+SKEW = timedelta(seconds=60)
+#: Then 8 while the plan had not shown 6 yet: the plan may still show 4 or 6 until 8 lands.
+CHAINED = DesiredCapacity.decided(8, "9c0d", T0 + timedelta(seconds=30), capacity_before=4, previous=ASKED)
+
+
+@pytest.mark.parametrize(
+    ("desired", "observed", "after", "clock_skew", "kind"),
+    [
+        (CHAINED, 6, timedelta(minutes=1), timedelta(0), WAITING),  # our earlier write, not someone else's
+        (CHAINED, 4, timedelta(minutes=1), timedelta(0), WAITING),
+        (CHAINED, 5, timedelta(minutes=1), timedelta(0), EXTERNAL_CHANGE),
+        (CHAINED, 6, timedelta(minutes=4), timedelta(0), REISSUE),  # still ours, lost: re-issued at the grace
+        # Confirmed, then an observation from before the write stamped by a clock ahead: within
+        # twice the tolerance it says nothing; past it, it is somebody's resize.
+        (replace(ASKED, confirmed=True), 4, timedelta(seconds=119), SKEW, WAITING),
+        (replace(ASKED, confirmed=True), 4, timedelta(seconds=120), SKEW, EXTERNAL_CHANGE),
+        (replace(ASKED, confirmed=True), 5, timedelta(seconds=30), SKEW, EXTERNAL_CHANGE),
+    ],
+)
+def test_reconcile_knows_its_own_earlier_writes(desired, observed, after, clock_skew, kind) -> None:
+    assert reconcile(desired, observed, T0 + after, grace=GRACE, clock_skew=clock_skew).kind == kind
+
+
+@pytest.mark.parametrize(
+    ("previous", "decided_after", "clock_skew", "earlier"),
+    [
+        (None, timedelta(0), SKEW, ()),
+        (ASKED, timedelta(seconds=30), SKEW, (6,)),  # unconfirmed: 6 may land or show; 4 is capacity_before
+        (replace(ASKED, confirmed=True), timedelta(minutes=5), SKEW, (6,)),  # settled: only what the plan has
+        (replace(ASKED, confirmed=True), timedelta(seconds=30), SKEW, (6,)),
+        (replace(ASKED, confirmed=True, capacity_before=3), timedelta(seconds=30), SKEW, (6, 3)),  # recent: 3 may show
+        (replace(ASKED, confirmed=True, capacity_before=3), timedelta(minutes=5), SKEW, (6,)),
+    ],
+)
+def test_a_decision_remembers_the_writes_still_in_flight(previous, decided_after, clock_skew, earlier) -> None:
+    desired = DesiredCapacity.decided(9, "d", T0 + decided_after, capacity_before=4, previous=previous,
+                                      clock_skew=clock_skew)
+    assert desired.earlier_capacities == earlier

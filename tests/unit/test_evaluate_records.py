@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scaling.domain.decisions import ScalerState
+from scaling.domain.reconcile import DesiredCapacity
 from scaling.storage.base import (
     MAX_PROPERTY_CHARS,
     EntityTooLarge,
@@ -88,6 +89,16 @@ def test_stored_state_document_round_trips_outbox_and_evaluated_set():
     assert again == stored
     assert again.outbox_for("sample-1") == action()
     assert again.outbox_for("sample-2") is None
+
+
+def test_desired_capacity_round_trips_with_the_writes_still_in_flight():
+    desired = DesiredCapacity(8, "d2", T0, 4, T0, earlier_capacities=(6, 3))
+    stored = StoredState(ScalerState("orders", capacity=2), desired=desired)
+    again = stored_state_from_document(json.loads(json.dumps(stored_state_to_document(stored))), "orders", None)
+    assert again.desired == desired
+    older = stored_state_to_document(stored)
+    del older["desired"]["earlier_capacities"]  # a state written before the field existed
+    assert stored_state_from_document(older, "orders", None).desired.earlier_capacities == ()
 
 
 def test_outbox_keeps_only_the_newest_actions():

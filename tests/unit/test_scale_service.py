@@ -169,6 +169,8 @@ def test_an_unexpected_error_releases_the_claim_and_raises():
         (lambda body: json.dumps({**body, "target": "elsewhere"}), "not in the policy"),
         (lambda body: json.dumps({**body, "plan_resource_id": body["plan_resource_id"] + "x"}), "is not target"),
         (lambda body: json.dumps({**body, "target_capacity": 0}), "positive integer"),
+        (lambda body: json.dumps({**body, "decided_at": "2099-01-01T00:00:00Z"}), "decided_at 2099-01-01T00:00:00Z is in the future"),
+        (lambda body: json.dumps({**body, "decided_at": "2024-05-01T12:02:06Z"}), "at most 60 s of clock skew"),
     ],
 )
 def test_malformed_actions_are_dead_lettered(mutate, fragment):
@@ -195,3 +197,21 @@ def test_a_failed_older_action_leaves_the_state_of_a_newer_decision_alone():
     before = world.store.states["orders"]
     assert world.scale.handle(second).status == "failed"
     assert world.store.states["orders"] == before
+
+
+@pytest.mark.parametrize(("decided_in_seconds", "status"), [(0, "applied"), (60, "applied"), (61, "dead_lettered")])
+def test_decided_at_may_be_ahead_of_the_scalers_clock_by_the_skew_tolerance_only(decided_in_seconds, status):
+    world = World()
+    body = json.loads(world.decide())
+    body["decided_at"] = (world.clock.now + timedelta(seconds=decided_in_seconds)).isoformat().replace("+00:00", "Z")
+    assert world.scale.handle(json.dumps(body)).status == status
+
+
+def test_a_forged_far_future_action_writes_nothing_and_later_decisions_still_apply():
+    world = World()
+    forged = {**json.loads(world.decide()), "decision_id": "forged", "target_capacity": 9,
+              "decided_at": "2099-01-01T00:00:00Z"}
+    assert world.scale.handle(json.dumps(forged)).status == "dead_lettered"
+    assert world.plans.writes == []
+    assert world.scale.handle(world.decide()).status == "applied"
+    assert world.capacity() == 4
