@@ -57,7 +57,8 @@ def _uses_identity(source: SourceSettings) -> bool:
     if not source.connection_from_env:
         return True
     if source.kind == "servicebus":
-        return reads_slo_inputs(source)  # Azure Monitor takes no connection string
+        # The management plane (counts) and Azure Monitor take no connection string.
+        return source.service_bus_namespace is not None or reads_slo_inputs(source)
     return not source.storage_connection_from_env
 
 
@@ -77,6 +78,7 @@ def build_source_readers(
     environ: Mapping[str, str] | None = None,
     partition_source_for: Callable[[SourceSettings], Any] | None = None,
     queue_for: Callable[[SourceSettings], Any] | None = None,
+    arm_client_kwargs: Mapping[str, Any] | None = None,
 ) -> SourceReaders:
     """The source readers for ``settings.policy``.
 
@@ -86,7 +88,8 @@ def build_source_readers(
     ``partition_source_for`` replaces the Event Hubs client per source (the local demo's
     simulated hub); ``queue_for`` replaces every Service Bus client per source with one object
     that counts, peeks and reports rates (the demo's simulated queue); everything else is built
-    from the settings as in Azure.
+    from the settings as in Azure. Service Bus counts are read from ARM at ``settings.arm_endpoint``;
+    ``arm_client_kwargs`` go to that management client (a local endpoint's ``connection_verify``).
     """
     environ = os.environ if environ is None else environ
     owned: list[Callable[[], Any]] = []
@@ -104,7 +107,8 @@ def build_source_readers(
     needs_identity = any(_uses_identity(s) for t in settings.policy.targets for s in t.sources
                          if not (queue_for and s.kind == "servicebus"))
     hubs = EventHubClients(credential_for() if needs_identity else None, environ)
-    buses = ServiceBusClients(credential_for() if needs_identity else None, environ)
+    buses = ServiceBusClients(credential_for() if needs_identity else None, environ, arm_endpoint=settings.arm_endpoint,
+                              arm_client_kwargs=arm_client_kwargs)
     containers = BlobContainers(credential_for, environ)
 
     bindings: dict[SourceSettings, EventHubBinding] = {}
