@@ -319,7 +319,8 @@ class SourceSettings:
                 raise invalid("checkpoint_account_url", "or {0} is required for an eventhub source",
                               "storage_connection_from_env")
             return self
-        if not self.fully_qualified_namespace and not self.connection_from_env and self.service_bus_namespace is None:
+        if not (self.fully_qualified_namespace or self.connection_from_env or self.namespace_resource_id
+                or self.service_bus_namespace):
             raise invalid("fully_qualified_namespace", "or {0} is required for a servicebus source", "connection_from_env")
         if self.queue_name and self.metrics_resource_id and not self.fully_qualified_namespace and not self.connection_from_env:
             raise invalid("fully_qualified_namespace", "is required to peek the queue's oldest message (with {0}), "

@@ -27,6 +27,7 @@ from scaling.sources.servicebus import (
     QueueRates,
     ServiceBusAdminCounter,
     ServiceBusClients,
+    ServiceBusManagementCounter,
     ServiceBusPeeker,
     ServiceBusReader,
     rates_from_metrics,
@@ -306,8 +307,9 @@ def slo_policy_settings():
 
 
 def test_the_factory_wires_peek_and_metrics_for_an_slo_queue_and_azure_monitor_uses_identity() -> None:
-    """A connection string serves the count and the peek; Azure Monitor takes none, so the
-    factory creates the identity credential even for a source with ``connectionFromEnv``."""
+    """A connection string serves the peek only: the count (management plane, on the namespace
+    ``metricsResourceId`` names) and Azure Monitor take none, so the factory creates the identity
+    credential even for a source with ``connectionFromEnv``."""
     from azure.identity.aio import DefaultAzureCredential
 
     from scaling.sources.factory import build_source_readers
@@ -317,6 +319,8 @@ def test_the_factory_wires_peek_and_metrics_for_an_slo_queue_and_azure_monitor_u
     source = slo_policy_settings().policy.targets[0].sources[0]
     assert isinstance(reader.peeker_for(source).client, ServiceBusClient)
     assert isinstance(reader.counter_for.__self__.credential, DefaultAzureCredential)
+    counter = reader.counter_for(source)
+    assert isinstance(counter, ServiceBusManagementCounter) and counter.namespace.resource_id == NAMESPACE_ID
     assert len(readers.closers) == 1  # the credential the factory created
     asyncio.run(reader.aclose())
     for close in readers.closers:
