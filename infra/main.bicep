@@ -28,11 +28,14 @@ param eventHubNamespaces array
 @description('Checkpoint stores read: objects { "storageAccountId": "<storage account resource id>", "containerName": "<container>" }. Storage Blob Data Reader is assigned on each container.')
 param checkpointContainers array
 
-@description('Optional Service Bus namespaces watched (resource ids). Azure Service Bus Data Owner is assigned on each: reading queue and subscription runtime properties needs the Manage right.')
+@description('Optional Service Bus namespaces watched (resource ids; the policy names each as namespaceResourceId or metricsResourceId). A custom read-only role (queues/read, topics/subscriptions/read: the management plane\'s message counts, no data action) is assigned on each.')
 param serviceBusNamespaceIds array = []
 
-@description('Optional Service Bus namespaces whose queues feed mode slo (resource ids, each also in serviceBusNamespaceIds; the policy names it as metricsResourceId). Monitoring Reader is assigned on each: the queue rates come from Azure Monitor (IncomingMessages, CompleteMessage). The peek needs Listen, which Data Owner already grants.')
+@description('Optional Service Bus namespaces whose queues feed mode slo (resource ids, each also in serviceBusNamespaceIds; the policy names it as metricsResourceId). Monitoring Reader is assigned on each: the queue rates come from Azure Monitor (IncomingMessages, CompleteMessage).')
 param serviceBusSloNamespaceIds array = []
+
+@description('Optional Service Bus queues that feed mode slo (queue resource ids: <namespace resource id>/queues/<queue>). Azure Service Bus Data Receiver is assigned on each queue alone, never on a namespace: the oldest message\'s age is read by a peek, which needs Listen.')
+param serviceBusSloQueueIds array = []
 
 @minLength(1)
 @description('App Service Plans the autoscaler may resize (resource ids). The custom plan-scaler role is assigned on each plan and nowhere else.')
@@ -81,6 +84,9 @@ var deploymentContainerName = 'app-package-${resourceToken}'
 // '/subscriptions/<sub>/resourceGroups/<rg>' of every target plan: the custom role is assignable
 // there only (union removes duplicates when several plans share a resource group).
 var planResourceGroupScopes = [for planId in targetPlanIds: join(take(split(planId, '/'), 5), '/')]
+// The same for the watched Service Bus namespaces: where the custom entity reader role may be assigned.
+var serviceBusResourceGroupScopes = [for sbId in serviceBusNamespaceIds: join(take(split(sbId, '/'), 5), '/')]
+var serviceBusReaderRoleName = guid(subscription().id, 'eventhubs-lag-autoscaler-servicebus-reader', resourceToken)
 
 resource rg 'Microsoft.Resources/resourceGroups@2022-09-01' = {
   name: empty(resourceGroupName) ? 'rg-${environmentName}' : resourceGroupName
@@ -109,6 +115,31 @@ resource planScalerRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
       }
     ]
     assignableScopes: union(planResourceGroupScopes, [])
+  }
+}
+
+// Custom role: read Service Bus queues and topic subscriptions (their message counts), nothing
+// else. Azure Service Bus Data Owner (what the data plane's runtime properties need) could also
+// send, receive and delete every message of the namespace; this role has no data action at all.
+// Reader would do too, but reads every resource type in its scope.
+resource serviceBusReaderRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = if (!empty(serviceBusNamespaceIds)) {
+  name: serviceBusReaderRoleName
+  properties: {
+    roleName: 'Service Bus Entity Reader (lag autoscaler ${resourceToken})'
+    description: 'Read Service Bus queues and topic subscriptions (message counts) on the management plane. No data actions. Assigned by the Event Hubs lag autoscaler on each watched namespace only.'
+    type: 'CustomRole'
+    permissions: [
+      {
+        actions: [
+          'Microsoft.ServiceBus/namespaces/queues/read'
+          'Microsoft.ServiceBus/namespaces/topics/subscriptions/read'
+        ]
+        notActions: []
+        dataActions: []
+        notDataActions: []
+      }
+    ]
+    assignableScopes: union(serviceBusResourceGroupScopes, [])
   }
 }
 
@@ -209,11 +240,25 @@ module checkpointAccess 'app/checkpoint-reader.bicep' = [for (cp, i) in checkpoi
   }
 }]
 
-module serviceBusAccess 'app/servicebus-owner.bicep' = [for (sbId, i) in serviceBusNamespaceIds: {
-  name: take('${environmentName}-servicebus-owner-${i}', 64)
+module serviceBusAccess 'app/servicebus-reader.bicep' = [for (sbId, i) in serviceBusNamespaceIds: {
+  name: take('${environmentName}-servicebus-reader-${i}', 64)
   scope: resourceGroup(split(sbId, '/')[2], split(sbId, '/')[4])
+  dependsOn: [
+    serviceBusReaderRole
+  ]
   params: {
     namespaceName: last(split(sbId, '/'))
+    roleDefinitionName: serviceBusReaderRoleName
+    principalId: identity.outputs.principalId
+  }
+}]
+
+module serviceBusQueuePeek 'app/servicebus-queue-receiver.bicep' = [for (queueId, i) in serviceBusSloQueueIds: {
+  name: take('${environmentName}-servicebus-peek-${i}', 64)
+  scope: resourceGroup(split(queueId, '/')[2], split(queueId, '/')[4])
+  params: {
+    namespaceName: split(queueId, '/')[8]
+    queueName: last(split(queueId, '/'))
     principalId: identity.outputs.principalId
   }
 }]

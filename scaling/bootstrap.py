@@ -88,6 +88,8 @@ def collector_for(
     partition_source_for: Callable[[SourceSettings], Any] | None = None,
     queue_for: Callable[[SourceSettings], Any] | None = None,
     telemetry: Telemetry | None = None,
+    arm_client_kwargs: Mapping[str, Any] | None = None,
+    peek_and_rates_for: Callable[[SourceSettings], Any] | None = None,
 ) -> Collector:
     """The collector for ``settings.policy`` over the real source readers.
 
@@ -95,13 +97,17 @@ def collector_for(
     ``Collector.aclose``, when ``None`` and some source needs one); ``capacity_reader`` is the
     plan adapter (without it every sample reports a ``capacity_error``);
     ``partition_source_for`` replaces the Event Hubs client per source and ``queue_for`` the
-    Service Bus and Azure Monitor clients (the local demo's simulated hub and queue).
+    Service Bus and Azure Monitor clients (the local demo's simulated hub and queue);
+    ``arm_client_kwargs`` go to the Service Bus management client (a local ARM endpoint's
+    ``connection_verify``); ``peek_and_rates_for`` replaces only a queue's peek and Azure Monitor
+    rates, its count still going through that client (the demo's queue).
     """
     from scaling.services.collect import Collector
     from scaling.sources.factory import build_source_readers
 
     sources = build_source_readers(settings, credential, environ=environ, partition_source_for=partition_source_for,
-                                   queue_for=queue_for)
+                                   queue_for=queue_for, arm_client_kwargs=arm_client_kwargs,
+                                   peek_and_rates_for=peek_and_rates_for)
     return Collector(
         settings.policy,
         sources.readers,

@@ -2,9 +2,8 @@
 // function queries IncomingMessages and CompleteMessage per minute (filtered to the queue's
 // EntityName) with azure-monitor-query's MetricsQueryClient. Monitoring Reader on the namespace is
 // the narrowest built-in role with Microsoft.Insights/metrics/read there.
-// Peeking the oldest message needs Listen (Azure Service Bus Data Receiver), which Azure Service
-// Bus Data Owner, assigned by servicebus-owner.bicep for the runtime properties (Manage), already
-// includes: a Data Receiver assignment beside it would grant nothing, so none is made.
+// Peeking the oldest message needs Listen: servicebus-queue-receiver.bicep assigns Azure Service
+// Bus Data Receiver on each such queue alone (never here, on the namespace).
 // Deployed into the namespace's resource group, scoped to the namespace.
 
 @description('Name of the existing Service Bus namespace (in the resource group this module is deployed to).')

@@ -127,5 +127,5 @@ KEDA_ALIASES = {
     "activation_unprocessed_event_threshold": "activationUnprocessedEventThreshold", "queue_name": "queueName",
     "topic_name": "topicName", "subscription_name": "subscriptionName",
     # Not KEDA's, but a source's other fields are spelt both ways, so this one is too.
-    "metrics_resource_id": "metricsResourceId",
+    "metrics_resource_id": "metricsResourceId", "namespace_resource_id": "namespaceResourceId",
 }

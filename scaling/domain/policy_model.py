@@ -18,6 +18,7 @@ docs/policy.md and its limits to tests/unit/test_domain_policy_bounds.py.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal
 
@@ -229,6 +230,30 @@ def _alias(name: str) -> AliasChoices:
 
 
 SERVICE_BUS_NAMESPACE = "/providers/microsoft.servicebus/namespaces/"
+NAMESPACE_ID_SHAPE = "/subscriptions/SUB/resourceGroups/RG/providers/Microsoft.ServiceBus/namespaces/NAME"
+_NAMESPACE_ID = re.compile(r"^/subscriptions/(?P<subscription>[^/]+)/resourceGroups/(?P<group>[^/]+)"
+                           r"/providers/Microsoft\.ServiceBus/namespaces/(?P<name>[^/]+)/?$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceBusNamespaceId:
+    """The parts of a Service Bus namespace's resource id a management-plane read needs."""
+
+    subscription_id: str
+    resource_group: str
+    name: str
+
+    @property
+    def resource_id(self) -> str:
+        return (f"/subscriptions/{self.subscription_id}/resourceGroups/{self.resource_group}"
+                f"/providers/Microsoft.ServiceBus/namespaces/{self.name}")
+
+
+def parse_namespace_id(resource_id: str | None) -> ServiceBusNamespaceId | None:
+    """``/subscriptions/SUB/resourceGroups/RG/providers/Microsoft.ServiceBus/namespaces/NAME``
+    (a trailing slash is tolerated) in parts; ``None`` for anything else."""
+    match = _NAMESPACE_ID.match(resource_id or "")
+    return ServiceBusNamespaceId(match["subscription"], match["group"], match["name"]) if match else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,8 +295,18 @@ class SourceSettings:
     metrics_resource_id: Annotated[LongText | None, Field(validation_alias=_alias("metrics_resource_id"),
         description="the Service Bus namespace's resource id (/subscriptions/…/providers/Microsoft.ServiceBus/namespaces/"
                     "NAME): where mode slo reads the queue's arrival and completion rates from Azure Monitor")] = None
+    namespace_resource_id: Annotated[LongText | None, Field(validation_alias=_alias("namespace_resource_id"),
+        description="the Service Bus namespace's resource id (/subscriptions/…/resourceGroups/…/providers/"
+                    "Microsoft.ServiceBus/namespaces/NAME): where the active message count is read, from the "
+                    "management plane with a reader role (default: metrics_resource_id; required with identity)")] = None
 
     _document = document_keys()
+
+    @property
+    def service_bus_namespace(self) -> ServiceBusNamespaceId | None:
+        """The namespace whose management plane gives this source's counts: ``namespace_resource_id``,
+        else ``metrics_resource_id`` (the same namespace); ``None`` when neither is a namespace id."""
+        return parse_namespace_id(self.namespace_resource_id or self.metrics_resource_id)
 
     @model_validator(mode="after")
     def _complete(self) -> SourceSettings:
@@ -284,8 +319,12 @@ class SourceSettings:
                 raise invalid("checkpoint_account_url", "or {0} is required for an eventhub source",
                               "storage_connection_from_env")
             return self
-        if not self.fully_qualified_namespace and not self.connection_from_env:
+        if not (self.fully_qualified_namespace or self.connection_from_env or self.namespace_resource_id
+                or self.service_bus_namespace):
             raise invalid("fully_qualified_namespace", "or {0} is required for a servicebus source", "connection_from_env")
+        if self.queue_name and self.metrics_resource_id and not self.fully_qualified_namespace and not self.connection_from_env:
+            raise invalid("fully_qualified_namespace", "is required to peek the queue's oldest message (with {0}), "
+                                                       "or {1} (local use)", "metrics_resource_id", "connection_from_env")
         if bool(self.queue_name) == bool(self.topic_name):
             raise invalid("queue_name", ": set either {0} or {1} with {2}", "queue_name", "topic_name", "subscription_name")
         if self.topic_name and not self.subscription_name:
@@ -293,7 +332,32 @@ class SourceSettings:
         if self.metrics_resource_id and SERVICE_BUS_NAMESPACE not in self.metrics_resource_id.lower():
             raise invalid("metrics_resource_id", "must be a Service Bus namespace resource id "
                                                  "(.../providers/Microsoft.ServiceBus/namespaces/NAME)")
+        self._check_namespace_id()
         return self
+
+    def _check_namespace_id(self) -> None:
+        """Counts come from the management plane (a reader role, not Data Owner), which needs the
+        namespace's subscription and resource group: required with identity. Only a source that
+        reads with a connection string (local use) may go without, and keeps the data-plane count."""
+        namespace = parse_namespace_id(self.namespace_resource_id)
+        if self.namespace_resource_id and namespace is None:
+            raise invalid("namespace_resource_id", f"must be a Service Bus namespace resource id ({NAMESPACE_ID_SHAPE})")
+        if namespace and self.metrics_resource_id:
+            metrics = parse_namespace_id(self.metrics_resource_id)
+            if metrics is None or metrics.resource_id.lower() != namespace.resource_id.lower():
+                raise invalid("metrics_resource_id", "must name the same namespace as {0}", "namespace_resource_id")
+        if self.connection_from_env:
+            return
+        counted = self.service_bus_namespace
+        if counted is None:
+            raise invalid("namespace_resource_id", f"is required for a servicebus source read with identity ({NAMESPACE_ID_SHAPE}: "
+                                                   "its counts are read from the management plane); or {0} (local use)",
+                          "connection_from_env")
+        label = (self.fully_qualified_namespace or "").split(".", 1)[0]
+        if label and label.lower() != counted.name.lower():
+            field_name = "namespace_resource_id" if self.namespace_resource_id else "metrics_resource_id"
+            raise invalid(field_name, f"names namespace {counted.name!r}, but {{0}} is {self.fully_qualified_namespace!r}",
+                          "fully_qualified_namespace")
 
 
 @dataclass(frozen=True, slots=True)

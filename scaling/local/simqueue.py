@@ -1,13 +1,17 @@
 """A simulated Service Bus queue for the local demo (``--source servicebus``), over ``QueueWorld``.
 
-No Service Bus or Azure Monitor emulator can be installed here, so ``SimulatedQueue`` stands in
-for the three clients the Service Bus source reads through, behind the same interfaces
+No Service Bus data plane or Azure Monitor emulator can be installed here, so ``SimulatedQueue``
+stands in for two of the clients the Service Bus source reads through, behind the same interfaces
 (scaling/sources/servicebus.py), as ``SimulatedHub`` stands in for Event Hubs:
 
-- ``MessageCounter``: the queue's active messages (``get_queue_runtime_properties`` in Azure);
 - ``OldestMessagePeeker``: the oldest message's enqueued time (``peek_messages`` in Azure);
 - ``QueueMetricsReader``: ``IncomingMessages`` and ``CompleteMessage`` of the minute Azure Monitor
   would report, ``metrics_lag_minutes`` behind the queue (``MetricsQueryClient`` in Azure).
+
+The count is not simulated here in the demo: the local ARM endpoint serves the queue's GET
+(``countDetails.activeMessageCount`` from ``QueueWorld.observe``) to the real management client,
+as ARM does in Azure. ``SimulatedQueue`` still answers ``MessageCounter`` too
+(``queue_active_messages``), for tests that replace every Service Bus client (``queue_for``).
 
 Everything after these calls (the reader, the sample, the queues, tables and functions) is the
 production code, as in the Event Hubs demo. Times are the demo's simulated clock.

@@ -76,6 +76,7 @@ class LocalArm:
         self.writes: list[Write] = []
         self.requests: list[tuple[str, str]] = []
         self.faults: list[Fault] = []
+        self.service_bus = LocalServiceBus()
         self._lock = threading.Lock()
 
     @staticmethod
@@ -140,6 +141,9 @@ class LocalArm:
         def answer(status: int, document: Any, headers: dict[str, str] | None = None) -> Response:
             return Response(json.dumps(document), status=status, headers=headers or {}, content_type="application/json")
 
+        service_bus_reply = self.service_bus.handle(request)  # its own routes, log and denials
+        if service_bus_reply is not None:
+            return service_bus_reply
         with self._lock:
             self.requests.append((request.method, request.path))
             fault = self._fault_for(request.method)
@@ -170,6 +174,117 @@ class LocalArm:
                 self.plans[key] = updated
                 return answer(200, updated)
             return answer(405, {"error": {"code": "MethodNotAllowed", "message": request.method}})
+
+
+# --- Service Bus entities (Microsoft.ServiceBus): the queue and topic-subscription GETs ---------
+# The management plane's reads the Service Bus source counts with (azure-mgmt-servicebus): a GET
+# of .../namespaces/{ns}/queues/{queue} or .../topics/{topic}/subscriptions/{sub} carries
+# properties.countDetails and properties.messageCount. Read-only; a namespace can be set to
+# refuse every read (403 AuthorizationFailed, as ARM answers an identity without a reader role).
+
+SERVICE_BUS_ENTITY_PATH = re.compile(
+    r"^(?P<namespace>/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.ServiceBus/namespaces/[^/]+)"
+    r"/(?:queues/(?P<queue>[^/]+)|topics/(?P<topic>[^/]+)/subscriptions/(?P<subscription>[^/]+))$",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class EntityCounts:
+    """What ``countDetails`` reports; ``active_from`` (when set) gives the active count at each read."""
+
+    active: int = 0
+    dead_letter: int = 0
+    scheduled: int = 0
+    transfer: int = 0
+    transfer_dead_letter: int = 0
+    active_from: Any = None
+
+    def details(self) -> dict[str, int]:
+        active = int(self.active_from()) if self.active_from is not None else self.active
+        return {"activeMessageCount": active, "deadLetterMessageCount": self.dead_letter,
+                "scheduledMessageCount": self.scheduled, "transferMessageCount": self.transfer,
+                "transferDeadLetterMessageCount": self.transfer_dead_letter}
+
+
+class LocalServiceBus:
+    """Service Bus queues and topic subscriptions, answered as ARM's GET returns them. ``requests``
+    logs (method, path, api-version); ``deny`` makes a namespace refuse reads with a 403."""
+
+    def __init__(self) -> None:
+        self.entities: dict[str, EntityCounts] = {}
+        self.denied: set[str] = set()
+        self.requests: list[tuple[str, str, str | None]] = []
+        self._lock = threading.Lock()
+
+    def add_queue(self, namespace_id: str, queue_name: str, counts: EntityCounts | None = None) -> EntityCounts:
+        return self._add(f"{namespace_id.rstrip('/')}/queues/{queue_name}", counts)
+
+    def add_subscription(self, namespace_id: str, topic_name: str, subscription_name: str,
+                         counts: EntityCounts | None = None) -> EntityCounts:
+        return self._add(f"{namespace_id.rstrip('/')}/topics/{topic_name}/subscriptions/{subscription_name}", counts)
+
+    def _add(self, entity_id: str, counts: EntityCounts | None) -> EntityCounts:
+        counts = counts or EntityCounts()
+        with self._lock:
+            self.entities[entity_id.lower()] = counts
+        return counts
+
+    def deny(self, namespace_id: str) -> None:
+        with self._lock:
+            self.denied.add(namespace_id.rstrip("/").lower())
+
+    def handle(self, request: Any) -> Any:
+        """The reply to a Service Bus entity request; ``None`` for any other path."""
+        match = SERVICE_BUS_ENTITY_PATH.match(request.path)
+        if not match:
+            return None
+        from werkzeug import Response
+
+        def answer(status: int, document: Any) -> Response:
+            return Response(json.dumps(document), status=status, content_type="application/json")
+
+        with self._lock:
+            self.requests.append((request.method, request.path, request.args.get("api-version")))
+            if request.method != "GET":
+                return answer(405, {"error": {"code": "MethodNotAllowed", "message": f"{request.method}: read-only here"}})
+            if not request.args.get("api-version"):
+                return answer(400, {"error": {"code": "MissingApiVersionParameter",
+                                              "message": "The api-version query parameter (?api-version=) is required."}})
+            if match["namespace"].lower() in self.denied:
+                action = "queues/read" if match["queue"] else "topics/subscriptions/read"
+                return answer(403, {"error": {"code": "AuthorizationFailed", "message": (
+                    f"The client does not have authorization to perform action 'Microsoft.ServiceBus/namespaces/{action}' "
+                    f"over scope '{request.path}' or the scope is invalid.")}})
+            counts = self.entities.get(request.path.lower())
+            name = match["queue"] or match["subscription"]
+            if counts is None:
+                return answer(404, {"error": {"code": "NotFound", "message": f"The entity '{name}' was not found in "
+                                                                             f"namespace '{match['namespace']}'."}})
+            details = counts.details()
+        kind = "Queues" if match["queue"] else "Topics/Subscriptions"
+        return answer(200, {
+            "id": request.path, "name": name, "type": f"Microsoft.ServiceBus/Namespaces/{kind}", "location": "West Europe",
+            "properties": {"countDetails": details, "messageCount": sum(details.values()), "status": "Active",
+                           "sizeInBytes": 0, "maxDeliveryCount": 10, "createdAt": "2026-01-01T00:00:00Z",
+                           "updatedAt": "2026-01-01T00:00:00Z", "accessedAt": "2026-01-01T00:00:00Z"},
+        })
+
+
+class AsyncStaticTokenCredential:
+    """``StaticTokenCredential`` for the async clients (azure-mgmt-servicebus' aio client)."""
+
+    def __init__(self, token: str = "local-arm-token") -> None:
+        self.inner = StaticTokenCredential(token)
+
+    async def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
+        return self.inner.get_token(*scopes, **kwargs)
+
+    async def close(self) -> None:
+        pass
+
+
+# --- serving -------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)

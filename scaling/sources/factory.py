@@ -57,7 +57,8 @@ def _uses_identity(source: SourceSettings) -> bool:
     if not source.connection_from_env:
         return True
     if source.kind == "servicebus":
-        return reads_slo_inputs(source)  # Azure Monitor takes no connection string
+        # The management plane (counts) and Azure Monitor take no connection string.
+        return source.service_bus_namespace is not None or reads_slo_inputs(source)
     return not source.storage_connection_from_env
 
 
@@ -77,6 +78,8 @@ def build_source_readers(
     environ: Mapping[str, str] | None = None,
     partition_source_for: Callable[[SourceSettings], Any] | None = None,
     queue_for: Callable[[SourceSettings], Any] | None = None,
+    arm_client_kwargs: Mapping[str, Any] | None = None,
+    peek_and_rates_for: Callable[[SourceSettings], Any] | None = None,
 ) -> SourceReaders:
     """The source readers for ``settings.policy``.
 
@@ -86,7 +89,11 @@ def build_source_readers(
     ``partition_source_for`` replaces the Event Hubs client per source (the local demo's
     simulated hub); ``queue_for`` replaces every Service Bus client per source with one object
     that counts, peeks and reports rates (the demo's simulated queue); everything else is built
-    from the settings as in Azure.
+    from the settings as in Azure. Service Bus counts are read from ARM at ``settings.arm_endpoint``;
+    ``arm_client_kwargs`` go to that management client (a local endpoint's ``connection_verify``).
+    ``peek_and_rates_for`` replaces only the data-plane peek and the Azure Monitor rates (what no
+    local endpoint serves), so that the counts still go through the real management client (the
+    demo's queue, counted through the local ARM endpoint).
     """
     environ = os.environ if environ is None else environ
     owned: list[Callable[[], Any]] = []
@@ -104,7 +111,8 @@ def build_source_readers(
     needs_identity = any(_uses_identity(s) for t in settings.policy.targets for s in t.sources
                          if not (queue_for and s.kind == "servicebus"))
     hubs = EventHubClients(credential_for() if needs_identity else None, environ)
-    buses = ServiceBusClients(credential_for() if needs_identity else None, environ)
+    buses = ServiceBusClients(credential_for() if needs_identity else None, environ, arm_endpoint=settings.arm_endpoint,
+                              arm_client_kwargs=arm_client_kwargs)
     containers = BlobContainers(credential_for, environ)
 
     bindings: dict[SourceSettings, EventHubBinding] = {}
@@ -123,7 +131,7 @@ def build_source_readers(
                         )
                 elif source.kind == "servicebus" and queue_for is None:
                     buses.counter_for(source)
-                    if reads_slo_inputs(source):
+                    if reads_slo_inputs(source) and peek_and_rates_for is None:
                         buses.peeker_for(source)
             except LookupError as error:
                 raise SettingsError(f"{error} ({path})") from None
@@ -136,6 +144,7 @@ def build_source_readers(
         EventHubReader(bindings.__getitem__, ownership_expiry_seconds=settings.ownership_expiry_seconds,
                        closers=(hubs.aclose, containers.aclose)),
         ServiceBusReader(queue_for, peeker_for=queue_for, metrics_for=queue_for) if queue_for else
-        ServiceBusReader(buses.counter_for, closers=(buses.aclose,), peeker_for=buses.peeker_for, metrics_for=buses.metrics_for),
+        ServiceBusReader(buses.counter_for, closers=(buses.aclose,), peeker_for=peek_and_rates_for or buses.peeker_for,
+                         metrics_for=peek_and_rates_for or buses.metrics_for),
     )
     return SourceReaders(readers, tuple(owned))

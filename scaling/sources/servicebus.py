@@ -4,12 +4,16 @@ completion rates.
 
 Three small interfaces, one SDK adapter each:
 
-- ``MessageCounter``: ``azure.servicebus.aio.management.ServiceBusAdministrationClient``'s runtime
-  properties (identity, or a connection string from the variable ``connectionFromEnv`` names,
-  locally). Needs the Manage right (Azure Service Bus Data Owner).
+- ``MessageCounter``: ``azure.mgmt.servicebus.aio.ServiceBusManagementClient``'s GET of the queue
+  or topic subscription (``countDetails.activeMessageCount``), on the namespace the policy's
+  ``namespaceResourceId`` (or ``metricsResourceId``) names. A control-plane read: a reader role on
+  the namespace (``Microsoft.ServiceBus/namespaces/queues/read``,
+  ``.../topics/subscriptions/read``), no data-plane right at all. Only a source with nothing but a
+  connection string (``connectionFromEnv``, local use) still counts through the data plane's
+  ``ServiceBusAdministrationClient`` (runtime properties, which need Manage).
 - ``OldestMessagePeeker``: ``ServiceBusReceiver.peek_messages`` on a fresh receiver (a receiver
   peeks on from where it last peeked), one message: its ``enqueued_time_utc``. Needs Listen
-  (Azure Service Bus Data Receiver); peeking locks and removes nothing.
+  (Azure Service Bus Data Receiver, assigned on that queue only); peeking locks and removes nothing.
 - ``QueueMetricsReader``: Azure Monitor's ``IncomingMessages`` and ``CompleteMessage`` (Total per
   minute, ``EntityName`` = the queue) through ``azure.monitor.query.aio.MetricsQueryClient``.
   Needs Monitoring Reader on the namespace. Platform metrics land a minute or more late, so the
@@ -26,8 +30,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from scaling.domain.policy import SourceSettings
+from scaling.domain.policy_model import ServiceBusNamespaceId
 from scaling.domain.samples import SourceReading
-from scaling.sources.base import CallGate, connection_from_env, error_text
+from scaling.sources.base import CallGate, ReadError, connection_from_env, error_text
 from scaling.sources.eventhub import normalize_namespace
 
 KIND = "servicebus"
@@ -139,6 +144,69 @@ class MonitorQueueMetrics:
         await self.client.close()
 
 
+#: What to grant when the management plane refuses a count (docs/deploy.md).
+READER_ROLE_HINT = ("assign the autoscaler's identity the Service Bus entity reader role (custom: "
+                    "Microsoft.ServiceBus/namespaces/queues/read and .../topics/subscriptions/read; infra parameter "
+                    "serviceBusNamespaceIds) or Reader on the namespace")
+DEFAULT_ARM_ENDPOINT = "https://management.azure.com"
+
+
+def _status_and_code(error: BaseException) -> tuple[int | None, str]:
+    """An azure-core ``HttpResponseError``'s status and ARM error code (duck-typed: no import)."""
+    status = getattr(error, "status_code", None)
+    code = getattr(error, "error", None)
+    return (status if isinstance(status, int) else None), str(getattr(code, "code", "") or "")
+
+
+def management_read_error(error: BaseException, what: str, namespace: ServiceBusNamespaceId) -> BaseException:
+    """A refused or missing entity as a ``ReadError`` that says what to do; anything else as it came."""
+    status, code = _status_and_code(error)
+    suffix = f" {code}" if code else ""
+    if status == 403:
+        return ReadError(f"403{suffix}: reading {what} of Service Bus namespace {namespace.resource_id} is not "
+                         f"authorized: {READER_ROLE_HINT}")
+    if status == 404:
+        return ReadError(f"404{suffix}: {what} does not exist in Service Bus namespace {namespace.resource_id} "
+                         "(check queueName / topicName / subscriptionName and namespaceResourceId)")
+    return error
+
+
+def active_count(entity: Any, what: str) -> int:
+    """``countDetails.activeMessageCount`` of an ``SBQueue`` or ``SBSubscription``."""
+    details = getattr(entity, "count_details", None)
+    count = getattr(details, "active_message_count", None)
+    if count is None:
+        raise ReadError(f"the management plane's reply for {what} has no countDetails.activeMessageCount")
+    return int(count)
+
+
+class ServiceBusManagementCounter:
+    """``MessageCounter`` over ``azure.mgmt.servicebus.aio.ServiceBusManagementClient`` (or an object
+    with its ``queues.get``/``subscriptions.get``) for one namespace. The client belongs to the
+    namespace's subscription and may be shared: ``ServiceBusClients`` closes it."""
+
+    def __init__(self, client: Any, namespace: ServiceBusNamespaceId) -> None:
+        self.client = client
+        self.namespace = namespace
+
+    async def queue_active_messages(self, queue_name: str) -> int:
+        what = f"queue {queue_name!r}"
+        try:
+            entity = await self.client.queues.get(self.namespace.resource_group, self.namespace.name, queue_name)
+        except Exception as error:
+            raise management_read_error(error, what, self.namespace) from None
+        return active_count(entity, what)
+
+    async def subscription_active_messages(self, topic_name: str, subscription_name: str) -> int:
+        what = f"subscription {subscription_name!r} of topic {topic_name!r}"
+        try:
+            entity = await self.client.subscriptions.get(self.namespace.resource_group, self.namespace.name,
+                                                         topic_name, subscription_name)
+        except Exception as error:
+            raise management_read_error(error, what, self.namespace) from None
+        return active_count(entity, what)
+
+
 class ServiceBusAdminCounter:
     """``MessageCounter`` over ``ServiceBusAdministrationClient`` (or an object with its
     ``get_queue_runtime_properties``/``get_subscription_runtime_properties``/``close``)."""
@@ -159,7 +227,10 @@ class ServiceBusAdminCounter:
 
 
 class ServiceBusClients:
-    """One administration client per namespace (or connection-string variable), reused."""
+    """The clients the Service Bus source reads through, each built once and reused: one management
+    client per subscription (counts of every namespace in it), one administration client per
+    connection-string variable (local counts without a namespace id), one peeker per namespace or
+    variable, one Azure Monitor client."""
 
     def __init__(
         self,
@@ -168,24 +239,50 @@ class ServiceBusClients:
         client_factory: Callable[[SourceSettings, str | None], Any] | None = None,
         peeker_factory: Callable[[SourceSettings, str | None], Any] | None = None,
         metrics_factory: Callable[[], Any] | None = None,
+        *,
+        management_factory: Callable[[str], Any] | None = None,
+        arm_endpoint: str = DEFAULT_ARM_ENDPOINT,
+        arm_client_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         self.credential = credential
         self.environ = os.environ if environ is None else environ
+        self.arm_endpoint = arm_endpoint
+        self.arm_client_kwargs = dict(arm_client_kwargs or {})
         self._factory = client_factory or self._sdk_client
         self._peeker_factory = peeker_factory or self._sdk_peeker
         self._metrics_factory = metrics_factory or self._sdk_metrics
-        self._counters: dict[str, ServiceBusAdminCounter] = {}
+        self._management_factory = management_factory or self._sdk_management
+        self._counters: dict[str, MessageCounter] = {}
+        self._admins: list[ServiceBusAdminCounter] = []
+        self._management: dict[str, Any] = {}
         self._peekers: dict[str, ServiceBusPeeker] = {}
         self._metrics: MonitorQueueMetrics | None = None
 
     def connection_string(self, source: SourceSettings) -> str | None:
         return connection_from_env(source, self.environ)
 
-    def counter_for(self, source: SourceSettings) -> ServiceBusAdminCounter:
+    def counter_for(self, source: SourceSettings) -> MessageCounter:
+        """The management plane whenever the namespace's resource id is known (always with
+        identity: the policy requires it); the data plane's administration client only for a
+        source that has nothing but a connection string."""
+        namespace = source.service_bus_namespace
+        if namespace is not None:
+            key = namespace.resource_id.lower()
+            if key not in self._counters:
+                subscription = namespace.subscription_id.lower()
+                if subscription not in self._management:
+                    self._management[subscription] = self._management_factory(namespace.subscription_id)
+                self._counters[key] = ServiceBusManagementCounter(self._management[subscription], namespace)
+            return self._counters[key]
         connection = self.connection_string(source)
-        key = f"env:{source.connection_from_env}" if connection else normalize_namespace(source.fully_qualified_namespace or "")
+        if not connection:
+            raise LookupError(f"source {source.name!r} names no Service Bus namespace resource id (namespaceResourceId) "
+                              "and no connection string (connectionFromEnv)")
+        key = f"env:{source.connection_from_env}"
         if key not in self._counters:
-            self._counters[key] = ServiceBusAdminCounter(self._factory(source, connection))
+            admin = ServiceBusAdminCounter(self._factory(source, connection))
+            self._admins.append(admin)
+            self._counters[key] = admin
         return self._counters[key]
 
     def _key(self, source: SourceSettings, connection: str | None) -> str:
@@ -203,6 +300,16 @@ class ServiceBusClients:
         if self._metrics is None:
             self._metrics = MonitorQueueMetrics(self._metrics_factory())
         return self._metrics
+
+    def _sdk_management(self, subscription_id: str) -> Any:
+        if self.credential is None:
+            raise LookupError("Service Bus counts (namespaceResourceId) are read from the management plane with identity "
+                              "but no credential was given")
+        # Imported here: the management client costs ~0.2 s to import, and only collect needs it.
+        from azure.mgmt.servicebus.aio import ServiceBusManagementClient
+
+        return ServiceBusManagementClient(self.credential, subscription_id, base_url=self.arm_endpoint,
+                                          **self.arm_client_kwargs)
 
     def _sdk_peeker(self, source: SourceSettings, connection_string: str | None) -> Any:
         from azure.servicebus.aio import ServiceBusClient
@@ -223,15 +330,12 @@ class ServiceBusClients:
     def _sdk_client(self, source: SourceSettings, connection_string: str | None) -> Any:
         from azure.servicebus.aio.management import ServiceBusAdministrationClient
 
-        if connection_string:
-            return ServiceBusAdministrationClient.from_connection_string(connection_string)
-        if self.credential is None:
-            raise LookupError(f"source {source.name!r} uses identity but no credential was given")
-        return ServiceBusAdministrationClient(normalize_namespace(source.fully_qualified_namespace or ""), self.credential)
+        return ServiceBusAdministrationClient.from_connection_string(connection_string or "")
 
     async def aclose(self) -> None:
-        owned: list[Any] = [*self._counters.values(), *self._peekers.values(), *([self._metrics] if self._metrics else [])]
-        self._counters, self._peekers, self._metrics = {}, {}, None
+        owned: list[Any] = [*self._admins, *self._management.values(), *self._peekers.values(),
+                            *([self._metrics] if self._metrics else [])]
+        self._counters, self._admins, self._management, self._peekers, self._metrics = {}, [], {}, {}, None
         await asyncio.gather(*(client.close() for client in owned), return_exceptions=True)
 
 
@@ -263,9 +367,9 @@ class ServiceBusReader:
     async def read(self, source: SourceSettings, gate: CallGate, now: datetime) -> SourceReading:
         counter = self.counter_for(source)
         if source.queue_name:
-            count_call = gate.call("get_queue_runtime_properties", lambda: counter.queue_active_messages(source.queue_name or ""))
+            count_call = gate.call("queue count", lambda: counter.queue_active_messages(source.queue_name or ""))
         else:
-            count_call = gate.call("get_subscription_runtime_properties",
+            count_call = gate.call("subscription count",
                                    lambda: counter.subscription_active_messages(source.topic_name or "",
                                                                                 source.subscription_name or ""))
         if not (reads_slo_inputs(source) and self.peeker_for and self.metrics_for):

@@ -29,7 +29,9 @@ def rules_target(
 ) -> TargetPolicy:
     """A rules-mode target over one Service Bus queue (no partitions, so every count is allowed)."""
     source = SourceSettings(kind="servicebus", name="queue", fully_qualified_namespace="example.servicebus.windows.net",
-                            queue_name="work")
+                            queue_name="work", namespace_resource_id=(
+                                f"/subscriptions/{SUBSCRIPTION}/resourceGroups/rg-consumers/providers/"
+                                "Microsoft.ServiceBus/namespaces/example"))
     rule = Rule(name="queue", metric="backlog", aggregate="average", window_seconds=window_seconds,
                 min_samples=min_samples, scale_up_above=up_above, scale_down_below=down_below,
                 scale_up_aggregate="average", scale_down_aggregate="maximum")

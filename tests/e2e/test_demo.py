@@ -142,10 +142,11 @@ def queue_demo(tmp_path_factory):
 
 
 def test_the_queue_demo_scales_a_service_bus_target_in_slo_mode_and_agrees_with_simulate(queue_demo):
-    """No Service Bus or Azure Monitor emulator exists: ``SimulatedQueue`` stands in behind the
-    Service Bus source's counter, peek and metrics interfaces; the functions, Azurite and the ARM
-    client are the real ones. The decisions carry the queue's age and rates, and the run equals
-    ``simulate`` on the queue world."""
+    """No Service Bus data plane or Azure Monitor emulator exists: ``SimulatedQueue`` stands in
+    behind the Service Bus source's peek and metrics interfaces; the count is read by the real
+    management client from the local ARM endpoint (one GET of the queue per collection), and the
+    functions, Azurite and the plan's ARM client are the real ones. The decisions carry the
+    queue's age and rates, and the run equals ``simulate`` on the queue world."""
     options, result = queue_demo
     target = demo_target(source="servicebus")
     assert (target.mode, target.sources[0].kind) == ("slo", "servicebus")
@@ -159,6 +160,7 @@ def test_the_queue_demo_scales_a_service_bus_target_in_slo_mode_and_agrees_with_
     assert {"slo_at_risk", "throughput_unknown_queue_aging"} & {record.reason_code for record in acted}
     assert any(record.metrics.get("arrival_rate") for record in result.decisions)
     assert result.checkpoint_writes == 0
+    assert result.count_reads == result.invocations["collect"] == len(result.capacity)
 
 
 def test_demo_source_option(capsys):

@@ -23,11 +23,22 @@ from pycep import BicepParser
 ROLE_ASSIGNMENT = "Microsoft.Authorization/roleAssignments"
 ROLE_DEFINITION = "Microsoft.Authorization/roleDefinitions"
 SERVER_FARM = "Microsoft.Web/serverfarms"
+SERVICE_BUS_NAMESPACE = "Microsoft.ServiceBus/namespaces"
+SERVICE_BUS_QUEUE = "Microsoft.ServiceBus/namespaces/queues"
 CUSTOM = "custom"
+PLAN_SCALER = "App Service Plan Scaler (custom)"
+SERVICE_BUS_READER = "Service Bus Entity Reader (custom)"
+
+#: The custom roles main.bicep defines: exactly these actions, no data action.
+CUSTOM_ROLE_ACTIONS: dict[str, tuple[str, ...]] = {
+    PLAN_SCALER: ("Microsoft.Web/serverfarms/read", "Microsoft.Web/serverfarms/write"),
+    SERVICE_BUS_READER: ("Microsoft.ServiceBus/namespaces/queues/read", "Microsoft.ServiceBus/namespaces/topics/subscriptions/read"),
+}
 
 # Built-in role GUIDs (learn.microsoft.com, "Azure built-in roles") and the only resource types
-# each may be scoped to. The custom plan-scaler role has no fixed GUID: it is defined in
-# main.bicep and may only be assigned on an App Service Plan.
+# each may be scoped to. The custom roles have no fixed GUID: they are defined in main.bicep, the
+# plan scaler may only be assigned on an App Service Plan, the Service Bus entity reader on a
+# namespace.
 EXPECTED_ROLES: dict[str, tuple[str, frozenset[str]]] = {
     "Storage Queue Data Contributor": ("974c5e8b-45b9-4653-ba55-5f855dd0fb88", frozenset({"Microsoft.Storage/storageAccounts"})),
     "Storage Table Data Contributor": ("0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3", frozenset({"Microsoft.Storage/storageAccounts"})),
@@ -40,10 +51,20 @@ EXPECTED_ROLES: dict[str, tuple[str, frozenset[str]]] = {
         "a638d3c7-ab3a-418d-83e6-5f17a39d4fde",
         frozenset({"Microsoft.EventHub/namespaces", "Microsoft.EventHub/namespaces/eventhubs"}),
     ),
-    "Azure Service Bus Data Owner": ("090c5cfd-751d-490a-894a-3ce6f1109419", frozenset({"Microsoft.ServiceBus/namespaces"})),
-    "Monitoring Reader": ("43d0d8ad-25c7-4714-9337-8ba259a9fe05", frozenset({"Microsoft.ServiceBus/namespaces"})),
+    # Listen for the SLO mode's peek, on that queue only (never the namespace: see service_bus_rights).
+    "Azure Service Bus Data Receiver": ("4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0", frozenset({SERVICE_BUS_QUEUE})),
+    "Monitoring Reader": ("43d0d8ad-25c7-4714-9337-8ba259a9fe05", frozenset({SERVICE_BUS_NAMESPACE})),
     "Monitoring Metrics Publisher": ("3913510d-42f4-4e42-8a64-420c390055eb", frozenset({"Microsoft.Insights/components"})),
-    "App Service Plan Scaler (custom)": (CUSTOM, frozenset({SERVER_FARM})),
+    PLAN_SCALER: (CUSTOM, frozenset({SERVER_FARM})),
+    SERVICE_BUS_READER: (CUSTOM, frozenset({SERVICE_BUS_NAMESPACE})),
+}
+
+#: Service Bus data-plane rights of the built-in roles (Manage includes Send and Listen). The
+#: app's identity may hold Listen on single queues only, and never Send or Manage.
+SERVICE_BUS_DATA_RIGHTS: dict[str, tuple[str, frozenset[str]]] = {
+    "090c5cfd-751d-490a-894a-3ce6f1109419": ("Azure Service Bus Data Owner", frozenset({"manage", "send", "listen"})),
+    "69a216fc-b8fb-44d8-bc22-1f3c2cd27a39": ("Azure Service Bus Data Sender", frozenset({"send"})),
+    "4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0": ("Azure Service Bus Data Receiver", frozenset({"listen"})),
 }
 
 # Roles that must never be granted, whatever the description says.
@@ -54,6 +75,8 @@ FORBIDDEN_ROLE_GUIDS = {
     "17d1049b-9a84-46fb-8f53-869881c3d3ab": "Storage Account Contributor (reads account keys)",
     "de139f84-1756-47ae-9be6-808fbbe84772": "Website Contributor",
     "2cc479cb-7b4d-49a8-b449-8c00fd0f0a4b": "Web Plan Contributor",
+    "090c5cfd-751d-490a-894a-3ce6f1109419": "Azure Service Bus Data Owner (send, receive and delete every message)",
+    "69a216fc-b8fb-44d8-bc22-1f3c2cd27a39": "Azure Service Bus Data Sender",
 }
 
 GUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
@@ -322,10 +345,31 @@ def role_assignments(template: Template) -> tuple[list[Assignment], list[str]]:
                 problems.append(f"{where}: described as {role} ({expected_guid}) but assigns {guid}")
             if scope_type is not None and scope_type not in scope_types:
                 problems.append(f"{where}: {role} scoped to {scope_type}, allowed: {sorted(scope_types)}")
-        if guid == CUSTOM and scope_type != SERVER_FARM:
+        if guid == CUSTOM and role not in CUSTOM_ROLE_ACTIONS:
+            problems.append(f"{where}: assigns a custom role but is described as {role!r}, not one of {sorted(CUSTOM_ROLE_ACTIONS)}")
+        elif guid == CUSTOM and role == PLAN_SCALER and scope_type != SERVER_FARM:
             problems.append(f"{where}: the custom plan role must be scoped to a {SERVER_FARM} resource, got {scope_type}")
+        elif guid == CUSTOM and role == SERVICE_BUS_READER and scope_type != SERVICE_BUS_NAMESPACE:
+            problems.append(f"{where}: the custom Service Bus reader role must be scoped to a {SERVICE_BUS_NAMESPACE} "
+                            f"resource, got {scope_type}")
         assignments.append(Assignment(template.name, symbol, role, guid, scope_type))
     return assignments, problems
+
+
+def service_bus_rights(assignments: list[Assignment]) -> list[str]:
+    """Least privilege on Service Bus, over every role assignment of the deployment (all to the
+    app's identity): no data-plane Send or Manage anywhere, and Listen (receive, peek) only on a
+    single queue, never on a namespace, resource group or subscription."""
+    problems = []
+    for assignment in assignments:
+        name, rights = SERVICE_BUS_DATA_RIGHTS.get(assignment.role_guid or "", ("", frozenset()))
+        where = f"{assignment.template}:{assignment.symbol}"
+        for right in sorted(rights & {"send", "manage"}):
+            problems.append(f"{where}: {name} grants the data-plane {right} right")
+        if "listen" in rights and assignment.scope_type != SERVICE_BUS_QUEUE:
+            problems.append(f"{where}: {name} grants listen (receive) on {assignment.scope_type or 'an unknown scope'}, "
+                            f"not on a single queue ({SERVICE_BUS_QUEUE})")
+    return problems
 
 
 def storage_hardening(template: Template) -> list[str]:
@@ -354,15 +398,17 @@ def storage_hardening(template: Template) -> list[str]:
 
 
 def custom_role_definitions(template: Template) -> list[str]:
-    """Custom roles: serverfarms read/write only, nothing wider, never assignable at subscription."""
+    """Custom roles: exactly the actions of one of CUSTOM_ROLE_ACTIONS (serverfarms read/write, or
+    Service Bus queue and subscription reads), no data action, never assignable at subscription."""
     problems = []
     for symbol, body in template.of_type(ROLE_DEFINITION).items():
         where = f"{template.name}:{symbol}"
         props = body.get("properties") or {}
         permissions = props.get("permissions") or []
-        actions = sorted(a for p in permissions for a in (p.get("actions") or []))
-        if actions != ["Microsoft.Web/serverfarms/read", "Microsoft.Web/serverfarms/write"]:
-            problems.append(f"{where}: actions {actions}, expected serverfarms read and write only")
+        actions = tuple(sorted(a for p in permissions for a in (p.get("actions") or [])))
+        if actions not in {tuple(sorted(expected)) for expected in CUSTOM_ROLE_ACTIONS.values()}:
+            problems.append(f"{where}: actions {list(actions)}, expected serverfarms read and write only, or Service Bus "
+                            "queues/read and topics/subscriptions/read only")
         for key in ("notActions", "dataActions", "notDataActions"):
             if any(p.get(key) for p in permissions):
                 problems.append(f"{where}: {key} must be empty")
@@ -370,7 +416,7 @@ def custom_role_definitions(template: Template) -> list[str]:
         for node in walk(scopes):
             fn = function(node)
             if fn and fn[0] in ("subscription", "management_group", "tenant"):
-                problems.append(f"{where}: assignableScopes uses {fn[0]}(); the plans' resource groups only")
+                problems.append(f"{where}: assignableScopes uses {fn[0]}(); the targets' resource groups only")
         if scopes is None:
             problems.append(f"{where}: no assignableScopes")
     return problems

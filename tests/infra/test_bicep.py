@@ -20,9 +20,14 @@ from tests.infra.bicep_rules import (
     ACTION_GROUP,
     CUSTOM,
     EXPECTED_ROLES,
+    PLAN_SCALER,
     QUERY_RULE,
     ROLE_ASSIGNMENT,
     SERVER_FARM,
+    SERVICE_BUS_DATA_RIGHTS,
+    SERVICE_BUS_NAMESPACE,
+    SERVICE_BUS_QUEUE,
+    SERVICE_BUS_READER,
     TELEMETRY_METRICS,
     UPPER_SNAKE,
     WORKBOOK,
@@ -37,6 +42,7 @@ from tests.infra.bicep_rules import (
     query_problems,
     resolved,
     role_assignments,
+    service_bus_rights,
     storage_hardening,
     unquote,
     walk,
@@ -127,7 +133,8 @@ def test_the_expected_files_exist() -> None:
         "app/function.bicep",
         "app/checkpoint-reader.bicep",
         "app/eventhubs-receiver.bicep",
-        "app/servicebus-owner.bicep",
+        "app/servicebus-reader.bicep",
+        "app/servicebus-queue-receiver.bicep",
         "app/servicebus-metrics-reader.bicep",
         "app/plan-scaler.bicep",
     }
@@ -209,17 +216,27 @@ def test_role_guids_in_the_table_are_well_formed() -> None:
     assert all(re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", guid) for guid in guids)
 
 
-def test_plan_role_is_scoped_to_plans_only(templates: dict[str, Template]) -> None:
-    custom = [a for t in templates.values() for a in role_assignments(t)[0] if a.role_guid == CUSTOM]
-    assert custom, "no assignment of the custom plan-scaler role"
-    assert {a.scope_type for a in custom} == {SERVER_FARM}
+@pytest.mark.parametrize(("role", "scope_type"), [(PLAN_SCALER, SERVER_FARM), (SERVICE_BUS_READER, SERVICE_BUS_NAMESPACE)])
+def test_custom_roles_are_scoped_to_their_resources_only(templates: dict[str, Template], role: str, scope_type: str) -> None:
+    custom = [a for t in templates.values() for a in role_assignments(t)[0] if a.role == role]
+    assert custom, f"no assignment of {role}"
+    assert {(a.role_guid, a.scope_type) for a in custom} == {(CUSTOM, scope_type)}
+
+
+def role_definition(main: Template, first_action: str) -> tuple[str, dict]:
+    """The custom role definition of main.bicep whose actions start with ``first_action``."""
+    [(symbol, body)] = [(symbol, body) for symbol, body in main.of_type("Microsoft.Authorization/roleDefinitions").items()
+                        if sorted(body["properties"]["permissions"][0]["actions"])[0] == first_action]
+    return symbol, body
+
+
+def test_custom_role_definitions_are_the_two_narrow_ones(main: Template) -> None:
+    assert len(main.of_type("Microsoft.Authorization/roleDefinitions")) == 2
+    assert custom_role_definitions(main) == []
 
 
 def test_custom_plan_role_definition(main: Template) -> None:
-    definitions = main.of_type("Microsoft.Authorization/roleDefinitions")
-    assert len(definitions) == 1
-    assert custom_role_definitions(main) == []
-    ((symbol, body),) = definitions.items()
+    symbol, body = role_definition(main, "Microsoft.Web/serverfarms/read")
     # assignableScopes: the resource groups of the target plans, computed from targetPlanIds.
     scopes = body["properties"]["assignableScopes"]
     loops = [main.resolve(node) for node in walk(scopes) if isinstance(node, str) and node in main.variables]
@@ -241,8 +258,9 @@ def test_watched_resources_get_modules_in_their_own_resource_group(main: Templat
     expected = {
         "app/eventhubs-receiver.bicep": "eventHubNamespaces",
         "app/checkpoint-reader.bicep": "checkpointContainers",
-        "app/servicebus-owner.bicep": "serviceBusNamespaceIds",
+        "app/servicebus-reader.bicep": "serviceBusNamespaceIds",
         "app/servicebus-metrics-reader.bicep": "serviceBusSloNamespaceIds",
+        "app/servicebus-queue-receiver.bicep": "serviceBusSloQueueIds",
         "app/plan-scaler.bicep": "targetPlanIds",
     }
     for path, array in expected.items():
@@ -254,19 +272,98 @@ def test_watched_resources_get_modules_in_their_own_resource_group(main: Templat
         assert scope[1]["subscription_id"] is not None and scope[1]["resource_group_name"] is not None, path
 
 
-@pytest.mark.parametrize("name", ["serviceBusNamespaceIds", "serviceBusSloNamespaceIds"])
+@pytest.mark.parametrize("name", ["serviceBusNamespaceIds", "serviceBusSloNamespaceIds", "serviceBusSloQueueIds"])
 def test_service_bus_is_optional(main: Template, name: str) -> None:
     assert main.parameters[name]["type"] == "array"
     assert main.parameters[name]["default"] == []
 
 
-def test_service_bus_slo_roles_are_read_only_and_scoped_to_the_namespace(templates: dict[str, Template]) -> None:
-    """The SLO inputs add Monitoring Reader on the namespace and nothing broader: no Data Receiver
-    next to the Data Owner that already includes Listen, no subscription- or group-wide grant."""
+def test_custom_service_bus_reader_role_definition(main: Template) -> None:
+    """Defined only when a namespace is watched, assignable in the namespaces' resource groups only,
+    and handed by name to the module that assigns it on each namespace (after it exists)."""
+    symbol, body = role_definition(main, "Microsoft.ServiceBus/namespaces/queues/read")
+    condition = main.resources[symbol]["config"]["condition"]
+    assert operator(condition)[0] == "not"
+    assert function(operator(condition)[1]["bool_value"]) == ("empty", {"item_to_test": "serviceBusNamespaceIds"})
+    scopes = body["properties"]["assignableScopes"]
+    loops = [main.resolve(node) for node in walk(scopes) if isinstance(node, str) and node in main.variables]
+    assert any(isinstance(v, dict) and v.get("loop_type", {}).get("detail", {}).get("array_name") == "serviceBusNamespaceIds"
+               for v in loops)
+    (module,) = [m for m in main.modules.values() if m["detail"]["path"] == "app/servicebus-reader.bicep"]
+    assert module_body(module)["params"]["roleDefinitionName"] == body["name"] == "serviceBusReaderRoleName"
+    assert module_body(module)["dependsOn"] == [symbol]
+
+
+def test_service_bus_grants_counts_and_single_queue_peeks_only(templates: dict[str, Template]) -> None:
+    """The acceptance of least privilege on Service Bus, over every role assignment of the
+    deployment (each to the app's identity): no data-plane Send or Manage (so no Data Owner or
+    Sender), Listen only on single queues (Data Receiver per SLO-mode queue), the counts through
+    the read-only custom role on the namespace."""
     assignments = [a for t in templates.values() for a in role_assignments(t)[0]]
-    reader = [a for a in assignments if a.role == "Monitoring Reader"]
-    assert reader and {a.scope_type for a in reader} == {"Microsoft.ServiceBus/namespaces"}
-    assert not [a for a in assignments if a.role_guid == "4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0"]
+    assert service_bus_rights(assignments) == []
+    data_roles = [(a.role, a.scope_type) for a in assignments if a.role_guid in SERVICE_BUS_DATA_RIGHTS]
+    assert data_roles == [("Azure Service Bus Data Receiver", SERVICE_BUS_QUEUE)]
+    assert {a.scope_type for a in assignments if a.role in (SERVICE_BUS_READER, "Monitoring Reader")} == {SERVICE_BUS_NAMESPACE}
+    # Belt and braces on the raw text: neither role's GUID appears anywhere under infra/.
+    for path in sorted(INFRA.rglob("*")):
+        if path.is_file():
+            text = path.read_text(encoding="utf-8").lower()
+            for guid in ("090c5cfd-751d-490a-894a-3ce6f1109419", "69a216fc-b8fb-44d8-bc22-1f3c2cd27a39"):
+                assert guid not in text, f"{path}: {SERVICE_BUS_DATA_RIGHTS[guid][0]}"
+
+
+SERVICE_BUS_SNIPPET = """
+param principalId string
+var roleId = subscriptionResourceId('Microsoft.Authorization/roleDefinitions', 'GUID')
+resource namespace 'Microsoft.ServiceBus/namespaces@2022-10-01-preview' existing = {
+  name: 'payments-ns'
+}
+resource queue 'Microsoft.ServiceBus/namespaces/queues@2022-10-01-preview' existing = {
+  parent: namespace
+  name: 'payments'
+}
+resource grant 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(SCOPE.id, principalId, roleId)
+  scope: SCOPE
+  properties: {
+    description: 'DESCRIPTION: test'
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: roleId
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("guid", "scope", "message"),
+    [
+        pytest.param("090c5cfd-751d-490a-894a-3ce6f1109419", "namespace", "Azure Service Bus Data Owner grants the data-plane manage right",
+                     id="data-owner"),
+        pytest.param("090c5cfd-751d-490a-894a-3ce6f1109419", "queue", "Azure Service Bus Data Owner grants the data-plane send right",
+                     id="data-owner-even-on-a-queue"),
+        pytest.param("69a216fc-b8fb-44d8-bc22-1f3c2cd27a39", "queue", "Azure Service Bus Data Sender grants the data-plane send right",
+                     id="data-sender"),
+        pytest.param("4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0", "namespace",
+                     f"Azure Service Bus Data Receiver grants listen (receive) on {SERVICE_BUS_NAMESPACE}, not on a single queue",
+                     id="namespace-wide-receiver"),
+    ],
+)
+def test_service_bus_rights_checker_rejects(guid: str, scope: str, message: str) -> None:
+    name = SERVICE_BUS_DATA_RIGHTS[guid][0]
+    template = Template.from_text(SERVICE_BUS_SNIPPET.replace("GUID", guid).replace("SCOPE", scope).replace("DESCRIPTION", name))
+    assignments, _ = role_assignments(template)
+    problems = service_bus_rights(assignments)
+    assert any(message in problem for problem in problems), problems
+
+
+def test_service_bus_rights_checker_accepts_a_receiver_on_one_queue() -> None:
+    guid = "4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0"
+    template = Template.from_text(SERVICE_BUS_SNIPPET.replace("GUID", guid).replace("SCOPE", "queue")
+                                  .replace("DESCRIPTION", "Azure Service Bus Data Receiver"))
+    assignments, problems = role_assignments(template)
+    assert problems == [] and service_bus_rights(assignments) == []
+    assert [(a.role, a.scope_type) for a in assignments] == [("Azure Service Bus Data Receiver", SERVICE_BUS_QUEUE)]
 
 
 # --- the Function App -----------------------------------------------------------------------------
@@ -349,33 +446,91 @@ def test_parameters_file_has_no_stray_dollar_signs() -> None:
     assert "$" not in stray
 
 
+def access_problems(parameters: dict) -> list[str]:
+    """What the policy in ``parameters`` names that the deployment grants no access to: plans,
+    Event Hubs namespaces (and hubs), checkpoint containers, and for Service Bus the namespace
+    whose counts are read (serviceBusNamespaceIds), the namespace whose metrics mode slo reads
+    (serviceBusSloNamespaceIds) and the queue it peeks (serviceBusSloQueueIds)."""
+    from scaling.domain.policy import policy_from_dict
+
+    def values(name: str) -> list:
+        return parameters.get(name, {}).get("value", [])
+
+    policy = policy_from_dict(parameters["autoscalerPolicy"]["value"])
+    plans = {plan_id.lower() for plan_id in values("targetPlanIds")}
+    namespaces = {entry["resourceId"].rsplit("/", 1)[-1].lower(): entry for entry in values("eventHubNamespaces")}
+    stores = {(entry["storageAccountId"].rsplit("/", 1)[-1].lower(), entry["containerName"])
+              for entry in values("checkpointContainers")}
+    service_bus = {sb_id.lower() for sb_id in values("serviceBusNamespaceIds")}
+    slo_namespaces = {sb_id.lower() for sb_id in values("serviceBusSloNamespaceIds")}
+    slo_queues = {queue_id.lower() for queue_id in values("serviceBusSloQueueIds")}
+    problems = []
+    for target in policy.targets:
+        if target.plan.resource_id.lower() not in plans:
+            problems.append(f"{target.name}: plan not in targetPlanIds")
+        for source in target.sources:
+            where = f"{target.name}/{source.name}"
+            if source.kind == "servicebus":
+                counted = source.service_bus_namespace
+                if counted is None or counted.resource_id.lower() not in service_bus:
+                    problems.append(f"{where}: namespace not in serviceBusNamespaceIds")
+                if source.queue_name and source.metrics_resource_id:
+                    metrics = source.metrics_resource_id.rstrip("/").lower()
+                    if metrics not in slo_namespaces:
+                        problems.append(f"{where}: metricsResourceId not in serviceBusSloNamespaceIds")
+                    if f"{metrics}/queues/{source.queue_name.lower()}" not in slo_queues:
+                        problems.append(f"{where}: queue not in serviceBusSloQueueIds")
+                continue
+            namespace = (source.fully_qualified_namespace or "").split(".")[0].lower()
+            hubs = namespaces.get(namespace, {}).get("eventHubs")
+            if namespace not in namespaces or (hubs and source.event_hub_name not in hubs):
+                problems.append(f"{where}: hub not in eventHubNamespaces")
+            account = (source.checkpoint_account_url or "").split("//")[-1].split(".")[0].lower()
+            if (account, source.blob_container) not in stores:
+                problems.append(f"{where}: checkpoint container not in checkpointContainers")
+    return problems
+
+
 def test_example_policy_matches_the_role_assignments(parameters_file: dict) -> None:
     """The policy in the parameters file parses, and every plan, namespace and checkpoint store it
     names is one the deployment grants access to."""
-    from scaling.domain.policy import policy_from_dict
+    assert access_problems(parameters_file) == []
 
-    policy = policy_from_dict(parameters_file["autoscalerPolicy"]["value"])
-    plans = {plan_id.lower() for plan_id in parameters_file["targetPlanIds"]["value"]}
-    namespaces = {
-        entry["resourceId"].rsplit("/", 1)[-1].lower(): entry for entry in parameters_file["eventHubNamespaces"]["value"]
-    }
-    stores = {
-        (entry["storageAccountId"].rsplit("/", 1)[-1].lower(), entry["containerName"])
-        for entry in parameters_file["checkpointContainers"]["value"]
-    }
-    service_bus = {sb_id.rsplit("/", 1)[-1].lower() for sb_id in parameters_file["serviceBusNamespaceIds"]["value"]}
-    for target in policy.targets:
-        assert target.plan.resource_id.lower() in plans, target.name
-        for source in target.sources:
-            namespace = (source.fully_qualified_namespace or "").split(".")[0].lower()
-            if source.kind == "servicebus":
-                assert namespace in service_bus, source.name
-                continue
-            assert namespace in namespaces, source.name
-            hubs = namespaces[namespace].get("eventHubs")
-            assert not hubs or source.event_hub_name in hubs, source.name
-            account = (source.checkpoint_account_url or "").split("//")[-1].split(".")[0].lower()
-            assert (account, source.blob_container) in stores, source.name
+
+SB_NS = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-billing/providers/Microsoft.ServiceBus/namespaces/billing"
+SB_PLAN = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-billing/providers/Microsoft.Web/serverfarms/plan"
+
+
+def service_bus_parameters(**overrides: list) -> dict:
+    """Parameters for one SLO-mode queue and one rules-mode subscription in one namespace."""
+    policy = {"version": 1, "targets": [
+        {"name": "invoices", "plan": {"resource_id": SB_PLAN}, "mode": "slo", "bounds": {"balanced_counts": False},
+         "sources": [{"kind": "servicebus", "name": "invoices", "queueName": "invoices", "metricsResourceId": SB_NS,
+                      "fullyQualifiedNamespace": "billing.servicebus.windows.net"}]},
+        {"name": "audit", "plan": {"resource_id": SB_PLAN}, "mode": "rules",
+         "rules": [{"name": "backlog", "scale_up_above": 100}],
+         "sources": [{"kind": "servicebus", "name": "audit", "topicName": "events", "subscriptionName": "audit",
+                      "namespaceResourceId": SB_NS}]},
+    ]}
+    values = {"targetPlanIds": [SB_PLAN], "serviceBusNamespaceIds": [SB_NS], "serviceBusSloNamespaceIds": [SB_NS],
+              "serviceBusSloQueueIds": [f"{SB_NS}/queues/invoices"], **overrides}
+    return {"autoscalerPolicy": {"value": policy}, **{name: {"value": value} for name, value in values.items()}}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "problems"),
+    [
+        pytest.param({}, [], id="complete"),
+        pytest.param({"serviceBusNamespaceIds": []}, ["invoices/invoices: namespace not in serviceBusNamespaceIds",
+                                                      "audit/audit: namespace not in serviceBusNamespaceIds"], id="no-reader"),
+        pytest.param({"serviceBusSloQueueIds": [f"{SB_NS}/queues/other"]},
+                     ["invoices/invoices: queue not in serviceBusSloQueueIds"], id="peek-on-another-queue"),
+        pytest.param({"serviceBusSloNamespaceIds": []},
+                     ["invoices/invoices: metricsResourceId not in serviceBusSloNamespaceIds"], id="no-metrics"),
+    ],
+)
+def test_service_bus_sources_need_their_three_parameters(overrides: dict, problems: list[str]) -> None:
+    assert access_problems(service_bus_parameters(**overrides)) == problems
 
 
 def test_azure_yaml_deploys_the_function_app_and_runs_the_hook(main: Template) -> None:

@@ -64,7 +64,8 @@ def test_validate_policy_accepts_the_sample_policy() -> None:
 def _policy_file(tmp_path: Path, rule: dict) -> Path:
     document = {"version": 1, "targets": [{
         "name": "orders", "plan": {"resource_id": PLAN}, "mode": "rules",
-        "sources": [{"kind": "servicebus", "name": "q", "fullyQualifiedNamespace": "ns.servicebus.windows.net", "queueName": "q"}],
+        "sources": [{"kind": "servicebus", "name": "q", "fullyQualifiedNamespace": "ns.servicebus.windows.net", "queueName": "q",
+                     "namespaceResourceId": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.ServiceBus/namespaces/ns"}],
         "rules": [{"name": "ok", "scale_up_above": 10, "scale_down_below": 1}, rule],
     }]}
     path = tmp_path / "policy.json"

@@ -25,6 +25,9 @@ PLAN = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/pr
 
 
 SB_NAMESPACE_ID = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.ServiceBus/namespaces/jobs-ns"
+#: A Service Bus source with nothing but its namespace (the entity and mode-specific fields added per case).
+SB_Q = {"kind": "servicebus", "name": "q", "fullyQualifiedNamespace": "jobs-ns.servicebus.windows.net",
+        "namespaceResourceId": SB_NAMESPACE_ID}
 SB_SLO_QUEUE = {"kind": "servicebus", "name": "jobs", "fullyQualifiedNamespace": "jobs-ns.servicebus.windows.net",
                 "queueName": "jobs", "metricsResourceId": SB_NAMESPACE_ID}
 
@@ -123,26 +126,26 @@ def error_of(document) -> str:
                      "targets[0].sources[0].unprocessedEventThreshold must be at least 1", id="threshold-zero"),
         pytest.param(policy(target(sources=[eventhub_source(activationUnprocessedEventThreshold=-1)])),
                      "targets[0].sources[0].activationUnprocessedEventThreshold must be at least 0", id="activation-negative"),
-        pytest.param(policy(target(sources=[{"kind": "servicebus", "name": "q", "fullyQualifiedNamespace": "n"}])),
+        pytest.param(policy(target(sources=[{**SB_Q}])),
                      "targets[0].sources[0].queueName: set either queueName or topicName", id="servicebus-no-entity"),
-        pytest.param(policy(target(sources=[{"kind": "servicebus", "name": "q", "fullyQualifiedNamespace": "n",
+        pytest.param(policy(target(sources=[{**SB_Q,
                                               "topicName": "t"}])),
                      "targets[0].sources[0].subscriptionName is required with topicName", id="topic-without-subscription"),
         pytest.param(policy(target(sources=[{"kind": "kafka", "name": "k"}])), "targets[0].sources[0].kind must be one of",
                      id="unknown-source-kind"),
-        pytest.param(policy(target(sources=[eventhub_source(), {"kind": "servicebus", "name": "q", "fullyQualifiedNamespace": "n",
+        pytest.param(policy(target(sources=[eventhub_source(), {**SB_Q,
                                                                 "queueName": "q"}])),
                      "targets[0].sources[1].kind 'servicebus' cannot share a target in mode 'slo' with eventhub",
                      id="servicebus-beside-eventhub-in-slo-mode"),
-        pytest.param(policy(target(sources=[{"kind": "servicebus", "name": "q", "fullyQualifiedNamespace": "n",
+        pytest.param(policy(target(sources=[{**SB_Q,
                                               "queueName": "q"}])),
                      "targets[0].sources[0].metricsResourceId is required for a servicebus source in mode 'slo'",
                      id="servicebus-slo-without-metrics"),
-        pytest.param(policy(target(sources=[{"kind": "servicebus", "name": "q", "fullyQualifiedNamespace": "n",
+        pytest.param(policy(target(sources=[{**SB_Q,
                                               "topicName": "t", "subscriptionName": "s",
                                               "metricsResourceId": SB_NAMESPACE_ID}])),
                      "targets[0].sources[0].topicName cannot drive mode 'slo'", id="subscription-in-slo-mode"),
-        pytest.param(policy(target(sources=[{"kind": "servicebus", "name": "q", "fullyQualifiedNamespace": "n",
+        pytest.param(policy(target(sources=[{**SB_Q,
                                               "queueName": "q", "metricsResourceId": "/subscriptions/x/resourceGroups/r"}])),
                      "targets[0].sources[0].metricsResourceId must be a Service Bus namespace resource id",
                      id="metrics-id-not-a-namespace"),
@@ -264,6 +267,64 @@ def test_slo_mode_accepts_a_service_bus_queue_with_its_namespace_metrics(spellin
     assert parsed.sources[0].metrics_resource_id == SB_NAMESPACE_ID
 
 
+OTHER_NAMESPACE_ID = SB_NAMESPACE_ID.replace("jobs-ns", "other-ns")
+
+
+def sb_rules_source(**changes) -> dict:
+    """A topic subscription read with identity in mode rules: counts only, no peek."""
+    source = {"kind": "servicebus", "name": "billing", "topicName": "events", "subscriptionName": "billing",
+              "namespaceResourceId": SB_NAMESPACE_ID}
+    source.update(changes)
+    return {key: value for key, value in source.items() if value is not None}
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        pytest.param(sb_rules_source(namespaceResourceId=None, fullyQualifiedNamespace="jobs-ns.servicebus.windows.net"),
+                     "targets[0].sources[0].namespaceResourceId is required for a servicebus source read with identity "
+                     "(/subscriptions/SUB/resourceGroups/RG/providers/Microsoft.ServiceBus/namespaces/NAME: its counts are "
+                     "read from the management plane); or connectionFromEnv (local use)", id="identity-without-namespace-id"),
+        pytest.param(sb_rules_source(namespaceResourceId=None),
+                     "targets[0].sources[0].fullyQualifiedNamespace or connectionFromEnv is required", id="nothing-at-all"),
+        pytest.param(sb_rules_source(namespaceResourceId=SB_NAMESPACE_ID + "/queues/jobs"),
+                     "targets[0].sources[0].namespaceResourceId must be a Service Bus namespace resource id", id="entity-id"),
+        pytest.param(sb_rules_source(namespaceResourceId=SB_NAMESPACE_ID.replace("Microsoft.ServiceBus", "Microsoft.EventHub")),
+                     "targets[0].sources[0].namespaceResourceId must be a Service Bus namespace resource id", id="event-hubs-id"),
+        pytest.param(sb_rules_source(fullyQualifiedNamespace="other-ns.servicebus.windows.net"),
+                     "targets[0].sources[0].namespaceResourceId names namespace 'jobs-ns', but fullyQualifiedNamespace is "
+                     "'other-ns.servicebus.windows.net'", id="namespace-differs-from-fqns"),
+        pytest.param(sb_rules_source(queueName="jobs", topicName=None, subscriptionName=None, metricsResourceId=OTHER_NAMESPACE_ID,
+                                     fullyQualifiedNamespace="jobs-ns.servicebus.windows.net"),
+                     "targets[0].sources[0].metricsResourceId must name the same namespace as namespaceResourceId",
+                     id="metrics-id-differs"),
+        pytest.param(sb_rules_source(queueName="jobs", topicName=None, subscriptionName=None, namespaceResourceId=None,
+                                     metricsResourceId=SB_NAMESPACE_ID),
+                     "targets[0].sources[0].fullyQualifiedNamespace is required to peek the queue's oldest message (with "
+                     "metricsResourceId), or connectionFromEnv (local use)", id="peek-without-fqns"),
+    ],
+)
+def test_service_bus_namespace_errors_name_the_field(source: dict, message: str) -> None:
+    assert error_of(rules_policy(rule(), sources=[source])).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("source", "namespace"),
+    [
+        pytest.param(sb_rules_source(), ("00000000-0000-0000-0000-000000000000", "rg", "jobs-ns"), id="namespace-id"),
+        pytest.param({**sb_rules_source(namespaceResourceId=None), "namespace_resource_id": SB_NAMESPACE_ID + "/"},
+                     ("00000000-0000-0000-0000-000000000000", "rg", "jobs-ns"), id="snake-case-trailing-slash"),
+        pytest.param({**SB_SLO_QUEUE, "name": "jobs"}, ("00000000-0000-0000-0000-000000000000", "rg", "jobs-ns"),
+                     id="metrics-id-is-the-default"),
+        pytest.param(sb_rules_source(namespaceResourceId=None, connectionFromEnv="JOBS_SB"), None, id="connection-string-only"),
+    ],
+)
+def test_service_bus_counts_come_from_the_named_namespace(source: dict, namespace: tuple | None) -> None:
+    parsed = policy_from_dict(rules_policy(rule(), sources=[source])).targets[0].sources[0]
+    found = parsed.service_bus_namespace
+    assert (None if found is None else (found.subscription_id, found.resource_group, found.name)) == namespace
+
+
 def test_tiers_parse_in_order_and_pick_by_capacity() -> None:
     tiers = [{"min_capacity": 4, "max_capacity": 10, "scale_up_above": 800, "scale_down_below": 80},
              {"min_capacity": 1, "max_capacity": 3, "scale_up_above": 300, "scale_down_below": 30}]
@@ -275,6 +336,7 @@ def test_tiers_parse_in_order_and_pick_by_capacity() -> None:
 ROUND_TRIP = [
     pytest.param(policy(), id="slo-defaults"),
     pytest.param(policy(target(sources=[SB_SLO_QUEUE])), id="slo-servicebus-queue"),
+    pytest.param(rules_policy(rule(), sources=[sb_rules_source()]), id="rules-servicebus-subscription"),
     pytest.param(policy(target(preset="seed", seed={"scale_up_above": 2000, "scale_down_below": 150},
                                bounds={"max_instances": 20, "balanced_counts": False})), id="seed-preset"),
     pytest.param(rules_policy(rule(metric="lag_seconds", aggregate="maximum", window_seconds=300, min_samples=3,

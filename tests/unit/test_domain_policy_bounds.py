@@ -24,6 +24,15 @@ def hub(**changes: Any) -> dict:
             "checkpoint_account_url": "https://contoso.blob.core.windows.net", **changes}
 
 
+SB_NAMESPACE = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.ServiceBus/namespaces/"
+
+
+def subscription(namespace_length: int) -> dict:
+    """A topic subscription counted with identity, its namespace id ``namespace_length`` characters long."""
+    return {"kind": "servicebus", "name": "audit", "topic_name": "events", "subscription_name": "audit",
+            "namespace_resource_id": SB_NAMESPACE + "n" * (namespace_length - len(SB_NAMESPACE))}
+
+
 def rule(**changes: Any) -> dict:
     return {"name": "backlog", "scale_up_above": 1000, "scale_down_below": 100, **changes}
 
@@ -119,6 +128,8 @@ BOUNDARIES = [
      document(sources=[hub(event_hub_name="h" * 257)]), "must be at most 256 characters"),
     ("targets[0].plan.resource_id", document(plan={"resource_id": PLAN + "x" * (1024 - len(PLAN))}),
      document(plan={"resource_id": PLAN + "x" * (1025 - len(PLAN))}), "must be at most 1024 characters"),
+    ("targets[0].sources[0].namespace_resource_id", rules_document(sources=[subscription(1024)]),
+     rules_document(sources=[subscription(1025)]), "must be at most 1024 characters"),
     ("targets[0].profiles[0].max_instances", document(bounds={"max_instances": 100}, profiles=[profile(max_instances=100)]),
      document(profiles=[profile(max_instances=101)]), "must be at most 100"),
     ("targets[0].profiles[0].min_instances", document(profiles=[profile(min_instances=1)]),

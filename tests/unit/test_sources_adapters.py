@@ -2,8 +2,11 @@
 
 Event Hubs: no emulator runs here, so the adapter over ``EventHubConsumerClient`` is checked
 against a fake client that answers like the SDK (the property dict keys of azure-eventhub 5.x).
-Service Bus: the adapter over ``ServiceBusAdministrationClient`` against a fake with its
-runtime-properties methods. The factory is checked building the real clients offline.
+Service Bus: the adapter over ``ServiceBusManagementClient`` (counts from the management plane)
+against a fake with its ``queues.get``/``subscriptions.get`` and model shape, and the one over
+``ServiceBusAdministrationClient`` (connection-string sources only) against a fake with its
+runtime-properties methods. The factory is checked building the real clients offline; the real
+management client against the local ARM endpoint is in tests/integration/test_collect_servicebus.py.
 """
 
 from __future__ import annotations
@@ -15,16 +18,23 @@ from types import SimpleNamespace
 
 import pytest
 from azure.eventhub.aio import EventHubConsumerClient
+from azure.mgmt.servicebus.aio import ServiceBusManagementClient
 from azure.servicebus.aio.management import ServiceBusAdministrationClient
 from azure.storage.blob.aio import ContainerClient
 
 from scaling.bootstrap import collector_for
 from scaling.domain.policy import SourceSettings, policy_from_dict
+from scaling.domain.policy_model import parse_namespace_id
 from scaling.settings import Settings, SettingsError, StorageSettings
-from scaling.sources.base import CallGate
+from scaling.sources.base import CallGate, ReadError
 from scaling.sources.checkpoints import AutoCheckpointReader, AzureFunctionCheckpointReader
 from scaling.sources.eventhub import EventHubClients, EventHubPartitionSource, PartitionProperties
-from scaling.sources.servicebus import ServiceBusAdminCounter, ServiceBusClients, ServiceBusReader
+from scaling.sources.servicebus import (
+    ServiceBusAdminCounter,
+    ServiceBusClients,
+    ServiceBusManagementCounter,
+    ServiceBusReader,
+)
 
 EH_CONNECTION = "Endpoint=sb://orders-ns.servicebus.windows.net/;SharedAccessKeyName=listen;SharedAccessKey=bm90LWEta2V5"
 SB_CONNECTION = "Endpoint=sb://jobs-ns.servicebus.windows.net/;SharedAccessKeyName=manage;SharedAccessKey=bm90LWEta2V5"
@@ -183,14 +193,111 @@ def test_service_bus_reader_reports_a_failure_as_a_failed_reading():
     assert reading.backlog == 0
 
 
-def test_service_bus_clients_build_real_clients_offline_and_cache_per_namespace():
-    clients = ServiceBusClients(credential=StaticTokenCredential(), environ={"SB": SB_CONNECTION})
-    by_identity = clients.counter_for(sb_source())
-    assert clients.counter_for(sb_source(name="other", queue_name="other")) is by_identity
+NAMESPACE_ID = "/subscriptions/{}/resourceGroups/rg-jobs/providers/Microsoft.ServiceBus/namespaces/{}"
+
+
+class FakeArmError(Exception):
+    """Carries what azure-core's ``HttpResponseError`` does: ``status_code`` and ``error.code``."""
+
+    def __init__(self, status_code: int, code: str) -> None:
+        super().__init__(f"({code}) refused")
+        self.status_code = status_code
+        self.error = SimpleNamespace(code=code)
+
+
+class FakeManagementClient:
+    """Answers like ``ServiceBusManagementClient`` (aio): ``queues.get`` and ``subscriptions.get``
+    return models whose ``count_details`` holds the counts; ``failure`` is raised instead."""
+
+    def __init__(self, failure: Exception | None = None, count_details: object = "default") -> None:
+        self.asked: list[tuple] = []
+        self.failure = failure
+        self.details = SimpleNamespace(active_message_count=17, dead_letter_message_count=3) \
+            if count_details == "default" else count_details
+        self.queues = SimpleNamespace(get=self._get_queue)
+        self.subscriptions = SimpleNamespace(get=self._get_subscription)
+
+    async def _get_queue(self, resource_group_name, namespace_name, queue_name):
+        self.asked.append(("queue", resource_group_name, namespace_name, queue_name))
+        if self.failure:
+            raise self.failure
+        return SimpleNamespace(name=queue_name, count_details=self.details, message_count=20)
+
+    async def _get_subscription(self, resource_group_name, namespace_name, topic_name, subscription_name):
+        self.asked.append(("subscription", resource_group_name, namespace_name, topic_name, subscription_name))
+        if self.failure:
+            raise self.failure
+        return SimpleNamespace(name=subscription_name, count_details=self.details, message_count=20)
+
+
+def management_counter(client: FakeManagementClient) -> ServiceBusManagementCounter:
+    namespace = parse_namespace_id(NAMESPACE_ID.format("sub-1", "jobs-ns"))
+    assert namespace is not None
+    return ServiceBusManagementCounter(client, namespace)
+
+
+def test_management_counter_reads_count_details_of_the_namespace_entities():
+    client = FakeManagementClient()
+    counter = management_counter(client)
+
+    async def scenario():
+        return await counter.queue_active_messages("jobs"), await counter.subscription_active_messages("events", "billing")
+
+    assert asyncio.run(scenario()) == (17, 17)
+    assert client.asked == [("queue", "rg-jobs", "jobs-ns", "jobs"), ("subscription", "rg-jobs", "jobs-ns", "events", "billing")]
+
+
+@pytest.mark.parametrize(
+    ("failure", "details", "message"),
+    [
+        pytest.param(FakeArmError(403, "AuthorizationFailed"), "default",
+                     r"^403 AuthorizationFailed: reading queue 'jobs' of Service Bus namespace /subscriptions/sub-1/.*"
+                     r"/namespaces/jobs-ns is not authorized: assign the autoscaler's identity the Service Bus entity "
+                     r"reader role .* or Reader on the namespace$", id="forbidden"),
+        pytest.param(FakeArmError(404, "NotFound"), "default",
+                     r"^404 NotFound: queue 'jobs' does not exist in Service Bus namespace /subscriptions/sub-1/", id="missing"),
+        pytest.param(None, None, r"^the management plane's reply for queue 'jobs' has no countDetails\.activeMessageCount$",
+                     id="no-count-details"),
+    ],
+)
+def test_management_counter_explains_what_to_fix(failure, details, message):
+    counter = management_counter(FakeManagementClient(failure, details))
+    with pytest.raises(ReadError, match=message):
+        asyncio.run(counter.queue_active_messages("jobs"))
+
+
+def test_management_counter_passes_other_failures_on_unchanged():
+    failure = FakeArmError(503, "ServiceUnavailable")
+    counter = management_counter(FakeManagementClient(failure))
+    with pytest.raises(FakeArmError) as caught:
+        asyncio.run(counter.subscription_active_messages("events", "billing"))
+    assert caught.value is failure
+
+
+def test_service_bus_clients_build_real_clients_offline_and_cache_per_namespace_and_subscription():
+    clients = ServiceBusClients(credential=StaticTokenCredential(), environ={"SB": SB_CONNECTION},
+                                arm_endpoint="https://127.0.0.1:1")
+    jobs = NAMESPACE_ID.format("sub-1", "jobs-ns")
+    by_identity = clients.counter_for(sb_source(namespace_resource_id=jobs))
+    assert isinstance(by_identity, ServiceBusManagementCounter)
+    assert isinstance(by_identity.client, ServiceBusManagementClient)
+    assert by_identity.client._config.subscription_id == "sub-1"  # no public accessor in 10.0
+    assert by_identity.client._config.base_url == "https://127.0.0.1:1"
+    # The same namespace (by metricsResourceId, any case): the same counter.
+    assert clients.counter_for(sb_source(name="other", queue_name="other", metrics_resource_id=jobs.upper())) is by_identity
+    # Another namespace of the same subscription shares the client; another subscription gets its own.
+    same_subscription = clients.counter_for(sb_source(fully_qualified_namespace=None,
+                                                      namespace_resource_id=NAMESPACE_ID.format("sub-1", "other-ns")))
+    other_subscription = clients.counter_for(sb_source(fully_qualified_namespace=None,
+                                                       namespace_resource_id=NAMESPACE_ID.format("sub-2", "jobs-ns")))
+    assert same_subscription is not by_identity and same_subscription.client is by_identity.client
+    assert other_subscription.client is not by_identity.client
+    # Only a source with nothing but a connection string counts through the data plane.
     by_connection = clients.counter_for(sb_source(connection_from_env="SB", fully_qualified_namespace=None))
-    assert by_connection is not by_identity
-    assert isinstance(by_identity.client, ServiceBusAdministrationClient)
+    assert isinstance(by_connection, ServiceBusAdminCounter)
     assert isinstance(by_connection.client, ServiceBusAdministrationClient)
+    with pytest.raises(LookupError, match="namespaceResourceId"):
+        clients.counter_for(sb_source())
     asyncio.run(clients.aclose())
 
 
@@ -204,6 +311,8 @@ def policy_document(**source_changes) -> dict:
             {"name": "jobs", "plan": {"resource_id": PLAN.format("jobs")}, "mode": "rules",
              "rules": [{"name": "backlog", "metric": "backlog", "scale_up_above": 100}],
              "sources": [{"kind": "servicebus", "name": "jobs", "queueName": "jobs", "connectionFromEnv": "JOBS_SB"},
+                         {"kind": "servicebus", "name": "billing", "topicName": "events", "subscriptionName": "billing",
+                          "namespaceResourceId": NAMESPACE_ID.format("sub-1", "jobs-ns")},
                          {"kind": "eventhub", "name": "orders-again", "eventHubName": "Orders-Hub",
                           "fullyQualifiedNamespace": "orders-ns.servicebus.windows.net",
                           "checkpointAccountUrl": "https://acct.blob.core.windows.net/"}]},
@@ -230,11 +339,14 @@ def test_collector_for_wires_real_adapters_from_settings_without_io():
     assert isinstance(by_connection.checkpoints, AzureFunctionCheckpointReader)
     assert isinstance(by_connection.checkpoints.container, ContainerClient)
     assert isinstance(by_connection.partitions.client, EventHubConsumerClient)
-    by_identity = eventhub.bind(collector.policy.targets[1].sources[1])
+    by_identity = eventhub.bind(collector.policy.targets[1].sources[2])
     assert isinstance(by_identity.checkpoints, AutoCheckpointReader)  # the default: the layout is found, not configured
     assert by_identity.checkpoints.container.url.startswith("https://acct.blob.core.windows.net/azure-webjobs-eventhub")
     assert by_identity.partitions is not by_connection.partitions  # identity vs connection string: two clients
-    assert collector.readers["servicebus"].counter_for(collector.policy.targets[1].sources[0]) is not None
+    assert isinstance(collector.readers["servicebus"].counter_for(collector.policy.targets[1].sources[0]), ServiceBusAdminCounter)
+    by_arm = collector.readers["servicebus"].counter_for(collector.policy.targets[1].sources[1])
+    assert isinstance(by_arm, ServiceBusManagementCounter)
+    assert by_arm.client._config.base_url == "https://management.azure.com"  # ARM_ENDPOINT's default
     asyncio.run(collector.aclose())
 
 
@@ -262,7 +374,7 @@ def test_collector_for_creates_and_closes_a_default_credential_when_identity_is_
     collector = collector_for(settings_for(policy_document()), environ=ENVIRON)
     from azure.identity.aio import DefaultAzureCredential
 
-    credential = collector.readers["eventhub"].bind(collector.policy.targets[1].sources[1]).checkpoints.container.credential
+    credential = collector.readers["eventhub"].bind(collector.policy.targets[1].sources[2]).checkpoints.container.credential
     assert isinstance(credential, DefaultAzureCredential)
     asyncio.run(collector.aclose())
 

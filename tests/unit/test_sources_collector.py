@@ -29,6 +29,8 @@ from scaling.sources.standins import FixedCapacity, StandInHub
 PLAN = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Web/serverfarms/{}"
 NOW = datetime(2026, 5, 4, 3, 2, 1, 987_654, tzinfo=UTC)
 
+SB_NAMESPACE_ID = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.ServiceBus/namespaces/sb"
+
 
 class MemoryCheckpoints:
     """A checkpoint reader over a fixed snapshot; records what it was asked for."""
@@ -180,7 +182,7 @@ def test_one_failing_and_one_hanging_source_do_not_stop_the_others():
     }
     collector = build(
         [target("mixed", eventhub("good"), eventhub("bad"), eventhub("stuck"),
-                {"kind": "servicebus", "name": "jobs", "queueName": "jobs", "fullyQualifiedNamespace": "sb.servicebus.windows.net"}),
+                {"kind": "servicebus", "name": "jobs", "queueName": "jobs", "namespaceResourceId": SB_NAMESPACE_ID}),
          target("healthy", eventhub("other"))],
         bindings, counters={"jobs": MemoryCounter(7)}, timeout=0.2,
     )
@@ -266,7 +268,7 @@ def test_calls_in_flight_never_exceed_the_concurrency_bound(concurrency):
 
 def test_unknown_kind_without_a_reader_is_a_failed_source():
     policy = policy_from_dict({"targets": [target("jobs", {"kind": "servicebus", "name": "jobs", "queueName": "q",
-                                                           "fullyQualifiedNamespace": "sb.servicebus.windows.net"})]})
+                                                           "namespaceResourceId": SB_NAMESPACE_ID})]})
     collector = Collector(policy, [], FixedCapacity(1), clock=lambda: NOW)
     [sample] = asyncio.run(collector.collect())
     assert sample.sources[0].error == "no reader for source kind 'servicebus'"

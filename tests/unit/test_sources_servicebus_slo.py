@@ -27,6 +27,7 @@ from scaling.sources.servicebus import (
     QueueRates,
     ServiceBusAdminCounter,
     ServiceBusClients,
+    ServiceBusManagementCounter,
     ServiceBusPeeker,
     ServiceBusReader,
     rates_from_metrics,
@@ -306,8 +307,9 @@ def slo_policy_settings():
 
 
 def test_the_factory_wires_peek_and_metrics_for_an_slo_queue_and_azure_monitor_uses_identity() -> None:
-    """A connection string serves the count and the peek; Azure Monitor takes none, so the
-    factory creates the identity credential even for a source with ``connectionFromEnv``."""
+    """A connection string serves the peek only: the count (management plane, on the namespace
+    ``metricsResourceId`` names) and Azure Monitor take none, so the factory creates the identity
+    credential even for a source with ``connectionFromEnv``."""
     from azure.identity.aio import DefaultAzureCredential
 
     from scaling.sources.factory import build_source_readers
@@ -317,6 +319,8 @@ def test_the_factory_wires_peek_and_metrics_for_an_slo_queue_and_azure_monitor_u
     source = slo_policy_settings().policy.targets[0].sources[0]
     assert isinstance(reader.peeker_for(source).client, ServiceBusClient)
     assert isinstance(reader.counter_for.__self__.credential, DefaultAzureCredential)
+    counter = reader.counter_for(source)
+    assert isinstance(counter, ServiceBusManagementCounter) and counter.namespace.resource_id == NAMESPACE_ID
     assert len(readers.closers) == 1  # the credential the factory created
     asyncio.run(reader.aclose())
     for close in readers.closers:
@@ -342,3 +346,27 @@ def test_the_factory_hands_every_service_bus_call_to_a_stand_in_when_given() -> 
     reader = next(r for r in readers.readers if r.kind == "servicebus")
     reading = asyncio.run(reader.read(slo_policy_settings().policy.targets[0].sources[0], CallGate(), NOW))
     assert (reading.active_messages, reading.oldest_age_seconds(NOW), reading.incoming_per_minute) == (3, 20, 30.0)
+
+
+def test_a_peek_and_rates_stand_in_leaves_the_count_on_the_management_client() -> None:
+    """The demo's wiring: the simulated queue answers the peek and the rates (no local data plane
+    or Azure Monitor), the count goes through the real management client (the local ARM endpoint)."""
+    from scaling.sources.factory import build_source_readers
+
+    class PeekAndRates:
+        async def oldest_enqueued_at(self, queue_name):
+            return NOW
+
+        async def queue_rates(self, resource_id, queue_name, now):
+            return QueueRates(None, None)
+
+    stand_in = PeekAndRates()
+    readers = build_source_readers(slo_policy_settings(), StaticTokenCredential(), environ={},
+                                   peek_and_rates_for=lambda source: stand_in)
+    reader = next(r for r in readers.readers if r.kind == "servicebus")
+    source = slo_policy_settings().policy.targets[0].sources[0]
+    assert reader.peeker_for(source) is stand_in and reader.metrics_for(source) is stand_in
+    counter = reader.counter_for(source)
+    assert isinstance(counter, ServiceBusManagementCounter) and counter.namespace.resource_id == NAMESPACE_ID
+    assert readers.closers == ()  # the credential was given, so the factory owns none
+    asyncio.run(reader.aclose())

@@ -58,6 +58,8 @@ class DemoResult:
     phase_seconds: dict[str, float] = field(default_factory=dict)
     wall_seconds: float = 0.0
     azurite_ports: tuple[int, ...] = ()
+    #: Service Bus count reads (GETs of the queue) the local ARM endpoint answered (queue demo).
+    count_reads: int = 0
 
     @property
     def agrees(self) -> bool:
@@ -132,7 +134,9 @@ def fake_eventhub_connection() -> str:
 
 def fake_servicebus_connection() -> str:
     """The connection-string setting the queue source names. No Service Bus client is built from it:
-    the simulated queue replaces the Service Bus and Azure Monitor clients (``queue_for``)."""
+    the simulated queue replaces the peek and Azure Monitor (``peek_and_rates_for``), and the count
+    goes through the management client to the local ARM endpoint (the namespace is the source's
+    ``metricsResourceId``)."""
     from scaling.local.simqueue import NAMESPACE
 
     return f"Endpoint=sb://{NAMESPACE}/;SharedAccessKeyName=demo;SharedAccessKey=local-demo-placeholder"

@@ -126,8 +126,9 @@ def print_summary(result: DemoResult, options: DemoOptions, out: TextIO) -> None
     out.write(f"  function invocations: {invocations}; failures {failures}; "
               f"poison messages {poisoned}\n")
     actions = sum(1 for record in result.decisions if record.acts)
+    reads = f"; Service Bus count reads through ARM: {result.count_reads}" if result.count_reads else ""
     out.write(f"  decision log: {len(result.decisions)} rows ({actions} actions); plan writes through ARM: "
-              f"{result.plan_writes}; checkpoint blob writes: {result.checkpoint_writes:,}\n")
+              f"{result.plan_writes}; checkpoint blob writes: {result.checkpoint_writes:,}{reads}\n")
     phases = ", ".join(f"{phase} {ms:.0f}" for phase, ms in result.milliseconds_per_minute().items() if phase != "world")
     out.write(f"  wall time per simulated minute (ms): {phases}\n")
     out.write("  files: " + ", ".join(str(path) for path in result.files.values()) + "\n")

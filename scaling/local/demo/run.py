@@ -120,8 +120,10 @@ class _DemoRun:
         from scaling.functions import scale as scale_module
         from scaling.local.host import LocalFunctionsHost
         from scaling.local.simhub import SimulatedClock, SimulatedConsumers, SimulatedHub
-        from scaling.local.simqueue import SimulatedQueue
+        from scaling.local.simqueue import NAMESPACE_ID as QUEUE_NAMESPACE_ID
+        from scaling.local.simqueue import QUEUE_NAME, SimulatedQueue
         from scaling.plans.factory import build_plan_adapter
+        from scaling.plans.local_arm import AsyncStaticTokenCredential, EntityCounts
         from scaling.services.dead_letters import DeadLetterService
         from scaling.settings import Settings
         from scaling.simulation.peers import EPOCH
@@ -158,10 +160,17 @@ class _DemoRun:
             if consumers:
                 await consumers.open()
             # The production services, built by the real factories from the app settings, on the
-            # demo's clock; only the Event Hubs partition source (or the Service Bus clients) is simulated.
-            collector = collector_for(settings, capacity_reader=plan_adapter(), environ=app_settings, clock=clock,
+            # demo's clock; only the Event Hubs partition source (or the queue's peek and Azure
+            # Monitor rates) is simulated. The queue's count goes through the real Service Bus
+            # management client to the local ARM endpoint, as in Azure.
+            if queue:
+                arm.arm.service_bus.add_queue(QUEUE_NAMESPACE_ID, QUEUE_NAME,
+                                              EntityCounts(active_from=lambda: world.observe().active_messages))
+            collector = collector_for(settings, AsyncStaticTokenCredential() if queue else None,
+                                      capacity_reader=plan_adapter(), environ=app_settings, clock=clock,
                                       partition_source_for=lambda source: hub,
-                                      queue_for=(lambda source: queue) if queue else None)
+                                      peek_and_rates_for=(lambda source: queue) if queue else None,
+                                      arm_client_kwargs=arm.client_kwargs())
             closers.append(collector.aclose)
             evaluate_service = evaluate_service_for(settings, clock=clock)
             closers.append(evaluate_service.store.close)
@@ -224,7 +233,7 @@ class _DemoRun:
             summary=summarize(run_result, self.scenario), simulated={}, differences=[], decisions=records, files=files,
             invocations=dict(host.stats.invocations), failures=dict(host.stats.failures), poison=poison,
             plan_writes=len(arm.arm.writes), checkpoint_writes=consumers.writes if consumers else 0, capacity=run_result.capacity,
-            phase_seconds=dict(self.phase_seconds),
+            phase_seconds=dict(self.phase_seconds), count_reads=len(arm.arm.service_bus.requests),
         )
 
 
