@@ -118,6 +118,29 @@ resource planScalerRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
   }
 }
 
+// Custom role: list Azure Monitor autoscale settings, nothing else: the scale service refuses to
+// fight another controller on a plan (an enabled setting targeting it). Monitoring Reader would
+// do too, but reads every metric and log of its scope.
+resource autoscaleReaderRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = {
+  name: guid(subscription().id, 'eventhubs-lag-autoscaler-autoscale-reader', resourceToken)
+  properties: {
+    roleName: 'Autoscale Settings Reader (lag autoscaler ${resourceToken})'
+    description: 'List the Azure Monitor autoscale settings of a resource group. Assigned by the Event Hubs lag autoscaler on the resource groups of its target plans only.'
+    type: 'CustomRole'
+    permissions: [
+      {
+        actions: [
+          'Microsoft.Insights/autoscalesettings/read'
+        ]
+        notActions: []
+        dataActions: []
+        notDataActions: []
+      }
+    ]
+    assignableScopes: union(planResourceGroupScopes, [])
+  }
+}
+
 // Custom role: read Service Bus queues and topic subscriptions (their message counts), nothing
 // else. Azure Service Bus Data Owner (what the data plane's runtime properties need) could also
 // send, receive and delete every message of the namespace; this role has no data action at all.
@@ -278,6 +301,7 @@ module planAccess 'app/plan-scaler.bicep' = [for (planId, i) in targetPlanIds: {
   params: {
     planName: last(split(planId, '/'))
     roleDefinitionName: planScalerRole.name
+    autoscaleReaderRoleDefinitionName: autoscaleReaderRole.name
     principalId: identity.outputs.principalId
   }
 }]

@@ -23,7 +23,7 @@ from scaling.domain.policy import PlanSettings, SourceSettings
 from scaling.settings import Settings
 
 if TYPE_CHECKING:
-    from scaling.services.collect import CapacityReader, Collector
+    from scaling.services.collect import AutoscaleSettingsReader, CapacityReader, Collector
     from scaling.services.dead_letters import DeadLetterService
     from scaling.services.evaluate import EvaluateService
     from scaling.services.scale import ScaleService
@@ -90,12 +90,14 @@ def collector_for(
     telemetry: Telemetry | None = None,
     arm_client_kwargs: Mapping[str, Any] | None = None,
     peek_and_rates_for: Callable[[SourceSettings], Any] | None = None,
+    controllers: AutoscaleSettingsReader | None = None,
 ) -> Collector:
     """The collector for ``settings.policy`` over the real source readers.
 
     ``credential`` is an async token credential (one is created, and closed by
     ``Collector.aclose``, when ``None`` and some source needs one); ``capacity_reader`` is the
-    plan adapter (without it every sample reports a ``capacity_error``);
+    plan adapter (without it every sample reports a ``capacity_error``), and ``controllers``
+    lists the plans' enabled autoscale settings (the plan adapter too; without it, none);
     ``partition_source_for`` replaces the Event Hubs client per source and ``queue_for`` the
     Service Bus and Azure Monitor clients (the local demo's simulated hub and queue);
     ``arm_client_kwargs`` go to the Service Bus management client (a local ARM endpoint's
@@ -116,6 +118,7 @@ def collector_for(
         timeout_seconds=settings.collect_timeout_seconds,
         clock=clock,
         closers=sources.closers,
+        controllers=controllers,
         telemetry=_or_none(telemetry),
     )
 
@@ -143,6 +146,7 @@ def evaluate_service_for(
         reconcile_grace=timedelta(seconds=settings.reconcile_grace_seconds),
         dry_run=settings.dry_run,
         telemetry=_or_none(telemetry),
+        external_changes_limit=settings.external_changes_per_hour,
     )
 
 
@@ -173,6 +177,7 @@ def scale_service_for(
         clock=clock,
         telemetry=_or_none(telemetry),
         clock_skew=timedelta(seconds=settings.clock_skew_seconds),
+        controllers=plans if hasattr(plans, "enabled_autoscale_settings") else None,
     )
 
 
@@ -192,7 +197,8 @@ def build_collect_service() -> Collector:
     from scaling.plans.factory import build_plan_adapter
 
     settings, credential = _settings_and_credential()
-    return collector_for(settings, capacity_reader=build_plan_adapter(settings, credential), telemetry=telemetry_for())
+    plans = build_plan_adapter(settings, credential)
+    return collector_for(settings, capacity_reader=plans, controllers=plans, telemetry=telemetry_for())
 
 
 def build_evaluate_service() -> EvaluateService:

@@ -63,6 +63,14 @@ def _number(environ: Mapping[str, str], name: str, default: float, *, minimum: f
     return value
 
 
+def _whole(environ: Mapping[str, str], name: str, default: int, *, maximum: int) -> int:
+    """A whole number from 0 to ``maximum`` (``3.5`` is an error naming the setting, not 3)."""
+    value = _number(environ, name, default, maximum=maximum)
+    if value != int(value):
+        raise SettingsError(f"{name} must be a whole number, got {environ.get(name)!r}")
+    return int(value)
+
+
 def _schedule(environ: Mapping[str, str]) -> str:
     schedule = environ.get("COLLECT_SCHEDULE") or DEFAULT_SCHEDULE
     if len(schedule.split()) != 6:
@@ -170,6 +178,8 @@ class Settings:
     client_id: str | None = None
     clock_skew_seconds: float = 60.0
     reconcile_grace_seconds: float = 180.0
+    #: More resizes from outside than this within an hour mean another controller: hold (0: off).
+    external_changes_per_hour: int = 3
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -187,6 +197,7 @@ class Settings:
             client_id=environ.get("AZURE_CLIENT_ID") or None,
             clock_skew_seconds=_number(environ, "CLOCK_SKEW_SECONDS", 60.0, minimum=0, maximum=600),
             reconcile_grace_seconds=_number(environ, "RECONCILE_GRACE_SECONDS", 180.0, minimum=30, maximum=3600),
+            external_changes_per_hour=_whole(environ, "EXTERNAL_CHANGES_PER_HOUR", 3, maximum=60),
         )
 
 

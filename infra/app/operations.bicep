@@ -356,6 +356,15 @@ customMetrics
 | where reports > 0
 '''
 
+var conflictQuery = '''
+customMetrics
+| where name == "autoscaler.decisions"
+| extend target = tostring(customDimensions.target), reason = tostring(customDimensions.reason)
+| where reason startswith "conflict:"
+| summarize reports = sum(value) by target, reason
+| where reports > 0
+'''
+
 // One rule per condition; each row of a query is one alert, split by the named dimension.
 var alertRules = [
   {
@@ -406,6 +415,16 @@ var alertRules = [
     frequency: 'PT5M'
     window: 'PT15M'
     query: partitionProblemQuery
+    dimension: 'target'
+  }
+  {
+    name: 'controller-conflict'
+    displayName: 'Autoscaler: another controller drives the plan'
+    description: 'A target holds because another controller drives its plan (autoscaler.decisions reason conflict:autoscale-setting: an enabled Azure Monitor autoscale setting targets it; conflict:external-writer: it was resized from outside more than EXTERNAL_CHANGES_PER_HOUR times in an hour). Disable the other controller; after an external writer, run resume.'
+    severity: 1
+    frequency: 'PT5M'
+    window: 'PT15M'
+    query: conflictQuery
     dimension: 'target'
   }
 ]

@@ -140,5 +140,5 @@ def run_resume(args: argparse.Namespace) -> int:
     code, outcome = _on_service(args, None, "resume", lambda service: service.resume(args.target, requested_by=_who(args)))
     if code is not None:
         return code
-    print(f"{args.target}: resumed" + (f" (was {outcome.describe()})" if outcome else " (it was not paused)"))
+    print(f"{args.target}: resumed" + (f" (was {outcome.describe()})" if outcome else " (it was neither paused nor held)"))
     return 0

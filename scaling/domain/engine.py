@@ -22,7 +22,7 @@ from scaling.domain import slo_queue
 from scaling.domain.decisions import DOWN, HOLD, UP, Decision, ScalerState, decision_id_for
 from scaling.domain.lag import balanced_counts
 from scaling.domain.modes import mode_of
-from scaling.domain.pause import Pause, paused_reason
+from scaling.domain.pause import Hold, paused_reason
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.profiles import BoundsInForce, bounds_in_force, with_bounds
 from scaling.domain.proposal import Proposal, Situation, sample_interval
@@ -287,7 +287,7 @@ def _hold(target: TargetPolicy, decision_id: str, now: datetime, capacity: int |
 
 
 def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricSample], now: datetime, *,
-             clock_skew: timedelta = MAX_CLOCK_SKEW, pause: Pause | None = None) -> Decision:
+             clock_skew: timedelta = MAX_CLOCK_SKEW, pause: Hold | None = None) -> Decision:
     """Decide the target capacity for ``target`` from its recent samples.
 
     Never scales in when a source failed or the window is short of samples; a scale-out uses

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from scaling.domain.samples import format_time, parse_time
 
@@ -26,6 +26,16 @@ PAUSE_EXPIRED = "pause_expired"
 RESUMED = "resumed"
 
 _DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+
+
+class Hold(Protocol):
+    """What makes the engine hold and say what it would have done: a pause, or a conflict with
+    another controller (``domain/conflict.py``)."""
+
+    @property
+    def code(self) -> str: ...
+
+    def describe(self) -> str: ...
 
 
 class PauseError(ValueError):
@@ -102,6 +112,6 @@ def pause_until(now: datetime, *, until: str | datetime | None = None, duration:
     return end
 
 
-def paused_reason(pause: Pause, capacity: int, wanted: int) -> str:
+def paused_reason(pause: Hold, capacity: int, wanted: int) -> str:
     """What the decision log says while paused: ``paused: would scale 8 -> 11``."""
     return f"{pause.code}: would scale {capacity} -> {wanted}"

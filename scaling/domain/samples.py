@@ -26,6 +26,7 @@ MAX_CAPACITY = 10_000
 MAX_SOURCES = 64
 MAX_PARTITIONS = 4096
 MAX_NOTES = 64
+MAX_AUTOSCALE_SETTINGS = 16
 MAX_NAME_CHARS = 256
 MAX_TEXT_CHARS = 4096
 MAX_EXTRA_CHARS = 16_000
@@ -113,6 +114,9 @@ class MetricSample:
     extra: Mapping[str, Any] = field(default_factory=dict)
     #: The W3C ``traceparent`` of the collect span, so evaluate and scale join its trace.
     traceparent: str | None = None
+    #: Names of the enabled Azure Monitor autoscale settings whose target is the plan (another
+    #: controller: the target holds while there is one; ``domain/conflict.py``).
+    autoscale_settings: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.collected_at.tzinfo is None:
@@ -216,6 +220,7 @@ def sample_to_dict(sample: MetricSample) -> dict[str, Any]:
         ],
         **({"extra": dict(sample.extra)} if sample.extra else {}),
         **({"traceparent": sample.traceparent} if sample.traceparent else {}),
+        **({"autoscale_settings": list(sample.autoscale_settings)} if sample.autoscale_settings else {}),
     }
 
 
@@ -387,6 +392,9 @@ def sample_from_dict(document: Any, *, now: datetime | None = None, clock_skew: 
         capacity_error=_text(document.get("capacity_error"), "capacity_error", allow_none=True, allow_empty=True),
         extra=_extra(document.get("extra")),
         traceparent=_text(document.get("traceparent"), "traceparent", max_chars=MAX_TRACEPARENT_CHARS, allow_none=True),
+        autoscale_settings=tuple(_text(item, f"autoscale_settings[{index}]", max_chars=MAX_NAME_CHARS) for index, item
+                                 in enumerate(_list(document.get("autoscale_settings") or [], "autoscale_settings",
+                                                    MAX_AUTOSCALE_SETTINGS))),
     )
     declared_id = document.get("sample_id")
     if declared_id is not None and declared_id != sample.sample_id:

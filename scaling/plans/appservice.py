@@ -149,6 +149,7 @@ class AppServicePlanAdapter:
         self.sleep = sleep
         self.client_kwargs = client_kwargs
         self._clients: dict[str, Any] = {}
+        self._monitors: dict[str, Any] = {}
         self._lock = threading.Lock()
 
     def _client(self, subscription_id: str) -> Any:
@@ -234,6 +235,36 @@ class AppServicePlanAdapter:
             return min(error.retry_after, self.retry["max_retry_after"])
         return min(self.retry["retry_backoff_factor"] * (2 ** (attempt - 1)), self.retry["retry_backoff_max"])
 
+    # --- other controllers on the plan (domain/conflict.py) ----------------------------------------
+
+    def enabled_autoscale_settings(self, resource_id: str) -> tuple[str, ...]:
+        """Names of the enabled Azure Monitor autoscale settings whose target is the plan: one
+        list of the plan's resource group (``Microsoft.Insights/autoscaleSettings/read``)."""
+        plan = plan_settings(resource_id)
+        try:
+            settings = list(self._monitor(plan.subscription_id).autoscale_settings.list_by_resource_group(plan.resource_group))
+        except CLIENT_ERRORS as error:
+            raise self._translate(error, resource_id, "listing the autoscale settings of its resource group") from error
+        wanted = resource_id.rstrip("/").lower()
+        return tuple(sorted(setting.name for setting in settings if setting.enabled
+                            and (setting.target_resource_uri or "").rstrip("/").lower() == wanted))
+
+    async def current_autoscale_settings(self, plan: PlanSettings) -> tuple[str, ...]:
+        """``enabled_autoscale_settings`` for the collector (async)."""
+        return await asyncio.to_thread(self.enabled_autoscale_settings, plan.resource_id)
+
+    def _monitor(self, subscription_id: str) -> Any:
+        from azure.mgmt.monitor import MonitorManagementClient
+
+        with self._lock:
+            client = self._monitors.get(subscription_id)
+            if client is None:
+                kwargs = {"credential_scopes": [f"{self.base_url}/.default"], **self.client_kwargs}
+                client = MonitorManagementClient(self.credential, subscription_id, base_url=self.base_url,
+                                                 retry_policy=BoundedRetryPolicy(**self.retry), **kwargs)
+                self._monitors[subscription_id] = client
+            return client
+
     # --- the collector's CapacityReader ---------------------------------------------------------
 
     def read_capacity(self, plan: PlanSettings) -> int:
@@ -245,7 +276,8 @@ class AppServicePlanAdapter:
 
     def close(self) -> None:
         with self._lock:
-            clients, self._clients = list(self._clients.values()), {}
+            clients = [*self._clients.values(), *self._monitors.values()]
+            self._clients, self._monitors = {}, {}
         for client in clients:
             client.close()
 

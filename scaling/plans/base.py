@@ -67,6 +67,12 @@ class PlanAdapter(Protocol):
     def set_capacity(self, resource_id: str, capacity: int) -> PlanInfo: ...
 
 
+class ControllerReader(Protocol):
+    """Other controllers of a plan: the enabled Azure Monitor autoscale settings targeting it."""
+
+    def enabled_autoscale_settings(self, resource_id: str) -> tuple[str, ...]: ...
+
+
 def tier_instance_limit(tier: str | None, sku_name: str | None = None) -> int | None:
     """The tier's instance limit, or ``None`` when the tier is unknown."""
     key = (tier or "").replace(" ", "").lower()

@@ -1,4 +1,5 @@
-"""A local endpoint speaking the ARM REST shape for App Service Plans, over TLS.
+"""A local endpoint speaking the ARM REST shape for App Service Plans (and the Service Bus entity
+and Azure Monitor autoscale-setting reads the autoscaler makes), over TLS.
 
 For tests and the local demo: the real ``azure.mgmt.web`` client talks to it exactly as to ARM.
 azure-core refuses bearer tokens over plain http, so the endpoint serves HTTPS with a throwaway
@@ -77,6 +78,7 @@ class LocalArm:
         self.requests: list[tuple[str, str]] = []
         self.faults: list[Fault] = []
         self.service_bus = LocalServiceBus()
+        self.autoscale = LocalAutoscaleSettings()
         self._lock = threading.Lock()
 
     @staticmethod
@@ -144,6 +146,9 @@ class LocalArm:
         service_bus_reply = self.service_bus.handle(request)  # its own routes, log and denials
         if service_bus_reply is not None:
             return service_bus_reply
+        autoscale_reply = self.autoscale.handle(request)  # likewise
+        if autoscale_reply is not None:
+            return autoscale_reply
         with self._lock:
             self.requests.append((request.method, request.path))
             fault = self._fault_for(request.method)
@@ -269,6 +274,70 @@ class LocalServiceBus:
                            "sizeInBytes": 0, "maxDeliveryCount": 10, "createdAt": "2026-01-01T00:00:00Z",
                            "updatedAt": "2026-01-01T00:00:00Z", "accessedAt": "2026-01-01T00:00:00Z"},
         })
+
+
+# --- Azure Monitor autoscale settings (Microsoft.Insights): the resource group's list ------------
+# What the conflict check reads (azure-mgmt-monitor's autoscale_settings.list_by_resource_group):
+# another controller on a plan. Settings are added, enabled and disabled by the tests; the list is
+# read-only here.
+
+AUTOSCALE_SETTINGS_PATH = re.compile(
+    r"^/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/Microsoft\.Insights/autoscalesettings$",
+    re.IGNORECASE,
+)
+
+
+class LocalAutoscaleSettings:
+    """Autoscale settings per resource group, answered as ARM lists them. ``requests`` logs each
+    list (method, path); ``deny`` makes every list answer 403 (an identity without the role)."""
+
+    def __init__(self) -> None:
+        self.settings: dict[str, dict] = {}
+        self.requests: list[tuple[str, str]] = []
+        self.denied = False
+        self._lock = threading.Lock()
+
+    def add(self, name: str, target_resource_uri: str, *, enabled: bool = True) -> dict:
+        """An autoscale setting in the target's resource group (where ARM keeps it, usually)."""
+        group = target_resource_uri.split("/providers/")[0]
+        document = {
+            "id": f"{group}/providers/microsoft.insights/autoscalesettings/{name}",
+            "name": name, "type": "Microsoft.Insights/autoscaleSettings", "location": "West Europe",
+            "properties": {"enabled": enabled, "targetResourceUri": target_resource_uri, "name": name,
+                           "profiles": [{"name": "default", "capacity": {"minimum": "1", "maximum": "10", "default": "2"},
+                                         "rules": []}]},
+        }
+        with self._lock:
+            self.settings[document["id"].lower()] = document
+        return document
+
+    def set_enabled(self, name: str, enabled: bool) -> None:
+        with self._lock:
+            for document in self.settings.values():
+                if document["name"] == name:
+                    document["properties"]["enabled"] = enabled
+
+    def handle(self, request: Any) -> Any:
+        """The reply to a list of a resource group's autoscale settings; ``None`` for other paths."""
+        match = AUTOSCALE_SETTINGS_PATH.match(request.path)
+        if not match:
+            return None
+        from werkzeug import Response
+
+        def answer(status: int, document: Any) -> Response:
+            return Response(json.dumps(document), status=status, content_type="application/json")
+
+        with self._lock:
+            self.requests.append((request.method, request.path))
+            if request.method != "GET":
+                return answer(405, {"error": {"code": "MethodNotAllowed", "message": f"{request.method}: read-only here"}})
+            if self.denied:
+                return answer(403, {"error": {"code": "AuthorizationFailed", "message": (
+                    "The client does not have authorization to perform action "
+                    f"'Microsoft.Insights/autoscalesettings/read' over scope '{request.path}'.")}})
+            prefix = f"/subscriptions/{match['sub']}/resourcegroups/{match['rg']}/".lower()
+            value = [copy.deepcopy(document) for key, document in self.settings.items() if key.startswith(prefix)]
+        return answer(200, {"value": value})
 
 
 class AsyncStaticTokenCredential:

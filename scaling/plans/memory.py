@@ -22,6 +22,9 @@ class InMemoryPlans:
         self.reads = 0
         self.fail_next: list[Exception] = []
         self.on_write: Callable[[str, int], None] | None = None
+        #: Enabled Azure Monitor autoscale settings per plan (resource id, lower case) -> names.
+        self.autoscale_settings: dict[str, tuple[str, ...]] = {}
+        self.autoscale_settings_error: Exception | None = None
         self._lock = threading.Lock()
 
     def add(self, resource_id: str, capacity: int, *, sku_name: str = "S1", sku_tier: str = "Standard",
@@ -63,3 +66,12 @@ class InMemoryPlans:
 
     async def current_capacity(self, plan: PlanSettings) -> int:
         return await asyncio.to_thread(self.read_capacity, plan)
+
+    def enabled_autoscale_settings(self, resource_id: str) -> tuple[str, ...]:
+        with self._lock:
+            if self.autoscale_settings_error is not None:
+                raise self.autoscale_settings_error
+            return self.autoscale_settings.get(resource_id.lower(), ())
+
+    async def current_autoscale_settings(self, plan: PlanSettings) -> tuple[str, ...]:
+        return await asyncio.to_thread(self.enabled_autoscale_settings, plan.resource_id)

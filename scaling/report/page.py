@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from scaling.domain.conflict import CONFLICT_PREFIX
 from scaling.storage.records import DecisionRecord
 
 #: The decision markers' plotly ``meta``: the browser test finds the marker traces by it.
@@ -212,6 +213,14 @@ FILTER_SCRIPT = """
 """.replace("TABLE_ID", TABLE_ID)
 
 
+def held_by_another_controller(decisions: list[DecisionRecord]) -> DecisionRecord | None:
+    """The row that began the current hold for another controller (``domain/conflict.py``), if the
+    log's newest row says the target is held: rows are logged when the reason changes."""
+    if decisions and decisions[-1].reason_code.startswith(CONFLICT_PREFIX):
+        return decisions[-1]
+    return None
+
+
 def render(data: ReportData) -> str:
     """The whole page as one HTML document (plotly.js inline, so it opens without a network)."""
     fig = figure(data)
@@ -234,6 +243,10 @@ def render(data: ReportData) -> str:
     notes = "".join(f"<p class=\"origin\">{html.escape(note)}</p>" for note in data.notes)
     if data.pause:
         notes += f"<p class=\"pause\" id=\"pause\"><b>Paused now:</b> {html.escape(data.pause)}</p>"
+    held = held_by_another_controller(decisions)
+    if held is not None:
+        notes += (f"<p class=\"pause\" id=\"conflict\"><b>Held since {_time(held.evaluated_at)} UTC: another controller "
+                  f"drives this plan</b> ({html.escape(held.reason_code)}). {html.escape(' '.join(held.reasons))}</p>")
     title = f"Autoscaler report: {data.target}"
     return f"""<!DOCTYPE html>
 <html lang="en">

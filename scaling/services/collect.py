@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from scaling.domain.policy import PlanSettings, Policy, SourceSettings, TargetPolicy
-from scaling.domain.samples import MetricSample, SourceReading
+from scaling.domain.samples import MAX_AUTOSCALE_SETTINGS, MetricSample, SourceReading
 from scaling.domain.telemetry import CAPACITY_OBSERVED, COLLECTION_FAILURES, TARGET_ATTRIBUTE
 from scaling.services.telemetry import NO_TELEMETRY, Telemetry
 from scaling.sources.base import CallGate, Clock, SourceReader, error_text, utc_now
@@ -29,6 +29,12 @@ class CapacityReader(Protocol):
     """The plan's current instance count (the azure-mgmt-web adapter lives in scaling/plans/)."""
 
     async def current_capacity(self, plan: PlanSettings) -> int: ...
+
+
+class AutoscaleSettingsReader(Protocol):
+    """The names of the enabled Azure Monitor autoscale settings whose target is the plan."""
+
+    async def current_autoscale_settings(self, plan: PlanSettings) -> tuple[str, ...]: ...
 
 
 def collection_time(moment: datetime) -> datetime:
@@ -52,8 +58,10 @@ class Collector:
         clock: Clock = utc_now,
         closers: Iterable[Callable[[], Any]] = (),
         telemetry: Telemetry = NO_TELEMETRY,
+        controllers: AutoscaleSettingsReader | None = None,
     ) -> None:
         self.policy = policy
+        self.controllers = controllers
         self.readers: dict[str, SourceReader] = (
             dict(readers) if isinstance(readers, Mapping) else {reader.kind: reader for reader in readers}
         )
@@ -87,8 +95,9 @@ class Collector:
     async def _collect_target(self, target: TargetPolicy, gate: CallGate, moment: datetime) -> MetricSample:
         # The first span of the decision's trace: its traceparent travels in the sample.
         with self.telemetry.span("collect", attributes={TARGET_ATTRIBUTE: target.name}) as span:
-            capacity_result, *readings = await asyncio.gather(
+            capacity_result, autoscale_settings, *readings = await asyncio.gather(
                 self._read_capacity(target.plan, gate),
+                self._read_autoscale_settings(target.plan, gate),
                 *(self._read_source(source, gate, moment) for source in target.sources),
             )
             capacity, capacity_error = capacity_result
@@ -99,6 +108,7 @@ class Collector:
                 sources=tuple(readings),
                 capacity_error=capacity_error,
                 traceparent=span.traceparent,
+                autoscale_settings=autoscale_settings,
             )
             span.set_attribute("autoscaler.sample_id", sample.sample_id)
             self._report(sample)
@@ -119,6 +129,21 @@ class Collector:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             return None, f"the plan reported an invalid capacity: {value!r}"
         return value, None
+
+    async def _read_autoscale_settings(self, plan: PlanSettings, gate: CallGate) -> tuple[str, ...]:
+        """The enabled Azure Monitor autoscale settings driving the plan (another controller: the
+        target holds while there is one). A failed read says none, with a warning: the scale
+        service checks again before it writes."""
+        if self.controllers is None:
+            return ()
+        try:
+            names = await gate.call("listing the plan's autoscale settings",
+                                    lambda: self.controllers.current_autoscale_settings(plan))
+        except Exception as error:
+            logger.warning("collect: could not list the autoscale settings of plan %s's resource group: %s",
+                           plan.resource_id, error_text(error))
+            return ()
+        return tuple(str(name) for name in names)[:MAX_AUTOSCALE_SETTINGS]
 
     async def _read_source(self, source: SourceSettings, gate: CallGate, moment: datetime) -> SourceReading:
         reader = self.readers.get(source.kind)

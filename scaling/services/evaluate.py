@@ -27,6 +27,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from scaling.domain.conflict import (
+    AUTOSCALE_SETTING,
+    DEFAULT_EXTERNAL_CHANGES_LIMIT,
+    EXTERNAL_WRITER,
+    ConflictHold,
+    ExternalChange,
+    autoscale_setting_reason,
+    external_writer,
+    recent_changes,
+)
 from scaling.domain.decisions import DOWN, HOLD, UP, Decision, decision_id_for
 from scaling.domain.engine import evaluate
 from scaling.domain.names import safe_text
@@ -164,6 +174,7 @@ class EvaluateService:
         reconcile_grace: timedelta = RECONCILE_GRACE,
         dry_run: bool = False,
         telemetry: Telemetry = NO_TELEMETRY,
+        external_changes_limit: int = DEFAULT_EXTERNAL_CHANGES_LIMIT,
     ) -> None:
         self.store = store
         self.policy = policy
@@ -177,6 +188,7 @@ class EvaluateService:
         self.reconcile_grace = reconcile_grace
         self.dry_run = dry_run
         self.telemetry = telemetry
+        self.external_changes_limit = external_changes_limit
         self._cache: dict[str, StoredState] = {}
 
     # --- the entry point -----------------------------------------------------------------------
@@ -287,7 +299,6 @@ class EvaluateService:
             # A forgotten pause ends by itself; its end is a row of the decision log.
             records.append(self._pause_expired(target, pause, sample.sample_id, now, old.capacity))
             stored, pause = replace(stored, pause=None), None
-        decision = evaluate(target, old, history, now, clock_skew=self.clock_skew, pause=pause)
         previous = max((item for item in history if item.collected_at < sample.collected_at),
                        key=lambda item: item.collected_at, default=None)
         newest = max((item for item in history if item.collected_at <= now + self.clock_skew),
@@ -297,6 +308,18 @@ class EvaluateService:
         reconciliation = None if self.dry_run or holding_still else reconcile(
             stored.desired, newest.capacity, newest.collected_at, grace=self.reconcile_grace,
             on_external_change=target.on_external_change, clock_skew=self.clock_skew)
+        conflict, stored = self._conflict(stored, newest, reconciliation)
+        if conflict is not None:
+            # Another controller drives the plan: never contest it. The desired capacity follows
+            # the plan, so that acting again later starts from what it has.
+            reconciliation = None
+            if newest.capacity is not None:
+                stored = replace(stored, desired=DesiredCapacity.observed(newest.capacity, newest.collected_at, "held"))
+        decision = evaluate(target, old, history, now, clock_skew=self.clock_skew, pause=conflict or pause)
+        if conflict is not None and decision.reason_code != conflict.code:
+            # Held whatever the rules say: the log's reason is the conflict from its first sample.
+            decision = replace(decision, reason_code=conflict.code, reasons=(conflict.describe(), *decision.reasons),
+                               state=replace(decision.state or old, last_reason_code=conflict.code))
         desired = reconciliation.desired if reconciliation else stored.desired
         new_state = decision.state or old
         # A window whose newest sample is older than one evaluated before (this worker's clock is
@@ -313,7 +336,10 @@ class EvaluateService:
             new_state = restore_learning(new_state, old)
         next_stored = stored.with_evaluated(sample.collected_at, keep_after=window_start - EVALUATED_MARGIN)
         action = None
-        if pause is not None and pause.pinned_at is not None and not pause.pin_requested:
+        if conflict is not None:
+            if decision.reason_code != old.last_reason_code and not stale_window:
+                records.append(with_layout_notes(DecisionRecord.from_decision(decision, sample.sample_id, None), sample))
+        elif pause is not None and pause.pinned_at is not None and not pause.pin_requested:
             # Pinned: the count is requested once, through the outbox like any decision, then held.
             action, record = self._pin(target, pause, sample.sample_id, now, decision.current_capacity, traceparent)
             records.append(record)
@@ -364,6 +390,28 @@ class EvaluateService:
         next_stored = replace(next_stored, state=new_state, updated_at=now, desired=desired,
                               retention_at=now if purge else stored.retention_at)
         return _Plan(next_stored, tuple(records), decision, action, purge, reconciliation, previous)
+
+    def _conflict(self, stored: StoredState, newest: MetricSample,
+                  reconciliation: Reconciliation | None) -> tuple[ConflictHold | None, StoredState]:
+        """Whether another controller drives the plan (``domain/conflict.py``), and the state with
+        the plan's external changes of the last hour counted (one more when this observation is
+        one): an enabled autoscale setting in the sample, or more external changes in the hour
+        than ``external_changes_limit``, which holds until ``resume``."""
+        changes = recent_changes(stored.external_changes, None, newest.collected_at)
+        writer = stored.external_writer
+        if writer is None and reconciliation is not None and reconciliation.kind == EXTERNAL_CHANGE \
+                and stored.desired is not None and reconciliation.observed is not None:
+            seen = ExternalChange(newest.collected_at, reconciliation.observed, stored.desired.capacity)
+            changes = recent_changes(stored.external_changes, seen, newest.collected_at)
+            writer = external_writer(changes, newest.collected_at, self.external_changes_limit)
+            if writer is not None:
+                logger.error("evaluate %s: %s", stored.target, writer.describe())
+        stored = replace(stored, external_changes=changes, external_writer=writer)
+        if newest.autoscale_settings:
+            return ConflictHold(AUTOSCALE_SETTING, autoscale_setting_reason(newest.autoscale_settings)), stored
+        if writer is not None:
+            return ConflictHold(EXTERNAL_WRITER, writer.describe()), stored
+        return None, stored
 
     def _pin(self, target: TargetPolicy, pause: Pause, trigger: str, now: datetime, capacity: int | None,
              traceparent: str | None) -> tuple[ActionMessage, DecisionRecord]:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
+from scaling.domain.conflict import ExternalWriterHold
 from scaling.domain.decisions import HOLD, decision_id_for
 from scaling.domain.pause import RESUMED, Pause
 from scaling.storage.base import ConcurrencyConflict, EvaluateStore
@@ -52,18 +53,24 @@ class PauseService:
         logger.warning("pause %s: %s", target, pause.describe())
         return pause
 
-    def resume(self, target: str, *, requested_by: str) -> Pause | None:
-        """End ``target``'s pause now; returns the pause ended (``None`` when there was none)."""
+    def resume(self, target: str, *, requested_by: str) -> Pause | ExternalWriterHold | None:
+        """End ``target``'s pause now, and a hold for another controller resizing its plan
+        (``domain/conflict.py``: the operator has dealt with it); returns the pause ended, else
+        the hold ended (``None`` when there was neither)."""
         now = self.clock()
         stored = self.store.load_state(target)
         ended = stored.pause if stored.pause is not None and stored.pause.active(now) else None
-        if stored.pause is None:
+        writer = stored.external_writer
+        if stored.pause is None and writer is None:
             return None
-        text = f"resumed by {requested_by}" + (f" (was {ended.describe()})" if ended else "")
-        record = _row(target, f"resume|{stored.pause.pause_id}", now, RESUMED, text, None)
-        self._write(target, lambda fresh: replace(fresh, pause=None), record, first=stored)
+        was = [item.describe() for item in (ended, writer) if item is not None]
+        text = f"resumed by {requested_by}" + (f" (was {'; '.join(was)})" if was else "")
+        held_id = stored.pause.pause_id if stored.pause is not None else f"writer|{writer.since.isoformat()}"
+        record = _row(target, f"resume|{held_id}", now, RESUMED, text, None)
+        self._write(target, lambda fresh: replace(fresh, pause=None, external_writer=None, external_changes=()), record,
+                    first=stored)
         logger.warning("resume %s: %s", target, text)
-        return ended
+        return ended if ended is not None else writer
 
     def _live_id(self, stored: StoredState) -> str | None:
         """The id of the pause in force (an expired one an evaluation may clear any time counts as none)."""

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from scaling.domain.conflict import autoscale_setting_reason
 from scaling.domain.decisions import HOLD
 from scaling.domain.names import safe_text
 from scaling.domain.policy import Policy, TargetPolicy
@@ -35,13 +36,14 @@ from scaling.domain.telemetry import (
     DECISION_ID_ATTRIBUTE,
     TARGET_ATTRIBUTE,
 )
-from scaling.plans.base import PlanAdapter, PlanError, clamp_capacity
+from scaling.plans.base import ControllerReader, PlanAdapter, PlanError, clamp_capacity
 from scaling.services.telemetry import NO_TELEMETRY, Telemetry
 from scaling.storage.base import ConcurrencyConflict, ScaleStore
 from scaling.storage.records import (
     ABANDONED,
     APPLIED,
     APPLYING,
+    CONFLICT,
     DRY_RUN,
     FAILED,
     STALE,
@@ -62,12 +64,12 @@ FUNCTION_NAME = "scale"
 #: The reason code the state carries after a failed scale, so the next hold is logged.
 SCALE_FAILED = "scale_failed"
 #: The outcomes counted in ``autoscaler.arm_writes`` (duplicates and in-progress deliveries are not writes).
-WRITE_OUTCOMES = frozenset({APPLIED, UNCHANGED, STALE, FAILED, DRY_RUN})
+WRITE_OUTCOMES = frozenset({APPLIED, UNCHANGED, STALE, FAILED, DRY_RUN, CONFLICT})
 
 
 @dataclass(frozen=True, slots=True)
 class ScaleOutcome:
-    """``status``: applied, unchanged, dry_run, stale, failed, duplicate, in_progress, dead_lettered."""
+    """``status``: applied, unchanged, dry_run, stale, failed, conflict, duplicate, in_progress, dead_lettered."""
 
     status: str
     decision_id: str | None = None
@@ -91,6 +93,7 @@ class ScaleService:
         telemetry: Telemetry = NO_TELEMETRY,
         timer: Callable[[], float] = time.perf_counter,
         clock_skew: timedelta = MAX_CLOCK_SKEW,
+        controllers: ControllerReader | None = None,
     ) -> None:
         self.store = store
         self.plans = plans
@@ -102,6 +105,7 @@ class ScaleService:
         self.telemetry = telemetry
         self.timer = timer
         self.clock_skew = clock_skew
+        self.controllers = controllers
 
     def handle(self, body: str | bytes, *, dequeue_count: int = 1, message_id: str | None = None) -> ScaleOutcome:
         now = self.clock()
@@ -208,6 +212,12 @@ class ScaleService:
             notes.append(f"clamped {action.target_capacity} -> {wanted} (policy {bounds.min_instances}..{bounds.max_instances}, "
                          f"{info.sku_tier} {info.sku_name} allows {info.minimum_capacity}..{info.max_instances})")
         seen["wanted"] = wanted
+        competing = self._autoscale_settings(action.plan_resource_id)
+        if competing:
+            detail = (f"{autoscale_setting_reason(competing)}; nothing written (plan at {info.capacity}, "
+                      f"{action.target_capacity} asked)")
+            logger.error("scale %s: %s (decision %s)", target.name, detail, action.decision_id)
+            return CONFLICT, info.capacity, info.capacity, detail
         if info.capacity == wanted:
             notes.append(f"plan already at {wanted}; nothing written")
             logger.info("scale %s: plan %s already at %d; nothing written", target.name, info.resource_id, wanted)
@@ -220,6 +230,19 @@ class ScaleService:
         logger.info("scale %s: plan %s %s -> %s (decision %s: %s)", target.name, info.resource_id, info.capacity,
                     after.capacity, action.decision_id, action.reason)
         return APPLIED, info.capacity, after.capacity, "; ".join(notes) or None
+
+    def _autoscale_settings(self, resource_id: str) -> tuple[str, ...]:
+        """The enabled autoscale settings driving the plan, read right before a write (writes are
+        rare; collect reads them every minute for evaluate). A failed read is logged and does not
+        block the write: the role may be missing, and collect's reads keep the target held."""
+        if self.controllers is None:
+            return ()
+        try:
+            return tuple(self.controllers.enabled_autoscale_settings(resource_id))
+        except PlanError as error:
+            logger.warning("scale: could not list the autoscale settings of plan %s's resource group (%s); "
+                           "writing without that check", resource_id, error)
+            return ()
 
     def _confirm_write(self, action: ActionMessage, seen: dict[str, int],
                        error: PlanError) -> tuple[str, int | None, int, str | None] | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from scaling.domain.conflict import MAX_CHANGES_KEPT, ExternalChange, ExternalWriterHold
 from scaling.domain.decisions import HOLD, Decision, ScalerState
 from scaling.domain.names import safe_text, target_name_problem
 from scaling.domain.pause import Pause
@@ -49,7 +50,9 @@ UNCHANGED = "unchanged"
 STALE = "stale"
 FAILED = "failed"
 DRY_RUN = "dry_run"
-FINAL_STATUSES = frozenset({APPLIED, UNCHANGED, STALE, FAILED, DRY_RUN})
+#: Not written: another controller (an enabled Azure Monitor autoscale setting) drives the plan.
+CONFLICT = "conflict"
+FINAL_STATUSES = frozenset({APPLIED, UNCHANGED, STALE, FAILED, DRY_RUN, CONFLICT})
 
 
 def utc_now() -> datetime:
@@ -125,6 +128,8 @@ class StoredState:
     ``written_by`` is the token of the invocation that wrote it last (to recognise one's own
     commit after a lost reply). ``pause`` is an operator's pause or pin (``domain/pause.py``), kept
     here so that it is written under the same ETag as everything the evaluation writes.
+    ``external_changes`` are the plan's resizes from outside within the last hour and
+    ``external_writer`` the hold they led to (``domain/conflict.py``; ``resume`` ends it).
     """
 
     state: ScalerState
@@ -138,6 +143,8 @@ class StoredState:
     desired: DesiredCapacity | None = None
     written_by: str | None = None
     pause: Pause | None = None
+    external_changes: tuple[ExternalChange, ...] = ()
+    external_writer: ExternalWriterHold | None = None
 
     @property
     def target(self) -> str:
@@ -186,6 +193,8 @@ def stored_state_to_document(stored: StoredState) -> dict[str, Any]:
         "desired": desired_to_dict(stored.desired) if stored.desired else None,
         "written_by": stored.written_by,
         "pause": stored.pause.to_dict() if stored.pause else None,
+        "external_changes": [change.to_dict() for change in stored.external_changes],
+        "external_writer": stored.external_writer.to_dict() if stored.external_writer else None,
     }
 
 
@@ -219,6 +228,9 @@ def stored_state_from_document(document: Mapping[str, Any], target: str, etag: s
         desired=desired_from_dict(document["desired"]) if document.get("desired") else None,
         written_by=document.get("written_by"),
         pause=Pause.from_dict(document["pause"]) if document.get("pause") else None,
+        external_changes=tuple(ExternalChange.from_dict(item) for item in document.get("external_changes") or ())[
+            -MAX_CHANGES_KEPT:],
+        external_writer=ExternalWriterHold.from_dict(document["external_writer"]) if document.get("external_writer") else None,
     )
 
 

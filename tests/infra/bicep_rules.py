@@ -28,11 +28,15 @@ SERVICE_BUS_QUEUE = "Microsoft.ServiceBus/namespaces/queues"
 CUSTOM = "custom"
 PLAN_SCALER = "App Service Plan Scaler (custom)"
 SERVICE_BUS_READER = "Service Bus Entity Reader (custom)"
+AUTOSCALE_READER = "Autoscale Settings Reader (custom)"
+#: The scope of an assignment with no ``scope``: the resource group the module is deployed to.
+RESOURCE_GROUP_SCOPE = "resource group"
 
 #: The custom roles main.bicep defines: exactly these actions, no data action.
 CUSTOM_ROLE_ACTIONS: dict[str, tuple[str, ...]] = {
     PLAN_SCALER: ("Microsoft.Web/serverfarms/read", "Microsoft.Web/serverfarms/write"),
     SERVICE_BUS_READER: ("Microsoft.ServiceBus/namespaces/queues/read", "Microsoft.ServiceBus/namespaces/topics/subscriptions/read"),
+    AUTOSCALE_READER: ("Microsoft.Insights/autoscalesettings/read",),
 }
 
 # Built-in role GUIDs (learn.microsoft.com, "Azure built-in roles") and the only resource types
@@ -57,6 +61,9 @@ EXPECTED_ROLES: dict[str, tuple[str, frozenset[str]]] = {
     "Monitoring Metrics Publisher": ("3913510d-42f4-4e42-8a64-420c390055eb", frozenset({"Microsoft.Insights/components"})),
     PLAN_SCALER: (CUSTOM, frozenset({SERVER_FARM})),
     SERVICE_BUS_READER: (CUSTOM, frozenset({SERVICE_BUS_NAMESPACE})),
+    # Listing autoscale settings needs read on the resource group: the one role that may be
+    # assigned there (a target plan's group), and it reads nothing but autoscale settings.
+    AUTOSCALE_READER: (CUSTOM, frozenset({RESOURCE_GROUP_SCOPE})),
 }
 
 #: Service Bus data-plane rights of the built-in roles (Manage includes Send and Listen). The
@@ -145,6 +152,15 @@ def is_id_of(node: Any, symbol: str) -> bool:
     return bool(
         op and op[0] == "property_accessor" and op[1].get("operand_2") == "id" and base_symbol(op[1].get("operand_1")) == symbol
     )
+
+
+def is_resource_group_id(node: Any) -> bool:
+    """True for ``resourceGroup().id``."""
+    op = operator(node)
+    if not (op and op[0] == "property_accessor" and op[1].get("operand_2") == "id"):
+        return False
+    fn = function(op[1].get("operand_1"))
+    return bool(fn and fn[0] == "resource_group")
 
 
 # --- the model of one file ---------------------------------------------------------------------
@@ -304,7 +320,10 @@ def role_assignments(template: Template) -> tuple[list[Assignment], list[str]]:
         scope = body.get("scope")
         scope_symbol = base_symbol(scope)
         scope_type = None
-        if scope is None:
+        described = str(props.get("description") or "")
+        if scope is None and described.startswith(AUTOSCALE_READER):
+            scope_type = RESOURCE_GROUP_SCOPE
+        elif scope is None:
             problems.append(f"{where}: no scope, so it applies to the whole resource group or subscription")
         elif scope_symbol not in template.resources:
             problems.append(f"{where}: scope {scope!r} is not a resource (resource group, subscription or unknown)")
@@ -319,7 +338,10 @@ def role_assignments(template: Template) -> tuple[list[Assignment], list[str]]:
             args = list(fn[1].values())
             if len(args) < 3:
                 problems.append(f"{where}: guid() needs scope, principal and role, got {len(args)} argument(s)")
-            if not args or scope_symbol is None or not is_id_of(args[0], scope_symbol):
+            if scope_type == RESOURCE_GROUP_SCOPE:
+                if not args or not is_resource_group_id(args[0]):
+                    problems.append(f"{where}: guid() must start with resourceGroup().id")
+            elif not args or scope_symbol is None or not is_id_of(args[0], scope_symbol):
                 problems.append(f"{where}: guid() must start with the scope's id ({scope_symbol}.id)")
             if principal not in args:
                 problems.append(f"{where}: guid() does not include the principal {principal!r}")
@@ -407,8 +429,8 @@ def custom_role_definitions(template: Template) -> list[str]:
         permissions = props.get("permissions") or []
         actions = tuple(sorted(a for p in permissions for a in (p.get("actions") or [])))
         if actions not in {tuple(sorted(expected)) for expected in CUSTOM_ROLE_ACTIONS.values()}:
-            problems.append(f"{where}: actions {list(actions)}, expected serverfarms read and write only, or Service Bus "
-                            "queues/read and topics/subscriptions/read only")
+            problems.append(f"{where}: actions {list(actions)}, expected serverfarms read and write only, Service Bus "
+                            "queues/read and topics/subscriptions/read only, or autoscalesettings/read only")
         for key in ("notActions", "dataActions", "notDataActions"):
             if any(p.get(key) for p in permissions):
                 problems.append(f"{where}: {key} must be empty")

@@ -230,8 +230,8 @@ def role_definition(main: Template, first_action: str) -> tuple[str, dict]:
     return symbol, body
 
 
-def test_custom_role_definitions_are_the_two_narrow_ones(main: Template) -> None:
-    assert len(main.of_type("Microsoft.Authorization/roleDefinitions")) == 2
+def test_custom_role_definitions_are_the_three_narrow_ones(main: Template) -> None:
+    assert len(main.of_type("Microsoft.Authorization/roleDefinitions")) == 3
     assert custom_role_definitions(main) == []
 
 
@@ -669,6 +669,38 @@ resource scaler 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
 
 
 @pytest.mark.parametrize(
+    ("scope", "name", "problem"),
+    [
+        ("scope: plan", "guid(plan.id, principalId, roleId)", "Autoscale Settings Reader (custom) scoped to Microsoft.Web/serverfarms"),
+        ("", "guid(subscription().id, principalId, roleId)", "guid() must start with resourceGroup().id"),
+    ],
+)
+def test_the_autoscale_reader_goes_on_the_resource_group_and_nowhere_else(scope: str, name: str, problem: str) -> None:
+    template = Template.from_text(
+        f"""
+param principalId string
+param roleDefinitionName string
+var roleId = subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roleDefinitionName)
+resource plan 'Microsoft.Web/serverfarms@2024-04-01' existing = {{
+  name: 'plan'
+}}
+resource reader 'Microsoft.Authorization/roleAssignments@2022-04-01' = {{
+  name: {name}
+  {scope}
+  properties: {{
+    description: 'Autoscale Settings Reader (custom): wrong place'
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: roleId
+  }}
+}}
+"""
+    )
+    _, problems = role_assignments(template)
+    assert any(problem in found for found in problems), problems
+
+
+@pytest.mark.parametrize(
     "expression",
     [
         "listKeys(account.id, '2023-05-01').keys[0].value",
@@ -802,6 +834,7 @@ ALERTS = {
     "scale-writes-failing": {"autoscaler.arm_writes"},
     "dead-letters": {"autoscaler.dead_letters"},
     "partition-problem": {"autoscaler.decisions"},
+    "controller-conflict": {"autoscaler.decisions"},
 }
 #: Workbook charts and the metrics each must show (issue 12: per target, arrivals vs serving
 #: capacity, backlog and oldest age against the SLO, capacity with decisions, reasons table,
@@ -882,6 +915,7 @@ def test_alert_rules_cover_the_operators_conditions(operations: Template) -> Non
     assert "ago(5m)" in rules["collector-silent"]["query"]
     assert '"failed"' in rules["scale-writes-failing"]["query"]
     assert '"hot_partition"' in rules["partition-problem"]["query"] and '"unowned_partitions"' in rules["partition-problem"]["query"]
+    assert 'reason startswith "conflict:"' in rules["controller-conflict"]["query"]
     assert all(rule["severity"] in (0, 1, 2, 3, 4) and rule["description"] for rule in rules.values())
 
 

@@ -219,4 +219,4 @@ def test_the_commands_pause_show_and_resume_a_target(world, tmp_path, capsys):
     assert "orders: resumed (was pinned at 4 by heidi" in capsys.readouterr().out
     assert world.tables.load_state("orders").pause is None
     assert main(["resume", *common, "--by", "ivan"]) == 0
-    assert "orders: resumed (it was not paused)" in capsys.readouterr().out
+    assert "orders: resumed (it was neither paused nor held)" in capsys.readouterr().out

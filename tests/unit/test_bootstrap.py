@@ -56,3 +56,21 @@ def test_outside_a_host_nothing_is_validated() -> None:
     assert validate_at_startup({}) is None
     with pytest.raises(SettingsError, match="AUTOSCALER_POLICY"):
         validate_at_startup({"FUNCTIONS_WORKER_RUNTIME": "python", "AzureWebJobsStorage": AZURITE})
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(None, 3), ("0", 0), ("5", 5), ("60", 60), ("61", "at most 60"), ("-1", "at least 0"), ("2.5", "whole number"),
+     ("three", "must be a number")],
+)
+def test_external_changes_per_hour_is_validated_naming_the_setting(value, expected) -> None:
+    from scaling.settings import Settings
+
+    environ = {"AzureWebJobsStorage": AZURITE, "AUTOSCALER_POLICY": POLICY}
+    if value is not None:
+        environ["EXTERNAL_CHANGES_PER_HOUR"] = value
+    if isinstance(expected, int):
+        assert Settings.from_environment(environ).external_changes_per_hour == expected
+    else:
+        with pytest.raises(SettingsError, match=f"EXTERNAL_CHANGES_PER_HOUR must be .*{expected}|EXTERNAL_CHANGES_PER_HOUR {expected}"):
+            Settings.from_environment(environ)

@@ -141,3 +141,14 @@ def test_report_from_run_puts_minute_i_at_its_end():
     assert [p.arrival_rate for p in report.points] == [10.0, 20.0]
     assert [p.serving_rate for p in report.points] == pytest.approx([1000 / 60, 2000 / 60])
     assert [p.oldest_age_seconds for p in report.points] == [0.0, 30.0]
+
+
+def test_a_target_held_for_another_controller_says_so_at_the_top():
+    held = decision(14, acts=False, reason="conflict:autoscale-setting", reasons=(
+        "conflict:autoscale-setting cpu-autoscale: an enabled Azure Monitor autoscale setting targets this plan",))
+    page = render(data(decisions=[*DECISIONS, held]))
+    banner = re.search(r'<p class="pause" id="conflict">(.*?)</p>', page).group(1)
+    assert "Held since 2026-03-01 15:14" in banner and "cpu-autoscale" in banner
+    # Once the log's newest row has another reason, the hold is over and the banner gone.
+    page = render(data(decisions=[*DECISIONS, held, decision(20, acts=True, direction="up", reason="rule_scale_up")]))
+    assert 'id="conflict"' not in page
