@@ -69,6 +69,13 @@ class Write:
     body: dict
 
 
+def json_reply(status: int, document: Any, headers: dict[str, str] | None = None) -> Any:
+    """A JSON response as ARM sends it (werkzeug, imported here: a development dependency)."""
+    from werkzeug import Response
+
+    return Response(json.dumps(document), status=status, headers=headers or {}, content_type="application/json")
+
+
 class LocalArm:
     """The plans and the scripted faults; ``handle`` answers one werkzeug request."""
 
@@ -138,11 +145,6 @@ class LocalArm:
         return None
 
     def handle(self, request: Any) -> Any:
-        from werkzeug import Response
-
-        def answer(status: int, document: Any, headers: dict[str, str] | None = None) -> Response:
-            return Response(json.dumps(document), status=status, headers=headers or {}, content_type="application/json")
-
         service_bus_reply = self.service_bus.handle(request)  # its own routes, log and denials
         if service_bus_reply is not None:
             return service_bus_reply
@@ -153,18 +155,18 @@ class LocalArm:
             self.requests.append((request.method, request.path))
             fault = self._fault_for(request.method)
             if fault is not None:
-                return answer(fault.status, {"error": {"code": fault.code, "message": fault.message}}, fault.headers)
+                return json_reply(fault.status, {"error": {"code": fault.code, "message": fault.message}}, fault.headers)
             match = PLAN_PATH.match(request.path)
             if not match:
-                return answer(404, {"error": {"code": "NotFound", "message": f"no route {request.path}"}})
+                return json_reply(404, {"error": {"code": "NotFound", "message": f"no route {request.path}"}})
             key = request.path.lower()
             document = self.plans.get(key)
             if document is None:
-                return answer(404, {"error": {"code": "ResourceNotFound",
+                return json_reply(404, {"error": {"code": "ResourceNotFound",
                                               "message": f"The Resource 'Microsoft.Web/serverfarms/{match['name']}' under "
                                                          f"resource group '{match['rg']}' was not found."}})
             if request.method == "GET":
-                return answer(200, document)
+                return json_reply(200, document)
             if request.method in ("PUT", "PATCH"):
                 body = json.loads(request.get_data() or b"{}")
                 self.writes.append(Write(request.method, document["id"], body))
@@ -177,8 +179,8 @@ class LocalArm:
                 if "maximumElasticWorkerCount" in properties:
                     updated["properties"]["maximumElasticWorkerCount"] = properties["maximumElasticWorkerCount"]
                 self.plans[key] = updated
-                return answer(200, updated)
-            return answer(405, {"error": {"code": "MethodNotAllowed", "message": request.method}})
+                return json_reply(200, updated)
+            return json_reply(405, {"error": {"code": "MethodNotAllowed", "message": request.method}})
 
 
 # --- Service Bus entities (Microsoft.ServiceBus): the queue and topic-subscription GETs ---------
@@ -244,31 +246,26 @@ class LocalServiceBus:
         match = SERVICE_BUS_ENTITY_PATH.match(request.path)
         if not match:
             return None
-        from werkzeug import Response
-
-        def answer(status: int, document: Any) -> Response:
-            return Response(json.dumps(document), status=status, content_type="application/json")
-
         with self._lock:
             self.requests.append((request.method, request.path, request.args.get("api-version")))
             if request.method != "GET":
-                return answer(405, {"error": {"code": "MethodNotAllowed", "message": f"{request.method}: read-only here"}})
+                return json_reply(405, {"error": {"code": "MethodNotAllowed", "message": f"{request.method}: read-only here"}})
             if not request.args.get("api-version"):
-                return answer(400, {"error": {"code": "MissingApiVersionParameter",
+                return json_reply(400, {"error": {"code": "MissingApiVersionParameter",
                                               "message": "The api-version query parameter (?api-version=) is required."}})
             if match["namespace"].lower() in self.denied:
                 action = "queues/read" if match["queue"] else "topics/subscriptions/read"
-                return answer(403, {"error": {"code": "AuthorizationFailed", "message": (
+                return json_reply(403, {"error": {"code": "AuthorizationFailed", "message": (
                     f"The client does not have authorization to perform action 'Microsoft.ServiceBus/namespaces/{action}' "
                     f"over scope '{request.path}' or the scope is invalid.")}})
             counts = self.entities.get(request.path.lower())
             name = match["queue"] or match["subscription"]
             if counts is None:
-                return answer(404, {"error": {"code": "NotFound", "message": f"The entity '{name}' was not found in "
+                return json_reply(404, {"error": {"code": "NotFound", "message": f"The entity '{name}' was not found in "
                                                                              f"namespace '{match['namespace']}'."}})
             details = counts.details()
         kind = "Queues" if match["queue"] else "Topics/Subscriptions"
-        return answer(200, {
+        return json_reply(200, {
             "id": request.path, "name": name, "type": f"Microsoft.ServiceBus/Namespaces/{kind}", "location": "West Europe",
             "properties": {"countDetails": details, "messageCount": sum(details.values()), "status": "Active",
                            "sizeInBytes": 0, "maxDeliveryCount": 10, "createdAt": "2026-01-01T00:00:00Z",
@@ -322,22 +319,17 @@ class LocalAutoscaleSettings:
         match = AUTOSCALE_SETTINGS_PATH.match(request.path)
         if not match:
             return None
-        from werkzeug import Response
-
-        def answer(status: int, document: Any) -> Response:
-            return Response(json.dumps(document), status=status, content_type="application/json")
-
         with self._lock:
             self.requests.append((request.method, request.path))
             if request.method != "GET":
-                return answer(405, {"error": {"code": "MethodNotAllowed", "message": f"{request.method}: read-only here"}})
+                return json_reply(405, {"error": {"code": "MethodNotAllowed", "message": f"{request.method}: read-only here"}})
             if self.denied:
-                return answer(403, {"error": {"code": "AuthorizationFailed", "message": (
+                return json_reply(403, {"error": {"code": "AuthorizationFailed", "message": (
                     "The client does not have authorization to perform action "
                     f"'Microsoft.Insights/autoscalesettings/read' over scope '{request.path}'.")}})
             prefix = f"/subscriptions/{match['sub']}/resourcegroups/{match['rg']}/".lower()
             value = [copy.deepcopy(document) for key, document in self.settings.items() if key.startswith(prefix)]
-        return answer(200, {"value": value})
+        return json_reply(200, {"value": value})
 
 
 class AsyncStaticTokenCredential:
