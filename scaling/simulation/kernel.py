@@ -518,6 +518,25 @@ class Kernel:
         candidate's numbers do not depend on the batch it runs in)."""
         return np.ascontiguousarray(self.backlog.T).sum(axis=1)
 
+    def busy_time_rates(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per candidate, (events processed in the last minute, the true processing rate per
+        instance as busy time measures it): an instance is busy while it has backlog, so busy
+        ``served / (mu x speed)`` of the minute; the busiest instance's busy fraction divides the
+        processed rate (a stream processor's default aggregation), per owning instance. ``nan``
+        when nothing was processed. What a rate-based autoscaler reads from its consumers' own metrics."""
+        minute = self.minute - 1
+        served = self._recent[-1] - self._recent[-2]
+        owners = self._owners
+        per_instance = np.bincount(owners.owner.ravel(), weights=served.ravel(), minlength=owners.owner.size)
+        busiest = per_instance.reshape(self.partitions, self.count).max(axis=0)
+        processed = np.ascontiguousarray(served.T).sum(axis=1)
+        instances = np.minimum(owners.serving, self.partitions)
+        rate = self.rate * float(self.speed[max(minute, 0)])
+        working = (busiest > 0) & (instances > 0)
+        true_rate = np.full(self.count, np.nan)
+        true_rate[working] = processed[working] / instances[working] / (busiest[working] / rate)
+        return processed, true_rate
+
     def checkpoint_positions(self, out: np.ndarray) -> np.ndarray:
         """Per partition and candidate, the checkpoint + 1 that collect reads now (0 before the
         first checkpoint), written into ``out``: ``checkpoint_delay_seconds`` behind what was
