@@ -149,3 +149,26 @@ def test_it_converges_in_one_action_per_step(settings: FlinkSettings) -> None:
     per_step = [[count for minute, count in actions if start <= minute < end] for start, end in steps]
     expected = [[], [8], [4], [8]] if settings.catch_up_minutes == 30.0 else [[], [8], [], []]  # 8 -> 5 aligns to 8: blocked
     assert per_step == expected
+
+
+@pytest.mark.parametrize(
+    ("per_minute", "partitions", "instances", "processed", "true_rate"),
+    [
+        (3000.0, 4, 2, 2000.0, 1000.0),  # saturated: busy all minute, the rate is what it processed
+        (1000.0, 4, 2, 1000.0, 1000.0),  # half busy: 500 processed in half a minute each
+        (900.0, 3, 2, 900.0, 750.0),  # instance 0 owns two partitions: 600 of 1,000, the busiest sets the fraction
+        (0.0, 4, 2, 0.0, math.nan),  # nothing processed: no measurement
+    ],
+)
+def test_busy_time_measures_what_an_instance_processes_while_it_has_backlog(per_minute, partitions, instances, processed,
+                                                                           true_rate) -> None:
+    from scaling.simulation.world import World
+
+    world = World(np.full(3, per_minute), Scenario(partitions=partitions, initial_capacity=instances, peak_instances=1.0))
+    world.advance()
+    observation = world.observe()
+    assert observation.processed == pytest.approx(processed)
+    if math.isnan(true_rate):
+        assert math.isnan(observation.true_rate_per_instance)
+    else:
+        assert observation.true_rate_per_instance == pytest.approx(true_rate)
