@@ -79,13 +79,13 @@ def need(lag, rate, catch_up, restart, utilization, *, with_restart: bool = True
     return caught_up + at_utilization
 
 
-def rate_bounds(lag, rate, processed, settings_target, boundary, catch_up, restart, lag_threshold):
+def rate_bounds(lag, rate, processed, utilization_target, boundary, catch_up, restart, lag_threshold):
     """(scale-up threshold, scale-down threshold): the true capacity (events per minute) below the
     first or above the second is outside the utilization bounds. While the lag takes longer than
     ``lag_threshold`` minutes at the processed rate, the bounds are 1.0 and 0.0 (no scale-down)."""
     backlogged = lag > lag_threshold * processed
-    upper = np.where(backlogged, 1.0, np.minimum(settings_target + boundary, 1.0))
-    lower = np.where(backlogged, 0.0, np.maximum(settings_target - boundary, 0.0))
+    upper = np.where(backlogged, 1.0, np.minimum(utilization_target + boundary, 1.0))
+    lower = np.where(backlogged, 0.0, np.maximum(utilization_target - boundary, 0.0))
     return need(lag, rate, catch_up, restart, upper, with_restart=False), need(lag, rate, catch_up, restart, lower)
 
 
