@@ -5,8 +5,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 TRACES ?= ../shared/traces
 DEMO_ARGS ?=
-# make benchmark BENCHMARK_SCENARIOS="standard realistic hot" adds the hot-partition scenario (about 15 more minutes)
-BENCHMARK_SCENARIOS ?= standard realistic
+# make benchmark BENCHMARK_SCENARIOS="standard realistic cold hot" adds the hot-partition scenario (about 15 more minutes);
+# cold starts every trace at 1 instance with nothing learned at busy minutes (seconds)
+BENCHMARK_SCENARIOS ?= standard realistic cold
 
 .PHONY: install test test-deep lint demo benchmark optimum stress docs-benchmark clean chromium
 

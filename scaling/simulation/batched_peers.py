@@ -19,6 +19,7 @@ from typing import Protocol
 import numpy as np
 
 from scaling.domain.lag import balanced_counts, effective_capacity
+from scaling.simulation.flink import FlinkSettings, need, next_parallelism, rate_bounds
 from scaling.simulation.kernel import Kernel
 from scaling.simulation.scenario import RunResult, Scenario
 
@@ -167,6 +168,101 @@ class ClairvoyantBatch:
         return wanted
 
 
+class FlinkBatch:
+    """The Flink Kubernetes Operator's job autoscaler (flink.py) for several settings: window
+    averages of the arrival, processed and true processing rates collected after each rescale's
+    stabilization, the utilization bounds, the need at the target, the aligned parallelism, the
+    delayed scale-down. ``measure`` takes each minute's rates, then ``decide`` the observed lag.
+
+    ``peers.Flink`` is this batch with one setting, so the loop and the sweep cannot drift apart."""
+
+    algorithm = "flink"
+
+    def __init__(self, settings: Sequence[FlinkSettings], partitions: int, knobs: Sequence[str] | None = None, *,
+                 interval_minutes: int = 1) -> None:
+        self.settings = list(settings)
+        self.knobs = list(knobs) if knobs is not None else [setting.label for setting in self.settings]
+        self.partitions = partitions
+        self.interval = interval_minutes
+
+        def column(name: str, dtype=float) -> np.ndarray:
+            return np.asarray([getattr(setting, name) for setting in self.settings], dtype=dtype)
+
+        self.target, self.boundary = column("utilization_target"), column("utilization_boundary")
+        self.window = column("metrics_window_minutes", np.int64)
+        self.stabilization = column("stabilization_minutes", np.int64)
+        self.catch_up, self.restart = column("catch_up_minutes"), column("restart_minutes")
+        self.scale_down_interval = column("scale_down_interval_minutes", np.int64)
+        self.down_max, self.up_max = column("scale_down_max_factor"), column("scale_up_max_factor")
+        self.lag_threshold = column("backlog_lag_threshold_minutes")
+        # The window's samples as running totals in a ring of rows (one a collection, the oldest
+        # overwritten): a window's sum is the difference of two rows. Each setting counts its
+        # samples since its last rescale's stabilization; a window holds only those.
+        self.spans = -(-self.window // self.interval)
+        self.samples = int(self.spans.max()) + 1
+        count = len(self.settings)
+        self.totals = np.zeros((self.samples, 4, count))  # arrivals, processed, true rates known, how many known
+        self.head = 0  # the row of the latest totals
+        self.columns = np.arange(count)
+        self.collected = np.zeros(count, dtype=np.int64)
+        self.stable_from = self.stabilization.copy()  # the job starts at minute 0
+        self.pending_since = np.full(count, -1, dtype=np.int64)  # first scale-down recommendation (-1: none)
+        self.pending_count = np.zeros(count, dtype=np.int64)  # the largest count recommended since
+
+    def measure(self, minute: int, arrived: float, processed: np.ndarray, true_rates: np.ndarray) -> None:
+        """One collection's samples: events that arrived since the last one, what each setting's
+        consumers processed and their true rate per instance in the last minute. A setting keeps
+        them only once its stabilization is over (the sample's interval starts after it)."""
+        row = (self.head + 1) % self.samples
+        known = np.isfinite(true_rates)
+        sample = np.stack((np.full(len(self.settings), arrived / self.interval), processed,
+                           np.where(known, true_rates, 0.0), known.astype(float)))
+        np.add(self.totals[self.head], sample, out=self.totals[row])
+        self.head = row
+        stable = minute - self.interval >= self.stable_from
+        self.collected = np.where(stable, self.collected + 1, 0)
+
+    def _window_means(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Each setting's means over its window's samples: (arrival rate, processed rate, true
+        rate per instance over the samples that have one, how many have one)."""
+        first = (self.head - self.spans) % self.samples
+        window = self.totals[self.head] - self.totals[first, :, self.columns].T
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return window[0] / self.spans, window[1] / self.spans, window[2] / window[3], np.rint(window[3])
+
+    def decide(self, minute: int, capacity: np.ndarray, backlog: np.ndarray, true_backlog: np.ndarray) -> np.ndarray:
+        ready = self.collected >= self.spans
+        wanted = np.full(len(self.settings), HOLD, dtype=np.int64)
+        if not ready.any():
+            return wanted
+        rate, processed, per_instance, known = self._window_means()
+        ready &= known > 0
+        current = np.minimum(capacity, self.partitions)
+        true_capacity = current * per_instance
+        lag = backlog
+        with np.errstate(invalid="ignore", divide="ignore"):
+            up_threshold, down_threshold = rate_bounds(lag, rate, processed, self.target, self.boundary, self.catch_up,
+                                                       self.restart, self.lag_threshold)
+            target = need(lag, rate, self.catch_up, self.restart, self.target)
+            outside = (true_capacity < up_threshold) | (true_capacity > down_threshold)
+            recommended = next_parallelism(current, target, np.where(ready, true_capacity, 1.0), self.partitions,
+                                           self.down_max, self.up_max)
+        unchanged = ready & (~outside | (recommended == current))
+        up = ready & ~unchanged & (recommended > current)
+        down = ready & ~unchanged & (recommended < current)
+        self.pending_since = np.where(unchanged | up, -1, np.where(down & (self.pending_since < 0), minute, self.pending_since))
+        self.pending_count = np.where(down, np.maximum(np.where(self.pending_since == minute, 0, self.pending_count),
+                                                       recommended), self.pending_count)
+        due = down & (minute - self.pending_since >= self.scale_down_interval)
+        wanted = np.where(up, recommended, np.where(due, self.pending_count, HOLD))
+        acting = wanted != HOLD
+        if acting.any():  # a rescale: the pending scale-down is spent, the window starts again after stabilization
+            self.stable_from = np.where(acting, minute + self.stabilization, self.stable_from)
+            self.collected = np.where(acting, 0, self.collected)
+            self.pending_since = np.where(acting, -1, self.pending_since)
+        return wanted
+
+
 def simulate_peers(arrivals: np.ndarray, batches: Sequence[PeerBatch], scenario: Scenario, *,
                    score_from: int = 0) -> list[RunResult]:
     """Every setting of every batch as ``simulate(arrivals, <its peer>, scenario)`` scores it, in
@@ -178,6 +274,7 @@ def simulate_peers(arrivals: np.ndarray, batches: Sequence[PeerBatch], scenario:
     slices = [slice(start, start + size) for start, size in zip(np.cumsum([0, *sizes[:-1]]).tolist(), sizes, strict=True)]
     positions = np.zeros((scenario.partitions, count))
     interval = scenario.collection_interval_minutes
+    measuring = [(batch, part) for batch, part in zip(batches, slices, strict=True) if isinstance(batch, FlinkBatch)]
     while not kernel.done:
         kernel.advance()
         now = kernel.minute
@@ -189,6 +286,11 @@ def simulate_peers(arrivals: np.ndarray, batches: Sequence[PeerBatch], scenario:
         backlog = np.where(last < 0, 0, np.maximum(lag, 0)).sum(axis=0).astype(float)
         true_backlog = kernel.total_backlog()
         capacity = kernel.requested.copy()
+        if measuring:
+            arrived = float(kernel.enqueued[now, :, 0].sum() - kernel.enqueued[now - interval, :, 0].sum())
+            processed, true_rates = kernel.busy_time_rates()
+            for batch, part in measuring:
+                batch.measure(now, arrived, processed[part], true_rates[part])
         wanted = np.concatenate([batch.decide(now, capacity[part], backlog[part], true_backlog[part])
                                  for batch, part in zip(batches, slices, strict=True)])
         wanted = np.where(wanted == HOLD, HOLD, np.maximum(wanted, 1))  # as ``World.request``

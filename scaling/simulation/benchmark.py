@@ -18,6 +18,9 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from scaling.simulation.cold import COLD, COLD_MINUTES, cold_readme, cold_starts, cold_table, merged, windows
+from scaling.simulation.flink import FLINK_DEFAULTS
+from scaling.simulation.flink import sweep as flink_sweep
 from scaling.simulation.scenario import NAMED_SCENARIOS
 from scaling.simulation.scenario_flags import add_scenario_arguments, scenario_from, scenario_overrides
 
@@ -28,6 +31,12 @@ FUNCTIONS_TARGETS = (64, 100, 200, 400, 700, 1000, 1500, 2500, 4000, 10000)
 MONITOR_THRESHOLDS = (50, 100, 200, 400, 700, 1000, 2000, 5000)
 MONITOR_STEPS = (1, 4)
 CLAIRVOYANT_HORIZONS = (1, 3, 5)
+#: The Flink peer's settings (flink.sweep: utilization target, metrics window, catch-up, scale-down
+#: interval; the documented defaults among them); a job's ``value`` is its index here.
+FLINK_SWEEP = tuple(flink_sweep())
+#: Each peer's setting at its documented defaults (PEERS.md), as its knob reads.
+DOCUMENTED_DEFAULTS = {"project-default": "default", "keda-hpa": "unprocessedEventThreshold=64",
+                       "functions-target": "target=100", "flink": FLINK_DEFAULTS.label}
 TRAIN_FRACTION = 0.3
 #: The candidates project-tuned searches: the tuning job's default grid (``tune --grid``).
 TUNING_GRID = "large"
@@ -54,6 +63,9 @@ def jobs_for(trace: str, scenario: str = "standard", overrides: tuple = ()) -> l
     jobs += [Job(trace, "azure-monitor", f"per-instance>{value} step={step}", value, step)
              for value in MONITOR_THRESHOLDS for step in MONITOR_STEPS]
     jobs += [Job(trace, "clairvoyant", f"h={value}", value, weight=0.5) for value in CLAIRVOYANT_HORIZONS]
+    jobs += [Job(trace, "flink", settings.label, index) for index, settings in enumerate(FLINK_SWEEP)]
+    if scenario == COLD:  # nothing learned: no history to tune on
+        jobs = [job for job in jobs if job.algorithm != "project-tuned"]
     return [replace(job, scenario=scenario, overrides=overrides) for job in jobs]
 
 
@@ -107,35 +119,27 @@ def _against_default(row: dict, best: dict) -> str:
 def run_job(job: Job) -> dict:
     """One simulation (or one tuning plus scoring), in a worker process."""
     from scaling.simulation import peers
-    from scaling.simulation.world import Scenario, load_trace, scale_trace, simulate
+    from scaling.simulation.world import load_trace, scale_trace, simulate
 
-    scenario = Scenario.named(job.scenario, **dict(job.overrides))
+    scenario = job_scenario(job)
     arrivals = scale_trace(load_trace(job.trace), scenario)
-    partitions = scenario.partitions
     started = time.perf_counter()
     split = int(len(arrivals) * TRAIN_FRACTION)  # project-tuned is tuned before it and scored from it
+    trace = Path(job.trace).parent.name + "/" + Path(job.trace).name
+    if job.scenario == COLD:
+        starts = cold_starts(arrivals, scenario.seed)
+        runs = [simulate_job(job, arrivals[start:start + COLD_MINUTES], scenario) for start in starts]
+        row = {**_row(trace, merged(runs, scenario), scenario, job.scenario), "windows": windows(starts, runs)}
+        row["seconds"] = round(time.perf_counter() - started, 2)
+        return row
     if job.algorithm == "project-tuned":
         candidate, selection = tuned_choice(arrivals[:split], scenario)
         result = simulate(arrivals, peers.EngineAutoscaler(candidate.target), scenario, algorithm=job.algorithm,
                           knob=candidate.label, score_from=split)
         tuning = {"kept_default": selection.kept_current, "reason": selection.reason}
     else:
-        if job.algorithm == "project-default":
-            autoscaler = peers.EngineAutoscaler(peers.simulated_target(scenario, name="default"))
-        elif job.algorithm == "seed":
-            autoscaler = peers.EngineAutoscaler(peers.seed_target(scenario, job.value, job.value / 10))
-        elif job.algorithm == "keda-hpa":
-            autoscaler = peers.KedaHpa(job.value, partitions)
-        elif job.algorithm == "functions-target":
-            autoscaler = peers.FunctionsTargetBased(job.value, partitions)
-        elif job.algorithm == "azure-monitor":
-            autoscaler = peers.AzureMonitorStyle(job.value, step=job.step, maximum=partitions)
-        elif job.algorithm == "clairvoyant":
-            autoscaler = peers.Clairvoyant(arrivals, scenario, int(job.value))
-        else:
-            raise ValueError(f"unknown algorithm {job.algorithm}")
-        result = simulate(arrivals, autoscaler, scenario, algorithm=job.algorithm, knob=job.knob)
-    row = _row(Path(job.trace).parent.name + "/" + Path(job.trace).name, result, scenario, job.scenario)
+        result = simulate_job(job, arrivals, scenario)
+    row = _row(trace, result, scenario, job.scenario)
     if job.algorithm == "project-tuned":
         row["tuning"] = tuning
     if job.algorithm == "project-default":
@@ -144,14 +148,47 @@ def run_job(job: Job) -> dict:
     return row
 
 
+def job_scenario(job: Job):
+    """The world a job runs in: its named scenario with its overrides (``cold``: the standard world)."""
+    from scaling.simulation.world import Scenario
+
+    return Scenario.named("standard" if job.scenario == COLD else job.scenario, **dict(job.overrides))
+
+
+def simulate_job(job: Job, arrivals, scenario):
+    """One algorithm and setting (not project-tuned) on ``arrivals``: its ``RunResult``."""
+    from scaling.simulation import peers
+    from scaling.simulation.world import simulate
+
+    partitions = scenario.partitions
+    if job.algorithm == "project-default":
+        autoscaler = peers.EngineAutoscaler(peers.simulated_target(scenario, name="default"))
+    elif job.algorithm == "seed":
+        autoscaler = peers.EngineAutoscaler(peers.seed_target(scenario, job.value, job.value / 10))
+    elif job.algorithm == "keda-hpa":
+        autoscaler = peers.KedaHpa(job.value, partitions)
+    elif job.algorithm == "functions-target":
+        autoscaler = peers.FunctionsTargetBased(job.value, partitions)
+    elif job.algorithm == "azure-monitor":
+        autoscaler = peers.AzureMonitorStyle(job.value, step=job.step, maximum=partitions)
+    elif job.algorithm == "clairvoyant":
+        autoscaler = peers.Clairvoyant(arrivals, scenario, int(job.value))
+    elif job.algorithm == "flink":
+        autoscaler = peers.Flink(FLINK_SWEEP[int(job.value)], partitions, interval_minutes=scenario.collection_interval_minutes)
+    else:
+        raise ValueError(f"unknown algorithm {job.algorithm}")
+    return simulate(arrivals, autoscaler, scenario, algorithm=job.algorithm, knob=job.knob)
+
+
 #: Peers whose whole sweep runs as batches of columns of one ``Kernel`` (batched_peers.py), and
 #: how their sweeps share out into work units (the stressed worlds' load balancing is per setting
 #: and costs by the number of actions: the busiest peers apart, for the two workers to share).
-PEER_UNITS = (("keda-hpa", "clairvoyant"), ("functions-target", "azure-monitor"))
+PEER_UNITS = (("keda-hpa", "clairvoyant"), ("functions-target", "azure-monitor"), ("flink",))
 #: Rough relative cost per minute of trace of each kind of work unit (for scheduling the longest first).
-UNIT_WEIGHTS = {"project-tuned": 6.0, "project-default": 3.0, "seed": 1.0, "keda-hpa": 4.0, "functions-target": 4.0}
+UNIT_WEIGHTS = {"project-tuned": 6.0, "project-default": 3.0, "seed": 1.0, "keda-hpa": 4.0, "functions-target": 4.0,
+                "flink": 5.0}
 #: How much dearer the stressed scenarios' worlds are (the load balancer's draws on every change).
-SCENARIO_WEIGHTS = {"standard": 1.0}
+SCENARIO_WEIGHTS = {"standard": 1.0, COLD: 0.05}
 
 
 def work_units(jobs: Sequence[Job], minutes: dict[str, int] | None = None) -> list[tuple[Job, ...]]:
@@ -178,50 +215,66 @@ def run_unit(unit: tuple[Job, ...]) -> list[dict]:
     seconds are shared out evenly over its rows. Every row is the one ``run_job`` gives alone."""
     if len(unit) == 1 and unit[0].algorithm not in SWEPT_IN_BATCHES:
         return [run_job(unit[0])]
-    from scaling.simulation import batched_peers, peers
-    from scaling.simulation.batched import simulate_batch
-    from scaling.simulation.world import Scenario, load_trace, scale_trace
+    from scaling.simulation.world import load_trace, scale_trace
 
     first = unit[0]
-    scenario = Scenario.named(first.scenario, **dict(first.overrides))
+    scenario = job_scenario(first)
     arrivals = scale_trace(load_trace(first.trace), scenario)
-    partitions = scenario.partitions
     started = time.perf_counter()
+    trace = Path(first.trace).parent.name + "/" + Path(first.trace).name
+    if first.scenario == COLD:
+        starts = cold_starts(arrivals, scenario.seed)
+        runs = [simulate_unit(unit, arrivals[start:start + COLD_MINUTES], scenario) for start in starts]
+        ordered = runs[0][1]
+        seconds = round((time.perf_counter() - started) / len(unit), 2)
+        columns = [[results[column] for results, _ in runs] for column in range(len(ordered))]
+        return [{**_row(trace, merged(column, scenario), scenario, job.scenario), "windows": windows(starts, column),
+                 "seconds": seconds} for job, column in zip(ordered, columns, strict=True)]
+    results, ordered = simulate_unit(unit, arrivals, scenario)
+    seconds = round((time.perf_counter() - started) / len(unit), 2)
+    return [{**_row(trace, result, scenario, job.scenario), "seconds": seconds} for job, result in zip(ordered, results, strict=True)]
+
+
+def simulate_unit(unit: tuple[Job, ...], arrivals, scenario) -> tuple[list, list[Job]]:
+    """A batched unit's ``RunResult``s on ``arrivals`` and the jobs in their order."""
+    from scaling.simulation import batched_peers, peers
+    from scaling.simulation.batched import simulate_batch
+
+    partitions = scenario.partitions
     by_algorithm: dict[str, list[Job]] = {}
     for job in unit:
         by_algorithm.setdefault(job.algorithm, []).append(job)
     if set(by_algorithm) == {"seed"}:
         results = simulate_batch(arrivals, [peers.seed_target(scenario, job.value, job.value / 10) for job in unit], scenario,
                                  algorithm="seed", knobs=[job.knob for job in unit])
-        ordered = list(unit)
-    else:
-        batches = []
-        for algorithm, group in by_algorithm.items():
-            values, knobs = [job.value for job in group], [job.knob for job in group]
-            if algorithm == "keda-hpa":
-                batches.append(batched_peers.KedaHpaBatch(values, partitions, knobs))
-            elif algorithm == "functions-target":
-                batches.append(batched_peers.FunctionsTargetBatch(values, partitions, knobs))
-            elif algorithm == "azure-monitor":
-                batches.append(batched_peers.AzureMonitorBatch(values, [job.step for job in group], knobs, maximum=partitions))
-            elif algorithm == "clairvoyant":
-                batches.append(batched_peers.ClairvoyantBatch(arrivals, scenario, [int(value) for value in values], knobs))
-            else:
-                raise ValueError(f"{algorithm} does not run in a batch")
-        results = batched_peers.simulate_peers(arrivals, batches, scenario)
-        ordered = [job for group in by_algorithm.values() for job in group]
-    seconds = round((time.perf_counter() - started) / len(unit), 2)
-    trace = Path(first.trace).parent.name + "/" + Path(first.trace).name
-    return [{**_row(trace, result, scenario, job.scenario), "seconds": seconds} for job, result in zip(ordered, results, strict=True)]
+        return results, list(unit)
+    batches = []
+    for algorithm, group in by_algorithm.items():
+        values, knobs = [job.value for job in group], [job.knob for job in group]
+        if algorithm == "keda-hpa":
+            batches.append(batched_peers.KedaHpaBatch(values, partitions, knobs))
+        elif algorithm == "functions-target":
+            batches.append(batched_peers.FunctionsTargetBatch(values, partitions, knobs))
+        elif algorithm == "azure-monitor":
+            batches.append(batched_peers.AzureMonitorBatch(values, [job.step for job in group], knobs, maximum=partitions))
+        elif algorithm == "clairvoyant":
+            batches.append(batched_peers.ClairvoyantBatch(arrivals, scenario, [int(value) for value in values], knobs))
+        elif algorithm == "flink":
+            batches.append(batched_peers.FlinkBatch([FLINK_SWEEP[int(value)] for value in values], partitions, knobs,
+                                                    interval_minutes=scenario.collection_interval_minutes))
+        else:
+            raise ValueError(f"{algorithm} does not run in a batch")
+    results = batched_peers.simulate_peers(arrivals, batches, scenario)
+    return results, [job for group in by_algorithm.values() for job in group]
 
 
 #: The algorithms ``run_unit`` runs as batches (even a sweep of one setting).
-SWEPT_IN_BATCHES = ("seed", "keda-hpa", "functions-target", "azure-monitor", "clairvoyant")
+SWEPT_IN_BATCHES = ("seed", "keda-hpa", "functions-target", "azure-monitor", "clairvoyant", "flink")
 
 
 def mark_best(rows: list[dict]) -> None:
     """Per scenario, trace and algorithm, flag the cheapest setting that meets the SLO (in a
-    scenario with a hot partition no count can serve, the SLO of the other partitions)."""
+    scenario with partitions no count can serve, the SLO over the servable ones)."""
     groups: dict[tuple[str, str, str], list[dict]] = {}
     for row in rows:
         groups.setdefault((row.get("scenario", "standard"), row["trace"], row["algorithm"]), []).append(row)
@@ -232,15 +285,16 @@ def mark_best(rows: list[dict]) -> None:
 
 
 ORDER = ("project-default", "project-tuned", "clairvoyant", "offline-optimum", "keda-hpa", "functions-target", "azure-monitor",
-         "seed")
-#: Scenarios whose hottest partition no count can serve: judged by the other partitions' SLO.
-JUDGED_WITHOUT_HOTTEST = ("hot",)
+         "flink", "seed")
+#: Scenarios where some partitions receive more than one instance can serve: judged by the SLO over
+#: the servable partitions (those whose arrivals stay within one instance's throughput every minute).
+JUDGED_ON_SERVABLE = ("hot",)
 
 
 def judged_meets_slo(row: dict) -> bool:
     """Whether a row meets the SLO as BENCHMARK.md judges its scenario."""
-    if row.get("scenario") in JUDGED_WITHOUT_HOTTEST and "other_partitions_meet_slo" in row:
-        return bool(row["other_partitions_meet_slo"])
+    if row.get("scenario") in JUDGED_ON_SERVABLE and "servable_partitions_meet_slo" in row:
+        return bool(row["servable_partitions_meet_slo"])
     return bool(row["meets_slo"])
 
 
@@ -257,6 +311,10 @@ def summary_table(rows: Sequence[dict]) -> str:
     scenarios = sorted({row.get("scenario", "standard") for row in rows}, key=lambda name: (name != "standard", name))
     for scenario in scenarios:
         for trace in sorted({row["trace"] for row in rows if row.get("scenario", "standard") == scenario}):
+            if scenario == COLD:
+                lines += cold_table(trace, [row for row in rows if row["trace"] == trace and row.get("scenario") == COLD],
+                                    ORDER, DOCUMENTED_DEFAULTS)
+                continue
             lines += _trace_table(scenario, trace, [row for row in rows if row["trace"] == trace
                                                     and row.get("scenario", "standard") == scenario])
     return "\n".join(lines)
@@ -265,9 +323,9 @@ def summary_table(rows: Sequence[dict]) -> str:
 def _trace_table(scenario: str, trace: str, trace_rows: list[dict]) -> list[str]:
     best = {row["algorithm"]: row for row in trace_rows if row["best"]}
     reference = best.get("clairvoyant")
-    hot = scenario in JUDGED_WITHOUT_HOTTEST
+    hot = scenario in JUDGED_ON_SERVABLE
     optimum = optimum_column(trace_rows, trace)
-    other = " other-partitions violation min |" if hot else ""
+    other = " servable-partitions violation min |" if hot else ""
     lines = [f"### {trace} ({scenario})", "",
              "| algorithm | best setting | cost / fluid bound | cost / clairvoyant | SLO-violation min |" + other +
              " scale actions | min per action | p99 age (min) | max age (min) | settings meeting SLO |"
@@ -280,7 +338,7 @@ def _trace_table(scenario: str, trace: str, trace_rows: list[dict]) -> list[str]
         meeting = sum(judged_meets_slo(row) for row in group)
         row = best.get(algorithm)
         if row is None:
-            key = "other_partitions_violation_minutes" if hot else "slo_violation_minutes"
+            key = "servable_partitions_violation_minutes" if hot else "slo_violation_minutes"
             closest = min(group, key=lambda r: r.get(key, r["slo_violation_minutes"]))
             dashes = " – |" * (8 if hot else 7)
             lines.append(f"| {algorithm} | none meets the SLO (closest: {closest['knob']}, "
@@ -289,7 +347,7 @@ def _trace_table(scenario: str, trace: str, trace_rows: list[dict]) -> list[str]
             continue
         versus = f"{row['cost_ratio'] / reference['cost_ratio']:.3f}" if reference else "–"
         per_action = f"{row['minutes'] / row['scale_actions']:.1f}" if row["scale_actions"] else "∞"
-        others = f" {row.get('other_partitions_violation_minutes', '–')} |" if hot else ""
+        others = f" {row.get('servable_partitions_violation_minutes', '–')} |" if hot else ""
         lines.append(f"| {algorithm} | {row['knob']}{_against_default(row, best)} | {row['cost_ratio']:.3f} | {versus} | {row['slo_violation_minutes']} |"
                      f"{others} {row['scale_actions']} | {per_action} | {row['p99_age_minutes']:.2f} | "
                      f"{row['max_age_minutes']:.2f} | {meeting}/{len(group)} |"
@@ -308,8 +366,11 @@ def readme_table(rows: Sequence[dict]) -> str:
     lines = []
     for scenario in sorted({row.get("scenario", "standard") for row in rows}, key=lambda name: (name != "standard", name)):
         mine = [row for row in rows if row.get("scenario", "standard") == scenario]
+        if scenario == COLD:
+            lines += cold_readme(mine, traces, ORDER)
+            continue
         best = {(row["trace"], row["algorithm"]): row for row in mine if row["best"]}
-        judged = " (judged by the other partitions' SLO)" if scenario in JUDGED_WITHOUT_HOTTEST else ""
+        judged = " (judged by the servable partitions' SLO)" if scenario in JUDGED_ON_SERVABLE else ""
         lines += [f"**{scenario}**{judged}", "",
                   "| algorithm | " + " | ".join(traces) + " | minutes per action (" + " / ".join(traces) + ") |",
                   "|---|" + "---:|" * len(traces) + "---:|"]
@@ -376,8 +437,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--readme", help="also replace the summary between the benchmark markers of this README")
     parser.add_argument("--optimum", help="rows of `python -m scaling optimum` (JSON, standard scenario) to add, with a "
                         "cost / offline optimum column (skipped when the file does not exist)")
-    parser.add_argument("--scenario", action="append", choices=tuple(NAMED_SCENARIOS),
-                        help="named scenario of ../shared/BENCHMARK.md (repeatable; default: standard)")
+    parser.add_argument("--scenario", action="append", choices=(*NAMED_SCENARIOS, COLD),
+                        help="named scenario of ../shared/BENCHMARK.md, or cold (every trace started at 1 instance with "
+                        "nothing learned at busy minutes, scored on 2 hours) (repeatable; default: standard)")
     add_scenario_arguments(parser, scenario_choice=False)
 
 
@@ -391,7 +453,7 @@ def run(args: argparse.Namespace) -> int:
     scenarios = args.scenario or ["standard"]
     overrides = tuple(sorted(scenario_overrides(args).items()))
     for name in scenarios:
-        scenario_from(args, name)  # a bad value fails here, naming it, before any worker starts
+        scenario_from(args, "standard" if name == COLD else name)  # a bad value fails here, naming it, before any worker starts
     rows = run_benchmark(args.trace, args.workers, print_progress, scenarios, overrides)
     runs = len(rows)  # the offline optimum's rows below are read, not run
     print(file=sys.stderr)
@@ -423,8 +485,15 @@ def run(args: argparse.Namespace) -> int:
             "partitions, 2-minute provisioning, 1-minute collection, SLO 5 minutes, at most 0.1% of minutes in violation; "
             "checkpoints at the processed position) and its stress sets (`realistic`: checkpoints every 30 s, skew 0.015 "
             "with a hot spot moving every 6 h, a 10% throughput wave, a weekly slow-down, 1-4 min provisioning, 2 instance "
-            "failures a day, the balanced load balancer with 20 s rebalance pauses; `hot`: skew 0.10, whose hottest "
-            "partition no count can serve at peak, judged by the other partitions' SLO). "
+            "failures a day, the balanced load balancer with 20 s rebalance pauses; `hot`: skew 0.10, whose nine "
+            "hottest partitions no count can serve at peak, judged by the SLO over the servable partitions, those whose "
+            "arrivals stay within one instance's throughput in every minute; `cold`: the standard world, every trace "
+            "started at 1 instance with nothing learned at its busiest hour and at 3 other seeded busy minutes, each "
+            "start scored on its first 2 hours, a row summing the starts: cost and violation minutes added, the worst "
+            "age; its table gives each algorithm's cheapest setting meeting the SLO, else the closest, the busiest "
+            "hour's start alone, and the documented default's numbers). `flink` is the Flink Kubernetes Operator's "
+            "job autoscaler (DS2) on the consumer group, as ../shared/PEERS.md documents it, its utilization target, "
+            "metrics window, catch-up duration and scale-down interval swept (60 settings, the defaults among them). "
             + (f"Overrides: {', '.join(f'{key}={value}' for key, value in overrides)}. " if overrides else "")
             + "Each row is the algorithm's cheapest setting that meets the SLO; `cost / clairvoyant` divides by the "
             "clairvoyant reference's best cost; `project-tuned` is tuned on the first 30% of the trace and scored on the "

@@ -323,10 +323,14 @@ class Kernel:
         self.serving_series = np.zeros((minutes, count), dtype=np.int64)
         self.backlog_series = np.zeros((minutes, count))
         self.age_series = np.zeros((minutes, count))
-        #: The oldest event's age without the hottest partition (BENCHMARK.md's ``hot`` scenario); with skew only.
-        self.other_age_series = np.zeros((minutes, count)) if scenario.skew > 0 else None
         self.action_series = np.zeros((minutes, count), dtype=np.int32)  # actions decided at the end of each minute
         shares = arrivals[:, None] * scenario.weights_at(np.arange(minutes))
+        #: The partitions whose arrivals stay within one instance's throughput (mu times the speed
+        #: factor) in every minute: the only ones any count can keep within the SLO.
+        self.servable = np.all(shares <= (self.rate * self.speed)[:, None] * (1 + 1e-9), axis=0)
+        #: The oldest event's age over the servable partitions (BENCHMARK.md's ``hot`` scenario);
+        #: only when some partition is not servable.
+        self.servable_age_series = None if self.servable.all() else np.zeros((minutes, count))
         self._arrival_shares = shares[:, :, None]  # (minute, partition, 1)
         #: Per partition, events arrived by the start of each minute (minute + 1, partition).
         self.partition_cumulative = np.concatenate((np.zeros((1, partitions)), np.cumsum(shares, axis=0)))
@@ -431,12 +435,10 @@ class Kernel:
         waiting = np.greater(backlog, DRAINED, out=self._waiting)
         if waiting.any():
             self.age_series[minute] = now - self._oldest_arrival(waiting, processed)
-            if self.other_age_series is not None:
-                hottest = int(np.argmax(self._arrival_shares[minute, :, 0])) if self.arrivals[minute] > 0 else 0
-                others = waiting.copy()
-                others[hottest] = False
-                if others.any():
-                    self.other_age_series[minute] = now - self._oldest_arrival(others, processed)
+            if self.servable_age_series is not None:
+                servable = waiting & self.servable[:, None]
+                if servable.any():
+                    self.servable_age_series[minute] = now - self._oldest_arrival(servable, processed)
         self.capacity_series[minute] = self.requested
         self.serving_series[minute] = serving
         self.backlog_series[minute] = self.total_backlog()
@@ -518,6 +520,25 @@ class Kernel:
         candidate's numbers do not depend on the batch it runs in)."""
         return np.ascontiguousarray(self.backlog.T).sum(axis=1)
 
+    def busy_time_rates(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per candidate, (events processed in the last minute, the true processing rate per
+        instance as busy time measures it): an instance is busy while it has backlog, so busy
+        ``served / (mu x speed)`` of the minute; the busiest instance's busy fraction divides the
+        processed rate (a stream processor's default aggregation), per owning instance. ``nan``
+        when nothing was processed. What a rate-based autoscaler reads from its consumers' own metrics."""
+        minute = self.minute - 1
+        served = self._recent[-1] - self._recent[-2]
+        owners = self._owners
+        per_instance = np.bincount(owners.owner.ravel(), weights=served.ravel(), minlength=owners.owner.size)
+        busiest = per_instance.reshape(self.partitions, self.count).max(axis=0)
+        processed = np.ascontiguousarray(served.T).sum(axis=1)
+        instances = np.minimum(owners.serving, self.partitions)
+        rate = self.rate * float(self.speed[max(minute, 0)])
+        working = (busiest > 0) & (instances > 0)
+        true_rate = np.full(self.count, np.nan)
+        true_rate[working] = processed[working] / instances[working] / (busiest[working] / rate)
+        return processed, true_rate
+
     def checkpoint_positions(self, out: np.ndarray) -> np.ndarray:
         """Per partition and candidate, the checkpoint + 1 that collect reads now (0 before the
         first checkpoint), written into ``out``: ``checkpoint_delay_seconds`` behind what was
@@ -581,13 +602,13 @@ class Kernel:
             raise AssertionError(f"events not conserved: {lost}")
         capacity_series, serving_series = self.capacity_series[:minutes].T.copy(), self.serving_series[:minutes].T.copy()
         backlog_series, age_series = self.backlog_series[:minutes].T.copy(), self.age_series[:minutes].T.copy()
-        other_ages = self.other_age_series[:minutes].T.copy() if self.other_age_series is not None else None
+        servable_ages = self.servable_age_series[:minutes].T.copy() if self.servable_age_series is not None else None
         actions = self.action_series[score_from:minutes].sum(axis=0)
         return [
             scored_result(self.scenario, algorithm=algorithm, knob=knobs[column], score_from=score_from,
                           arrivals=self.arrivals[:minutes], capacity=capacity_series[column],
                           serving=serving_series[column], backlog=backlog_series[column], age=age_series[column],
                           scale_actions=int(actions[column]), final_backlog=float(final_backlog[column]),
-                          other_age=other_ages[column] if other_ages is not None else None)
+                          servable_age=servable_ages[column] if servable_ages is not None else None)
             for column in range(self.count)
         ]

@@ -22,6 +22,8 @@ from scaling.domain.engine import evaluate
 from scaling.domain.lag import balanced_counts, effective_capacity
 from scaling.domain.policy import SEED_STEP, Bounds, PlanSettings, SourceSettings, TargetPolicy, seed_rules
 from scaling.domain.samples import MetricSample, PartitionReading, SourceReading
+from scaling.simulation.batched_peers import HOLD, FlinkBatch
+from scaling.simulation.flink import FlinkSettings
 from scaling.simulation.world import Observation, Scenario
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -134,6 +136,27 @@ class AzureMonitorStyle:
             self.last_action = observation.minute
             return target
         return None
+
+
+class Flink:
+    """The Flink Kubernetes Operator's job autoscaler on one consumer group (flink.py): the batch
+    of ``batched_peers.FlinkBatch`` with one setting, fed from the observation (the arrivals from
+    the sequence numbers, the lag as collect reads it, the busy-time rates of the consumers)."""
+
+    def __init__(self, settings: FlinkSettings, partitions: int, *, interval_minutes: int = 1) -> None:
+        self.batch = FlinkBatch([settings], partitions, interval_minutes=interval_minutes)
+        self.enqueued = 0  # events enqueued by the last observation
+
+    def decide(self, observation: Observation) -> int | None:
+        enqueued = int((observation.last_enqueued + 1).sum())
+        arrived, self.enqueued = float(enqueued - self.enqueued), enqueued
+        processed = np.array([np.nan if observation.processed is None else observation.processed])
+        true_rate = np.array([np.nan if observation.true_rate_per_instance is None else observation.true_rate_per_instance])
+        self.batch.measure(observation.minute, arrived, processed, true_rate)
+        lag = np.array([float(observed_backlog(observation).sum())])
+        wanted = int(self.batch.decide(observation.minute, np.array([observation.capacity], dtype=np.int64), lag,
+                                       np.array([observation.true_backlog]))[0])
+        return None if wanted == HOLD else wanted
 
 
 class Clairvoyant:

@@ -155,8 +155,9 @@ class RunResult:
     backlog: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     age: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     arrivals: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
-    #: SLO-violation minutes of the hub without its hottest partition (scenarios with skew).
-    other_partitions_violation_minutes: int | None = None
+    #: SLO-violation minutes over the partitions whose arrivals stay within one instance's
+    #: throughput in every minute (``Kernel.servable``); ``None`` when every partition is.
+    servable_partitions_violation_minutes: int | None = None
 
     @property
     def cost_ratio(self) -> float:
@@ -178,16 +179,16 @@ class RunResult:
             "p99_age_minutes": round(self.p99_age_minutes, 3),
             "max_age_minutes": round(self.max_age_minutes, 3),
             "final_backlog": round(self.final_backlog, 1),
-            **({} if self.other_partitions_violation_minutes is None else {
-                "other_partitions_violation_minutes": self.other_partitions_violation_minutes,
-                "other_partitions_meet_slo": self.other_partitions_violation_minutes
+            **({} if self.servable_partitions_violation_minutes is None else {
+                "servable_partitions_violation_minutes": self.servable_partitions_violation_minutes,
+                "servable_partitions_meet_slo": self.servable_partitions_violation_minutes
                 <= scenario.max_violation_fraction * self.minutes}),
         }
 
 
 def scored_result(scenario: Scenario, *, algorithm: str, knob: str, score_from: int, arrivals: np.ndarray,
                   capacity: np.ndarray, serving: np.ndarray, backlog: np.ndarray, age: np.ndarray,
-                  scale_actions: int, final_backlog: float, other_age: np.ndarray | None = None) -> RunResult:
+                  scale_actions: int, final_backlog: float, servable_age: np.ndarray | None = None) -> RunResult:
     """A run's numbers from its minute series, scoring only the minutes from ``score_from``:
     cost is billed per requested instance-minute, a minute violates the SLO when its oldest
     unprocessed event is older than ``slo_minutes``."""
@@ -209,6 +210,6 @@ def scored_result(scenario: Scenario, *, algorithm: str, knob: str, score_from: 
         backlog=backlog,
         age=age,
         arrivals=arrivals,
-        other_partitions_violation_minutes=(int((other_age[scored] > scenario.slo_minutes).sum())
-                                            if other_age is not None else None),
+        servable_partitions_violation_minutes=(int((servable_age[scored] > scenario.slo_minutes).sum())
+                                               if servable_age is not None else None),
     )

@@ -81,6 +81,11 @@ class Observation:
     true_backlog: float
     #: Per partition, the instance that owns it as collect reads the ownership blobs (-1: no live owner).
     owners: np.ndarray | None = None
+    #: The consumers' own metrics of the last minute (``Kernel.busy_time_rates``): events processed,
+    #: and the true processing rate per instance as busy time measures it (nan: nothing processed).
+    #: Only a peer that reads its consumers' metrics (``peers.Flink``) uses them; collect does not see them.
+    processed: float | None = None
+    true_rate_per_instance: float | None = None
 
     @property
     def live_owners(self) -> int:
@@ -149,9 +154,11 @@ class World:
         return self.kernel.checkpoint_positions(self._checkpoints)[:, 0].astype(np.int64) - 1
 
     def observe(self) -> Observation:
+        processed, true_rates = self.kernel.busy_time_rates()
         return Observation(minute=self.minute, capacity=self.requested, last_enqueued=self.last_enqueued(),
                            checkpoint=self.checkpoints(), true_backlog=float(self.kernel.total_backlog()[0]),
-                           owners=self.kernel.owners(0))
+                           owners=self.kernel.owners(0), processed=float(processed[0]),
+                           true_rate_per_instance=float(true_rates[0]))
 
     def request(self, wanted: int) -> bool:
         """Apply a scale action at the current minute; returns whether capacity changed."""

@@ -207,7 +207,7 @@ def test_benchmark_writes_contract_rows_and_flags_the_cheapest_meeting_setting(t
     assert done.returncode == 0, done.stderr
     rows = json.loads(out.read_text(encoding="utf-8"))
     assert {r["algorithm"] for r in rows} == {"project-default", "project-tuned", "clairvoyant", "keda-hpa",
-                                              "functions-target", "azure-monitor", "seed"}
+                                              "functions-target", "azure-monitor", "flink", "seed"}
     for row in rows:
         assert set(row) >= CONTRACT
         assert row["trace"] == "traces/ramp.csv"

@@ -114,4 +114,4 @@ def test_a_partition_hotter_than_one_instance_is_named_and_not_chased() -> None:
     assert named - learned <= 5
     assert any(decision.reason_code == "hot_partition" for decision in decisions)
     assert result.capacity[named + 30:].max() <= 2
-    assert result.other_partitions_violation_minutes == 0
+    assert result.servable_partitions_violation_minutes == 0

@@ -15,11 +15,13 @@ from scaling.simulation import peers
 from scaling.simulation.batched_peers import (
     AzureMonitorBatch,
     ClairvoyantBatch,
+    FlinkBatch,
     FunctionsTargetBatch,
     KedaHpaBatch,
     simulate_peers,
 )
 from scaling.simulation.benchmark import jobs_for, run_job, run_unit, work_units
+from scaling.simulation.flink import FlinkSettings
 from scaling.simulation.world import Scenario, simulate
 from tests.helpers import assert_same_run, noisy_diurnal, step_surge
 
@@ -27,6 +29,9 @@ P = 8
 THRESHOLDS = (40.0, 150.0, 700.0, 3000.0)
 MONITOR = ((30.0, 1), (30.0, 4), (400.0, 1), (2500.0, 2))
 HORIZONS = (1, 4)
+FLINK = (FlinkSettings(), FlinkSettings(utilization_target=0.9, metrics_window_minutes=5, catch_up_minutes=5.0,
+                                        scale_down_interval_minutes=0),
+         FlinkSettings(utilization_target=0.5, scale_down_interval_minutes=30))
 
 SCENARIOS = {
     "standard": Scenario(partitions=P, peak_instances=6.0),
@@ -40,7 +45,8 @@ SCENARIOS = {
 def loop_peers(arrivals: np.ndarray, scenario: Scenario) -> list:
     return ([peers.KedaHpa(value, P) for value in THRESHOLDS] + [peers.FunctionsTargetBased(value, P) for value in THRESHOLDS]
             + [peers.AzureMonitorStyle(value, step=step, maximum=P) for value, step in MONITOR]
-            + [peers.Clairvoyant(arrivals, scenario, horizon) for horizon in HORIZONS])
+            + [peers.Clairvoyant(arrivals, scenario, horizon) for horizon in HORIZONS]
+            + [peers.Flink(settings, P, interval_minutes=scenario.collection_interval_minutes) for settings in FLINK])
 
 
 def peer_batches(arrivals: np.ndarray, scenario: Scenario) -> list:
@@ -48,7 +54,8 @@ def peer_batches(arrivals: np.ndarray, scenario: Scenario) -> list:
     return [KedaHpaBatch(THRESHOLDS, P, labels), FunctionsTargetBatch(THRESHOLDS, P, labels),
             AzureMonitorBatch([value for value, _ in MONITOR], [step for _, step in MONITOR], [str(m) for m in MONITOR],
                               maximum=P),
-            ClairvoyantBatch(arrivals, scenario, HORIZONS, [str(h) for h in HORIZONS])]
+            ClairvoyantBatch(arrivals, scenario, HORIZONS, [str(h) for h in HORIZONS]),
+            FlinkBatch(FLINK, P, interval_minutes=scenario.collection_interval_minutes)]
 
 
 @pytest.mark.parametrize("world", sorted(SCENARIOS))
@@ -62,7 +69,7 @@ def test_every_setting_of_a_batch_runs_as_its_peer_alone(world: str, shape: str)
         alone = simulate(arrivals, autoscaler, scenario, score_from=60)
         assert_same_run(alone, result, f"{result.algorithm} {result.knob}")
     assert [result.algorithm for result in batched] == (["keda-hpa"] * 4 + ["functions-target"] * 4 + ["azure-monitor"] * 4
-                                                         + ["clairvoyant"] * 2)
+                                                         + ["clairvoyant"] * 2 + ["flink"] * 3)
     assert sum(result.scale_actions for result in batched) > 50  # the settings act, and differently
     assert len({tuple(result.capacity) for result in batched}) > 8
 
@@ -79,6 +86,6 @@ def short_trace(tmp_path_factory) -> Path:
 def test_the_benchmarks_work_units_give_every_row_run_job_gives(short_trace: Path, scenario: str) -> None:
     jobs = [job for job in jobs_for(str(short_trace), scenario) if job.algorithm not in ("project-tuned", "project-default")]
     units = work_units(jobs, {str(short_trace): 300})
-    assert sorted(len(unit) for unit in units) == [9, 13, 26]  # seed; KEDA + clairvoyant; Functions + Azure Monitor
+    assert sorted(len(unit) for unit in units) == [9, 13, 26, 60]  # seed; KEDA + clairvoyant; Functions + Azure Monitor; Flink
     batched = {(row["algorithm"], row["knob"]): {**row, "seconds": 0} for unit in units for row in run_unit(unit)}
     assert batched == {(job.algorithm, job.knob): {**run_job(job), "seconds": 0} for job in jobs}

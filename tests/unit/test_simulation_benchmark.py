@@ -9,7 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scaling.simulation.benchmark import Job, jobs_for, mark_best, run_job, summary_table
+from scaling.simulation.benchmark import FLINK_SWEEP, Job, jobs_for, mark_best, run_job, summary_table
+from scaling.simulation.cold import BUSY_FRACTION, COLD, COLD_MINUTES, cold_starts
+from scaling.simulation.flink import FLINK_DEFAULTS
 
 CONTRACT = ("trace", "algorithm", "knob", "cost_ratio", "slo_violation_minutes", "minutes", "scale_actions",
             "p99_age_minutes", "max_age_minutes", "final_backlog", "best")
@@ -66,7 +68,8 @@ def test_each_peer_knob_is_swept_over_8_values_spanning_100x(algorithm: str) -> 
 def test_jobs_cover_every_algorithm_once_per_setting() -> None:
     jobs = jobs_for("traces/x.csv")
     algorithms = {job.algorithm for job in jobs}
-    assert algorithms == {"project-default", "project-tuned", "clairvoyant", *PEERS}
+    assert algorithms == {"project-default", "project-tuned", "clairvoyant", "flink", *PEERS}
+    assert [job.knob for job in jobs if job.algorithm == "flink"] == [settings.label for settings in FLINK_SWEEP]
     assert sorted(job.value for job in jobs if job.algorithm == "clairvoyant") == [1, 3, 5]
     assert [job.algorithm for job in jobs].count("project-default") == 1
     assert [job.algorithm for job in jobs].count("project-tuned") == 1
@@ -97,7 +100,7 @@ def tiny_rows(tiny_trace: Path) -> list[dict]:
 
 
 def test_run_job_rows_carry_every_contract_field(tiny_rows: list[dict], tiny_trace: Path) -> None:
-    assert {r["algorithm"] for r in tiny_rows} == {"project-default", "project-tuned", "clairvoyant", *PEERS}
+    assert {r["algorithm"] for r in tiny_rows} == {"project-default", "project-tuned", "clairvoyant", "flink", *PEERS}
     for result in tiny_rows:
         assert set(CONTRACT) <= set(result), set(CONTRACT) - set(result)
         assert result["trace"] == f"{tiny_trace.parent.name}/tiny.csv"
@@ -176,8 +179,69 @@ def test_a_row_where_no_setting_meets_the_slo_has_as_many_cells_as_the_header(sc
 
     rows = [{"scenario": scenario, "trace": "t/per_minute.csv", "algorithm": algorithm, "knob": "k", "cost_ratio": 1.2,
              "minutes": 600, "scale_actions": 10, "best": best, "meets_slo": best, "slo_violation_minutes": 0 if best else 9,
-             "other_partitions_violation_minutes": 0 if best else 9, "other_partitions_meet_slo": best,
+             "servable_partitions_violation_minutes": 0 if best else 9, "servable_partitions_meet_slo": best,
              "p99_age_minutes": 1.0, "max_age_minutes": 2.0}
             for algorithm, best in (("clairvoyant", True), ("seed", False))]
     lines = [line for line in summary_table(rows).splitlines() if line.startswith("|")]
     assert len({line.count("|") for line in lines}) == 1, lines
+
+
+# --- the cold scenario: 1 instance, nothing learned, at busy minutes -----------------------------------------------
+
+
+def test_cold_starts_at_the_busiest_hour_then_at_seeded_busy_minutes_apart() -> None:
+    arrivals = np.concatenate([np.full(300, 100.0), np.full(60, 900.0), np.full(300, 100.0), np.full(400, 600.0),
+                               np.full(200, 100.0)])
+    starts = cold_starts(arrivals, seed=1)
+    assert starts[0] == 300  # the busiest hour's first minute
+    assert len(starts) == 4
+    assert all(arrivals[start] >= BUSY_FRACTION * arrivals.max() for start in starts)
+    assert all(abs(a - b) >= COLD_MINUTES for i, a in enumerate(starts) for b in starts[i + 1:])  # no shared minutes
+    assert all(start + COLD_MINUTES <= len(arrivals) for start in starts)
+    assert cold_starts(arrivals, seed=1) == starts and cold_starts(arrivals, seed=2) != starts  # drawn from the seed
+
+
+@pytest.fixture(scope="module")
+def busy_trace(tmp_path_factory) -> Path:
+    """Ten hours with four busy stretches (the cold scenario's starts)."""
+    counts = np.concatenate([np.full(60, 100.0), np.full(90, 800.0), np.full(60, 100.0), np.full(150, 1000.0),
+                             np.full(60, 150.0), np.full(180, 700.0)])
+    path = tmp_path_factory.mktemp("traces") / "busy.csv"
+    path.write_text("minute,count\n" + "".join(f"{i},{c:.0f}\n" for i, c in enumerate(counts)), encoding="utf-8")
+    return path
+
+
+def test_cold_jobs_are_every_algorithm_but_the_tuned_one() -> None:
+    algorithms = {job.algorithm for job in jobs_for("traces/x.csv", COLD)}
+    assert algorithms == {job.algorithm for job in jobs_for("traces/x.csv")} - {"project-tuned"}
+    assert {job.scenario for job in jobs_for("traces/x.csv", COLD)} == {COLD}
+
+
+def test_a_cold_row_sums_its_starts_each_scored_on_its_first_two_hours(busy_trace: Path) -> None:
+    from scaling.simulation.benchmark import run_unit
+
+    job = next(job for job in jobs_for(str(busy_trace), COLD) if job.algorithm == "keda-hpa")
+    row = run_job(job)
+    assert len(row["windows"]) == 4 and row["minutes"] == 4 * COLD_MINUTES
+    assert row["slo_violation_minutes"] == sum(window["slo_violation_minutes"] for window in row["windows"])
+    assert row["max_age_minutes"] == max(window["max_age_minutes"] for window in row["windows"])
+    assert row["scenario"] == COLD
+    [batched] = run_unit((job,))  # the batched peers give the row run_job gives alone
+    assert {**batched, "seconds": 0} == {**row, "seconds": 0}
+
+
+def test_the_cold_table_reports_each_algorithms_best_or_closest_setting_and_its_documented_default() -> None:
+    def cold_row(algorithm: str, knob: str, violations: int, age: float, cost: float) -> dict:
+        return {"scenario": COLD, "trace": "t/a.csv", "algorithm": algorithm, "knob": knob, "cost_ratio": cost,
+                "slo_violation_minutes": violations, "meets_slo": violations == 0, "max_age_minutes": age, "minutes": 480,
+                "scale_actions": 4, "best": False, "windows": [{"slo_violation_minutes": min(violations, 3),
+                                                                "max_age_minutes": age}]}
+
+    rows = [cold_row("project-default", "default", 30, 13.1, 1.4),
+            cold_row("keda-hpa", "unprocessedEventThreshold=64", 0, 2.9, 3.0),
+            cold_row("keda-hpa", "unprocessedEventThreshold=400", 0, 3.1, 2.5),
+            cold_row("flink", FLINK_SWEEP[0].label, 20, 11.0, 2.0), cold_row("flink", FLINK_DEFAULTS.label, 37, 20.6, 1.9)]
+    table = summary_table(rows)
+    assert "| project-default | default | 30 | 13.1 | 1.400 | 3, 13.1 | 30, 13.1 | 0/1 |" in table
+    assert "| keda-hpa | unprocessedEventThreshold=400 | 0 | 3.1 | 2.500 | 0, 3.1 | 0, 2.9 | 2/2 |" in table
+    assert f"| flink | {FLINK_SWEEP[0].label} | 20 | 11.0 | 2.000 | 3, 11.0 | 37, 20.6 | 0/2 |" in table

@@ -292,15 +292,33 @@ def test_a_candidate_in_a_stressed_batch_sees_the_world_it_sees_alone() -> None:
     assert together[1].serving.min() < together[1].capacity.max()  # failures happened
 
 
-def test_the_hot_scenario_scores_the_other_partitions_apart() -> None:
+def test_the_hot_scenario_scores_the_servable_partitions_apart() -> None:
     scenario = Scenario(partitions=4, skew=1.0, initial_capacity=4)  # the hottest gets 8/15 of 3,000 > 1,000 a minute
     world = World(np.full(20, 3000.0), scenario)
     while not world.done:
         world.advance()
     result = world.result()
     assert result.slo_violation_minutes > 0
-    assert result.other_partitions_violation_minutes == 0
-    assert result.summary(scenario)["other_partitions_meet_slo"] is True
+    assert result.servable_partitions_violation_minutes == 0
+    assert result.summary(scenario)["servable_partitions_meet_slo"] is True
+
+
+@pytest.mark.parametrize(
+    ("scenario", "unservable"),
+    [
+        (Scenario.named("hot"), 9),  # BENCHMARK.md: with skew 0.10 the nine hottest of 32 exceed one instance at peak
+        (Scenario.named("hot", peak_instances=10.0), 0),  # a lower peak: every partition is servable
+        (Scenario(partitions=4, skew=1.0, peak_instances=3.0), 1),  # 8/15 of 3,000 > 1,000; 4/15 < 1,000
+        (Scenario(partitions=4, skew=1.0, peak_instances=3.0, slowdowns=((15.0, 5.0, 0.5, 0.0),)), 2),  # 4/15 > 500
+        (Scenario.named("standard"), 0),
+    ],
+)
+def test_servable_partitions_stay_within_one_instances_throughput_in_every_minute(scenario, unservable) -> None:
+    arrivals = np.linspace(0.0, 1.0, 20) * scenario.peak_instances * scenario.events_per_instance_per_minute
+    kernel = Kernel(arrivals, scenario, 1)
+    assert int((~kernel.servable).sum()) == unservable
+    assert np.flatnonzero(~kernel.servable).tolist() == list(range(unservable))  # the hottest ones
+    assert (kernel.servable_age_series is None) == (unservable == 0)  # scored apart only when some cannot be served
 
 
 # --- what the autoscaler observes, and the flags that set the knobs ----------------------------------------------

@@ -52,8 +52,8 @@ def _row(algorithm: str, cost: float, *, violations: int = 0, actions: int = 10,
                      None, {"slo": False, "clairvoyant": None, "actions": True}, id="no-horizon-meets-the-slo"),
         pytest.param([_row("project-default", 1.20, actions=0)], None, {"slo": True, "clairvoyant": None, "actions": True},
                      id="no-action-at-all"),
-        pytest.param([_row("project-default", 1.20, violations=9, scenario="hot", other_partitions_meet_slo=True)],
-                     None, {"slo": True, "clairvoyant": None, "actions": True}, id="hot-judged-without-its-hottest"),
+        pytest.param([_row("project-default", 1.20, violations=9, scenario="hot", servable_partitions_meet_slo=True)],
+                     None, {"slo": True, "clairvoyant": None, "actions": True}, id="hot-judged-on-its-servable-partitions"),
     ],
 )
 def test_goals_of_a_cell(rows: list[dict], versus: float | None, goals: dict) -> None:
