@@ -206,7 +206,9 @@ def build_evaluate_service() -> EvaluateService:
 
 
 def build_scale_service() -> ScaleService:
-    return scale_service_for(*_settings_and_credential(), telemetry=telemetry_for())
+    service = scale_service_for(*_settings_and_credential(), telemetry=telemetry_for())
+    service.competing_controllers()  # at start-up: an operator reads the conflict in the log at once
+    return service
 
 
 def build_dead_letter_service() -> DeadLetterService:

@@ -231,6 +231,18 @@ class ScaleService:
                     after.capacity, action.decision_id, action.reason)
         return APPLIED, info.capacity, after.capacity, "; ".join(notes) or None
 
+    def competing_controllers(self) -> dict[str, tuple[str, ...]]:
+        """Every target whose plan an enabled Azure Monitor autoscale setting drives, with the
+        settings' names: checked once when the service starts (each one logged as an error),
+        then before every write, and every minute by collect."""
+        found = {}
+        for target in self.policy.targets:
+            names = self._autoscale_settings(target.plan.resource_id)
+            if names:
+                found[target.name] = names
+                logger.error("scale %s: %s", target.name, autoscale_setting_reason(names))
+        return found
+
     def _autoscale_settings(self, resource_id: str) -> tuple[str, ...]:
         """The enabled autoscale settings driving the plan, read right before a write (writes are
         rare; collect reads them every minute for evaluate). A failed read is logged and does not

@@ -215,3 +215,13 @@ def test_a_forged_far_future_action_writes_nothing_and_later_decisions_still_app
     assert world.plans.writes == []
     assert world.scale.handle(world.decide()).status == "applied"
     assert world.capacity() == 4
+
+
+def test_at_start_up_every_plan_another_controller_drives_is_named(caplog):
+    world = World()
+    world.plans.autoscale_settings[world.target.plan.resource_id.lower()] = ("cpu-autoscale",)
+    service = ScaleService(world.store, world.plans, policy_of(world.target), clock=world.clock, controllers=world.plans)
+    assert service.competing_controllers() == {"orders": ("cpu-autoscale",)}
+    assert "conflict:autoscale-setting cpu-autoscale" in caplog.text
+    world.plans.autoscale_settings.clear()
+    assert service.competing_controllers() == {}
