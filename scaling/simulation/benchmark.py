@@ -107,10 +107,11 @@ def _against_default(row: dict, best: dict) -> str:
 def run_job(job: Job) -> dict:
     """One simulation (or one tuning plus scoring), in a worker process."""
     from scaling.simulation import peers
-    from scaling.simulation.world import Scenario, load_trace, scale_trace, simulate
+    from scaling.simulation.family import load_arrivals
+    from scaling.simulation.world import Scenario, scale_trace, simulate
 
     scenario = Scenario.named(job.scenario, **dict(job.overrides))
-    arrivals = scale_trace(load_trace(job.trace), scenario)
+    arrivals = scale_trace(load_arrivals(job.trace), scenario)
     partitions = scenario.partitions
     started = time.perf_counter()
     split = int(len(arrivals) * TRAIN_FRACTION)  # project-tuned is tuned before it and scored from it
@@ -180,11 +181,12 @@ def run_unit(unit: tuple[Job, ...]) -> list[dict]:
         return [run_job(unit[0])]
     from scaling.simulation import batched_peers, peers
     from scaling.simulation.batched import simulate_batch
-    from scaling.simulation.world import Scenario, load_trace, scale_trace
+    from scaling.simulation.family import load_arrivals
+    from scaling.simulation.world import Scenario, scale_trace
 
     first = unit[0]
     scenario = Scenario.named(first.scenario, **dict(first.overrides))
-    arrivals = scale_trace(load_trace(first.trace), scenario)
+    arrivals = scale_trace(load_arrivals(first.trace), scenario)
     partitions = scenario.partitions
     started = time.perf_counter()
     by_algorithm: dict[str, list[Job]] = {}
@@ -345,9 +347,9 @@ def replace_block(text: str, block: str) -> str:
 def run_jobs(jobs: Sequence[Job], workers: int | None = None, progress=None) -> list[tuple[Job, dict]]:
     """Every job's row, the jobs grouped into work units run by worker processes; each row with
     its unit's first job (which names the unit's trace, scenario and overrides)."""
-    from scaling.simulation.world import load_trace
+    from scaling.simulation.family import load_arrivals
 
-    units = work_units(jobs, {trace: len(load_trace(trace)) for trace in sorted({job.trace for job in jobs})})
+    units = work_units(jobs, {trace: len(load_arrivals(trace)) for trace in sorted({job.trace for job in jobs})})
     rows: list[tuple[Job, dict]] = []
     with ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
         for unit, unit_rows in zip(units, pool.map(run_unit, units), strict=True):
@@ -359,8 +361,13 @@ def run_jobs(jobs: Sequence[Job], workers: int | None = None, progress=None) -> 
 
 
 def run_benchmark(traces: Sequence[str], workers: int | None = None, progress=None,
-                  scenarios: Sequence[str] = ("standard",), overrides: tuple = ()) -> list[dict]:
+                  scenarios: Sequence[str] = ("standard",), overrides: tuple = (), family: Sequence[str] = ()) -> list[dict]:
+    """Every algorithm on ``traces`` (files) and ``family`` (members, ``family.py``'s sweeps) in every scenario."""
     jobs = [job for scenario in scenarios for trace in traces for job in jobs_for(trace, scenario, overrides)]
+    if family:
+        from scaling.simulation.family import keeps
+
+        jobs += [job for scenario in scenarios for trace in family for job in jobs_for(trace, scenario, overrides) if keeps(job)]
     rows = [row for _, row in run_jobs(jobs, workers, progress)]
     order = {name: index for index, name in enumerate(ORDER)}
     rows.sort(key=lambda row: (list(scenarios).index(row["scenario"]), row["trace"], order.get(row["algorithm"], 99), row["knob"]))
@@ -368,9 +375,19 @@ def run_benchmark(traces: Sequence[str], workers: int | None = None, progress=No
     return rows
 
 
+def run_gated(runs: Sequence[tuple[str, str]], algorithm: str = "project-default", workers: int | None = None) -> list[dict]:
+    """One algorithm's rows (its one setting) on each (trace, scenario): what ``--gate`` alone runs."""
+    rows = [row for _, row in run_jobs([Job(trace, algorithm, "default", weight=3.0, scenario=scenario)
+                                        for trace, scenario in runs], workers, print_progress)]
+    print(file=sys.stderr)
+    mark_best(rows)
+    return rows
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trace", action="append", required=True, help="per-minute trace CSV (repeatable)")
-    parser.add_argument("--json", required=True, help="where to write the JSON rows")
+    parser.add_argument("--trace", action="append", default=[], help="per-minute trace CSV (repeatable; needed unless "
+                        "--family or --gate alone)")
+    parser.add_argument("--json", help="where to write the JSON rows (needed unless --gate alone)")
     parser.add_argument("--markdown", help="also write the summary table (with how to regenerate it) to this file")
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
     parser.add_argument("--readme", help="also replace the summary between the benchmark markers of this README")
@@ -379,6 +396,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", action="append", choices=tuple(NAMED_SCENARIOS),
                         help="named scenario of ../shared/BENCHMARK.md (repeatable; default: standard)")
     add_scenario_arguments(parser, scenario_choice=False)
+    from scaling.simulation.family_cli import add_family_arguments
+
+    add_family_arguments(parser)
 
 
 def print_progress(done: int, total: int, row: dict) -> None:
@@ -387,12 +407,17 @@ def print_progress(done: int, total: int, row: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from scaling.simulation import family_cli
+
+    if family_cli.gate_alone(args):
+        return family_cli.run_gate_alone(args, run_gated)
+    family_cli.check_arguments(args)
     started = time.perf_counter()
     scenarios = args.scenario or ["standard"]
     overrides = tuple(sorted(scenario_overrides(args).items()))
     for name in scenarios:
         scenario_from(args, name)  # a bad value fails here, naming it, before any worker starts
-    rows = run_benchmark(args.trace, args.workers, print_progress, scenarios, overrides)
+    rows = run_benchmark(args.trace, args.workers, print_progress, scenarios, overrides, family_cli.members(args))
     runs = len(rows)  # the offline optimum's rows below are read, not run
     print(file=sys.stderr)
     if args.optimum and Path(args.optimum).exists() and "standard" in scenarios and not overrides:
@@ -403,16 +428,21 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
-    table = summary_table(rows)
+    public, family_rows = family_cli.split_rows(rows)
+    table = summary_table(public)
     print(table)
+    print(family_cli.family_text(family_rows))
     print(f"benchmark: {runs} runs in {elapsed:.0f}s on {args.workers or os.cpu_count()} workers")
     if args.readme:
         readme = Path(args.readme)
-        readme.write_text(replace_block(readme.read_text(encoding="utf-8"), readme_table(rows)
+        readme.write_text(replace_block(readme.read_text(encoding="utf-8"), readme_table(public)
+                                        + family_cli.readme_text(family_rows)
                                         + f"\nMeasured in one run of `make benchmark`: {runs} runs in {elapsed:.0f}s on "
                                         f"{args.workers or os.cpu_count()} worker processes.\n"), encoding="utf-8")
     if args.markdown:
+        kept = family_cli.kept_sections(args.markdown)  # the hand-written baseline log survives regeneration
         command = ("python -m scaling benchmark " + " ".join(f"--trace {t}" for t in args.trace)
+                   + (" --family" if args.family else "")
                    + "".join(f" --scenario {name}" for name in scenarios) + f" --json {args.json} --markdown {args.markdown}"
                    + (f" --readme {args.readme}" if args.readme else "") + (f" --optimum {args.optimum}" if args.optimum else ""))
         Path(args.markdown).write_text(
@@ -434,7 +464,8 @@ def run(args: argparse.Namespace) -> int:
                "(`make optimum`, docs/optimum.md); `cost / offline optimum` divides by its unlimited-budget bracket: its "
                "schedule's cost (first number) and its lower bound (second).\n\n" if runs < len(rows) else "")
             +
-            f"{table}\n\nWall time: {elapsed:.0f}s for {runs} runs on {args.workers or os.cpu_count()} worker processes.\n",
+            f"{table}\n\n" + family_cli.markdown_text(family_rows, kept)
+            + f"Wall time: {elapsed:.0f}s for {runs} runs on {args.workers or os.cpu_count()} worker processes.\n",
             encoding="utf-8",
         )
-    return 0
+    return family_cli.after_run(args, rows)
