@@ -145,28 +145,66 @@ def run_job(job: Job) -> dict:
     return row
 
 
+#: The project's two rows of one trace and scenario run as one work unit (``run_project_pair``).
+PROJECT_PAIR = ("project-tuned", "project-default")
+
+
+def run_project_pair(unit: tuple[Job, ...]) -> list[dict]:
+    """``project-default`` and ``project-tuned`` of one trace and scenario, rows as ``run_job``
+    gives them alone. When the tuning keeps the default, the tuned row is the default's own run
+    scored from the split (the same simulation: the tuned target differs only in its name), so
+    the engine runs over the trace once instead of twice."""
+    from scaling.simulation import peers
+    from scaling.simulation.family import load_arrivals
+    from scaling.simulation.world import Scenario, World, drive, scale_trace, simulate
+
+    default = next(job for job in unit if job.algorithm == "project-default")
+    tuned = next(job for job in unit if job.algorithm == "project-tuned")
+    scenario = Scenario.named(default.scenario, **dict(default.overrides))
+    arrivals = scale_trace(load_arrivals(default.trace), scenario)
+    label = Path(default.trace).parent.name + "/" + Path(default.trace).name
+    split = int(len(arrivals) * TRAIN_FRACTION)
+    started = time.perf_counter()
+    world = World(arrivals, scenario)
+    result = drive(world, peers.EngineAutoscaler(peers.simulated_target(scenario, name="default")), scenario,
+                   algorithm="project-default", knob=default.knob)
+    default_row = {**_row(label, result, scenario, default.scenario), "tuned_window": tuned_window(result, scenario, split),
+                   "seconds": round(time.perf_counter() - started, 2)}
+    started = time.perf_counter()
+    candidate, selection = tuned_choice(arrivals[:split], scenario)
+    if selection.index == 0:  # the default kept: its run, scored from the split
+        kept = world.result(algorithm="project-tuned", knob=candidate.label, score_from=split)
+    else:
+        kept = simulate(arrivals, peers.EngineAutoscaler(candidate.target), scenario, algorithm="project-tuned",
+                        knob=candidate.label, score_from=split)
+    tuned_row = {**_row(label, kept, scenario, tuned.scenario),
+                 "tuning": {"kept_default": selection.kept_current, "reason": selection.reason},
+                 "seconds": round(time.perf_counter() - started, 2)}
+    return [tuned_row if job is tuned else default_row for job in unit]
+
+
 #: Peers whose whole sweep runs as batches of columns of one ``Kernel`` (batched_peers.py), and
 #: how their sweeps share out into work units (the stressed worlds' load balancing is per setting
 #: and costs by the number of actions: the busiest peers apart, for the two workers to share).
 PEER_UNITS = (("keda-hpa", "clairvoyant"), ("functions-target", "azure-monitor"))
 #: Rough relative cost per minute of trace of each kind of work unit (for scheduling the longest first).
-UNIT_WEIGHTS = {"project-tuned": 6.0, "project-default": 3.0, "seed": 1.0, "keda-hpa": 4.0, "functions-target": 4.0}
+UNIT_WEIGHTS = {"project-tuned": 10.0, "project-default": 3.0, "seed": 1.0, "keda-hpa": 4.0, "functions-target": 4.0}
 #: How much dearer the stressed scenarios' worlds are (the load balancer's draws on every change).
 SCENARIO_WEIGHTS = {"standard": 1.0}
 
 
 def work_units(jobs: Sequence[Job], minutes: dict[str, int] | None = None) -> list[tuple[Job, ...]]:
-    """The jobs grouped as they run: project-tuned and project-default alone, each seed sweep as
-    one rules batch, the other peers' sweeps as ``PEER_UNITS`` batches; longest (estimated) first."""
+    """The jobs grouped as they run: project-tuned and project-default of a trace together
+    (``PROJECT_PAIR``; either alone when the other is not asked for), each seed sweep as one rules batch, the other peers' sweeps as ``PEER_UNITS`` batches; longest (estimated) first."""
     groups: dict[tuple, list[Job]] = {}
     for job in jobs:
-        unit = next((units[0] for units in PEER_UNITS if job.algorithm in units), job.algorithm)
+        unit = next((units[0] for units in (*PEER_UNITS, PROJECT_PAIR) if job.algorithm in units), job.algorithm)
         key = (job.scenario, job.overrides, job.trace, unit)
-        groups.setdefault(key if unit not in ("project-tuned", "project-default") else (*key, job.knob), []).append(job)
+        groups.setdefault(key, []).append(job)
 
     def cost(unit: tuple[Job, ...]) -> float:
         first = unit[0]
-        kind = next((units[0] for units in PEER_UNITS if first.algorithm in units), first.algorithm)
+        kind = next((units[0] for units in (*PEER_UNITS, PROJECT_PAIR) if first.algorithm in units), first.algorithm)
         length = (minutes or {}).get(first.trace, 1)
         return UNIT_WEIGHTS.get(kind, first.weight) * length * SCENARIO_WEIGHTS.get(first.scenario, 2.5)
 
@@ -179,6 +217,8 @@ def run_unit(unit: tuple[Job, ...]) -> list[dict]:
     seconds are shared out evenly over its rows. Every row is the one ``run_job`` gives alone."""
     if len(unit) == 1 and unit[0].algorithm not in SWEPT_IN_BATCHES:
         return [run_job(unit[0])]
+    if {job.algorithm for job in unit} == set(PROJECT_PAIR):
+        return run_project_pair(unit)
     from scaling.simulation import batched_peers, peers
     from scaling.simulation.batched import simulate_batch
     from scaling.simulation.family import load_arrivals

@@ -30,10 +30,12 @@ from scaling.simulation import trace_family
 FAMILY_SWEEPS: dict[str, tuple] = {
     "keda-hpa": (64.0, 200.0, 400.0, 700.0, 1000.0, 1500.0),
     "functions-target": (100.0, 200.0, 400.0, 700.0, 1000.0, 1500.0),
-    "azure-monitor": ((100.0, 1), (200.0, 1), (400.0, 1), (200.0, 4), (400.0, 4)),
-    "seed": (500.0, 1000.0, 2000.0, 4000.0),
+    "azure-monitor": ((100.0, 1), (200.0, 1), (200.0, 4), (400.0, 4)),
+    "seed": (500.0, 1000.0, 2000.0),
     "clairvoyant": (1.0, 3.0, 5.0),
 }
+#: Algorithms of one setting: their cost counts in the tables whether or not it meets the SLO.
+ONE_SETTING = ("project-default", "project-tuned")
 #: The shapes' and noise levels' order in the tables.
 SHAPES = tuple(trace_family.SHAPES)
 ALGORITHM_ORDER = ("project-default", "project-tuned", "clairvoyant", "keda-hpa", "functions-target", "azure-monitor", "seed")
@@ -79,7 +81,8 @@ def is_family_row(row: dict) -> bool:
 
 def member_figures(rows: Sequence[dict]) -> dict[tuple[str, str, str], dict]:
     """Per (scenario, member, algorithm): the best row's figures (the cheapest setting that meets
-    the SLO; ``mark_best`` must have run), or, when no setting meets it, the closest's violation
+    the SLO; ``mark_best`` must have run); when no setting meets it, an algorithm of one setting
+    (the project's) still has its figures, a swept one only the closest setting's violation
     minutes. ``versus`` is the cost over the clairvoyant's best on the same member and scenario
     (``None`` when the clairvoyant meets the SLO with no setting there)."""
     groups: dict[tuple[str, str, str], list[dict]] = {}
@@ -89,7 +92,12 @@ def member_figures(rows: Sequence[dict]) -> dict[tuple[str, str, str], dict]:
     figures = {}
     for key, group in groups.items():
         best = next((row for row in group if row["best"]), None)
-        if best is None:
+        if best is None and key[2] in ONE_SETTING:  # its figures, SLO missed or not
+            only = group[0]
+            figures[key] = {"meets": False, "cost_ratio": only["cost_ratio"], "violation_minutes": only["slo_violation_minutes"],
+                            "minutes_per_action": only["minutes"] / only["scale_actions"] if only["scale_actions"] else float("inf"),
+                            "knob": only["knob"]}
+        elif best is None:
             closest = min(group, key=lambda row: row["slo_violation_minutes"])
             figures[key] = {"meets": False, "cost_ratio": None, "violation_minutes": closest["slo_violation_minutes"],
                             "minutes_per_action": None, "knob": closest["knob"]}
@@ -194,7 +202,8 @@ def family_markdown(rows: Sequence[dict]) -> str:
         by_noise = _members_by(rows, scenario, _noise)
         members = [member for group in by_shape.values() for member in group]
         lines += [f"### The family ({scenario})", "",
-                  f"{len(members)} members. Each algorithm at its cheapest setting that meets the SLO on each member; "
+                  f"{len(members)} members. Each algorithm at its cheapest setting that meets the SLO on each member "
+                  "(project-default and project-tuned have one setting: it counts whether or not it meets the SLO); "
                   "cost / clairvoyant over the members where the clairvoyant meets the SLO too (their count in "
                   "brackets when not all); violation minutes of that setting (of the closest setting where none meets "
                   "the SLO).", ""]
@@ -214,12 +223,13 @@ def family_markdown(rows: Sequence[dict]) -> str:
                 figure = figures.get((scenario, member, algorithm))
                 if figure is None:
                     cells.append("")
-                elif not figure["meets"]:
+                elif not figure["meets"] and figure["cost_ratio"] is None:
                     cells.append(f"miss ({figure['violation_minutes']} min)")
                 else:
                     cost = (f"{figure['versus']:.3f}" if figure["versus"] is not None
                             else f"({figure['cost_ratio']:.3f})")
-                    cells.append(f"{cost}, {_number(figure['minutes_per_action'], 1)}")
+                    missed = "" if figure["meets"] else f", misses ({figure['violation_minutes']} min)"
+                    cells.append(f"{cost}, {_number(figure['minutes_per_action'], 1)}{missed}")
             lines.append(f"| {member.removeprefix(trace_family.FAMILY_PREFIX)} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)

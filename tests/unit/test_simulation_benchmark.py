@@ -181,3 +181,18 @@ def test_a_row_where_no_setting_meets_the_slo_has_as_many_cells_as_the_header(sc
             for algorithm, best in (("clairvoyant", True), ("seed", False))]
     lines = [line for line in summary_table(rows).splitlines() if line.startswith("|")]
     assert len({line.count("|") for line in lines}) == 1, lines
+
+
+@pytest.mark.parametrize("scenario", ["standard", "realistic"])
+def test_the_project_pair_unit_gives_the_rows_run_job_gives_alone(tiny_trace: Path, scenario: str) -> None:
+    """project-default and project-tuned run as one unit, the default's run reused for the tuned
+    row when the tuning keeps the default: every row is the one run_job gives alone."""
+    from scaling.simulation.benchmark import PROJECT_PAIR, run_unit, work_units
+
+    jobs = [job for job in jobs_for(str(tiny_trace), scenario) if job.algorithm in PROJECT_PAIR]
+    units = work_units(jobs, {str(tiny_trace): 120})
+    assert [len(unit) for unit in units] == [2]
+    paired = {row["algorithm"]: {**row, "seconds": 0} for row in run_unit(units[0])}
+    alone = {job.algorithm: {**run_job(job), "seconds": 0} for job in jobs}
+    assert paired == alone
+    assert paired["project-tuned"]["minutes"] == 84

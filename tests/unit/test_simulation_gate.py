@@ -153,3 +153,22 @@ def test_regenerating_the_markdown_keeps_the_baseline_log(tmp_path: Path) -> Non
     log = family_cli.EMPTY_LOG + "| 2026-11-25 | abc123 | the peak hold went: cheaper on 24 of 30 members |\n"
     page.write_text("# old\n" + family_cli.markdown_text([], log) + "tail\n", encoding="utf-8")
     assert family_cli.kept_sections(str(page)) == log
+
+
+@pytest.mark.parametrize(("cost", "code"), [(1.168, 0), (1.25, 1)])
+def test_the_gate_alone_runs_the_baselines_traces_and_scenarios_only(tmp_path: Path, cost: float, code: int, capsys) -> None:
+    (tmp_path / "worldcup98").mkdir()
+    (tmp_path / "worldcup98" / "per_minute.csv").write_text("0,1\n", encoding="utf-8")
+    path = tmp_path / "baseline.json"
+    baseline = [row(PUBLIC, 1.168), row(MEMBERS[0], 1.2, scenario="realistic")]
+    family_cli.write_baseline(str(path), baseline)
+    asked = []
+
+    def fake_runs(runs, algorithm, workers):
+        asked.append((sorted(runs), algorithm))
+        return [row(PUBLIC, cost), row(MEMBERS[0], 1.2, scenario="realistic")]
+
+    args = argparse.Namespace(gate=str(path), traces_dir=str(tmp_path), workers=1, json=None, write_baseline=None)
+    assert family_cli.run_gate_alone(args, fake_runs) == code
+    assert asked == [(sorted([(str(tmp_path / PUBLIC), "standard"), (MEMBERS[0], "realistic")]), "project-default")]
+    assert (f"standard {PUBLIC}: cost 1.1680 -> 1.2500" in capsys.readouterr().out) == bool(code)
