@@ -149,11 +149,12 @@ def run_job(job: Job) -> dict:
 PROJECT_PAIR = ("project-tuned", "project-default")
 
 
-def run_project_pair(unit: tuple[Job, ...]) -> list[dict]:
+def run_project_pair(unit: tuple[Job, ...], choose=None) -> list[dict]:
     """``project-default`` and ``project-tuned`` of one trace and scenario, rows as ``run_job``
     gives them alone. When the tuning keeps the default, the tuned row is the default's own run
     scored from the split (the same simulation: the tuned target differs only in its name), so
-    the engine runs over the trace once instead of twice."""
+    the engine runs over the trace once instead of twice. ``choose``: what picks the tuned
+    candidate (``tuned_choice``)."""
     from scaling.simulation import peers
     from scaling.simulation.family import load_arrivals
     from scaling.simulation.world import Scenario, World, drive, scale_trace, simulate
@@ -171,7 +172,7 @@ def run_project_pair(unit: tuple[Job, ...]) -> list[dict]:
     default_row = {**_row(label, result, scenario, default.scenario), "tuned_window": tuned_window(result, scenario, split),
                    "seconds": round(time.perf_counter() - started, 2)}
     started = time.perf_counter()
-    candidate, selection = tuned_choice(arrivals[:split], scenario)
+    candidate, selection = (choose or tuned_choice)(arrivals[:split], scenario)
     if selection.index == 0:  # the default kept: its run, scored from the split
         kept = world.result(algorithm="project-tuned", knob=candidate.label, score_from=split)
     else:

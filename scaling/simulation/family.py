@@ -16,6 +16,7 @@ the full sweeps of ../shared/BENCHMARK.md.
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -232,7 +233,36 @@ def family_markdown(rows: Sequence[dict]) -> str:
                     cells.append(f"{cost}, {_number(figure['minutes_per_action'], 1)}{missed}")
             lines.append(f"| {member.removeprefix(trace_family.FAMILY_PREFIX)} | " + " | ".join(cells) + " |")
         lines.append("")
+    edges = sweep_edges(rows)
+    if edges:
+        lines += ["Where the peers' best settings fall in the family's sweeps (members x scenarios with a setting that "
+                  "meets the SLO; at an edge, a wider sweep might find a cheaper one): "
+                  + "; ".join(f"{algorithm} {counts['lowest']} at its lowest value and {counts['highest']} at its highest "
+                              f"of {counts['best']}" for algorithm, counts in sorted(edges.items())) + ".", ""]
     return "\n".join(lines)
+
+
+def _first_number(knob: str) -> float | None:
+    """The knob's value as its label writes it first (``target=700``, ``per-instance>200 step=4``: 700, 200)."""
+    found = re.search(r"\d+(?:\.\d+)?", knob)
+    return float(found.group()) if found else None
+
+
+def sweep_edges(rows: Sequence[dict]) -> dict[str, dict[str, int]]:
+    """Per peer of ``FAMILY_SWEEPS``: on how many members (and scenarios) its best setting is the
+    lowest or the highest value of the family's sweep, and on how many it has one at all; a peer
+    often best at an edge would want the sweep widened there."""
+    edges: dict[str, dict[str, int]] = {}
+    for (_, _, algorithm), figure in member_figures(rows).items():
+        if algorithm not in FAMILY_SWEEPS or not figure["meets"]:
+            continue
+        values = [value[0] if isinstance(value, tuple) else value for value in FAMILY_SWEEPS[algorithm]]
+        value = _first_number(figure["knob"])
+        counts = edges.setdefault(algorithm, {"best": 0, "lowest": 0, "highest": 0})
+        counts["best"] += 1
+        counts["lowest"] += value == min(values)
+        counts["highest"] += value == max(values)
+    return edges
 
 
 def readme_summary(rows: Sequence[dict]) -> str:

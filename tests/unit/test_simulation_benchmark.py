@@ -196,3 +196,30 @@ def test_the_project_pair_unit_gives_the_rows_run_job_gives_alone(tiny_trace: Pa
     alone = {job.algorithm: {**run_job(job), "seconds": 0} for job in jobs}
     assert paired == alone
     assert paired["project-tuned"]["minutes"] == 84
+
+
+def test_the_project_pair_runs_the_tuned_candidate_when_the_tuning_chooses_another(tiny_trace: Path) -> None:
+    from dataclasses import replace
+
+    from scaling.simulation import peers
+    from scaling.simulation.benchmark import PROJECT_PAIR, run_project_pair
+    from scaling.simulation.candidates import Candidate
+    from scaling.simulation.robust import Selection
+    from scaling.simulation.world import Scenario, load_trace, scale_trace, simulate
+
+    scenario = Scenario.named("standard")
+    base = peers.simulated_target(scenario, name="tuned")
+    other = Candidate("slo safety_seconds=150", replace(base, slo=replace(base.slo, safety_seconds=150.0)))
+
+    def choose(history, scenario):
+        return other, Selection(3, False, "cheaper", {}, {}, {})
+
+    unit = tuple(job for job in jobs_for(str(tiny_trace)) if job.algorithm in PROJECT_PAIR)
+    tuned = next(row for row in run_project_pair(unit, choose) if row["algorithm"] == "project-tuned")
+    arrivals = scale_trace(load_trace(tiny_trace), scenario)
+    alone = simulate(arrivals, peers.EngineAutoscaler(other.target), scenario, score_from=36).summary(scenario)
+    assert tuned["knob"] == "slo safety_seconds=150" and tuned["tuning"]["kept_default"] is False
+    for key in ("cost_ratio", "scale_actions", "slo_violation_minutes", "max_age_minutes", "minutes"):
+        assert tuned[key] == alone[key], key
+    default = next(row for row in run_project_pair(unit, choose) if row["algorithm"] == "project-default")
+    assert tuned["cost_ratio"] != default["tuned_window"]["cost_ratio"]  # not the default's run reused

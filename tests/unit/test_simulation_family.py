@@ -120,3 +120,14 @@ def test_public_traces_stay_out_of_the_family_tables() -> None:
     mark_best(rows)
     assert "worldcup98" not in family.family_markdown(rows)
     assert "3 members" in family.readme_summary(rows)
+
+
+def test_the_sweep_edges_count_members_whose_best_is_the_lowest_or_highest_value() -> None:
+    rows = [row("flash-seed1-noise02", "keda-hpa", 1.5, knob="unprocessedEventThreshold=64"),
+            row("flash-seed2-noise05", "keda-hpa", 1.5, knob="unprocessedEventThreshold=1500"),
+            row("steps-seed1-noise02", "keda-hpa", 1.5, knob="unprocessedEventThreshold=400"),
+            row("steps-seed2-noise05", "azure-monitor", 1.5, knob="per-instance>400 step=4"),
+            row("steps-seed3-noise10", "azure-monitor", 1.5, knob="per-instance>200 step=1", meets=False)]
+    mark_best(rows)
+    assert family.sweep_edges(rows) == {"keda-hpa": {"best": 3, "lowest": 1, "highest": 1},
+                                        "azure-monitor": {"best": 1, "lowest": 0, "highest": 1}}
