@@ -385,6 +385,15 @@ def replace_block(text: str, block: str) -> str:
     return f"{head}{README_START}\n{block}\n{README_END}{tail}"
 
 
+def timed_unit(unit: tuple[Job, ...]) -> list[dict]:
+    """``run_unit``'s rows, each with its share of the unit's processor time (``cpu_seconds``):
+    on a shared machine the wall time (``seconds``) says more about the neighbours than the work."""
+    started = time.process_time()
+    rows = run_unit(unit)
+    share = round((time.process_time() - started) / max(len(rows), 1), 2)
+    return [{**row, "cpu_seconds": share} for row in rows]
+
+
 def run_jobs(jobs: Sequence[Job], workers: int | None = None, progress=None) -> list[tuple[Job, dict]]:
     """Every job's row, the jobs grouped into work units run by worker processes; each row with
     its unit's first job (which names the unit's trace, scenario and overrides)."""
@@ -393,7 +402,7 @@ def run_jobs(jobs: Sequence[Job], workers: int | None = None, progress=None) -> 
     units = work_units(jobs, {trace: len(load_arrivals(trace)) for trace in sorted({job.trace for job in jobs})})
     rows: list[tuple[Job, dict]] = []
     with ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-        for unit, unit_rows in zip(units, pool.map(run_unit, units), strict=True):
+        for unit, unit_rows in zip(units, pool.map(timed_unit, units), strict=True):
             for row in unit_rows:
                 rows.append((unit[0], row))
                 if progress:
@@ -402,13 +411,16 @@ def run_jobs(jobs: Sequence[Job], workers: int | None = None, progress=None) -> 
 
 
 def run_benchmark(traces: Sequence[str], workers: int | None = None, progress=None,
-                  scenarios: Sequence[str] = ("standard",), overrides: tuple = (), family: Sequence[str] = ()) -> list[dict]:
-    """Every algorithm on ``traces`` (files) and ``family`` (members, ``family.py``'s sweeps) in every scenario."""
+                  scenarios: Sequence[str] = ("standard",), overrides: tuple = (), family: Sequence[str] = (),
+                  algorithms: Sequence[str] = ()) -> list[dict]:
+    """Every algorithm (or only ``algorithms``) on ``traces`` (files) and ``family`` (members,
+    ``family.py``'s sweeps) in every scenario."""
     jobs = [job for scenario in scenarios for trace in traces for job in jobs_for(trace, scenario, overrides)]
     if family:
         from scaling.simulation.family import keeps
 
         jobs += [job for scenario in scenarios for trace in family for job in jobs_for(trace, scenario, overrides) if keeps(job)]
+    jobs = [job for job in jobs if not algorithms or job.algorithm in algorithms]
     rows = [row for _, row in run_jobs(jobs, workers, progress)]
     order = {name: index for index, name in enumerate(ORDER)}
     rows.sort(key=lambda row: (list(scenarios).index(row["scenario"]), row["trace"], order.get(row["algorithm"], 99), row["knob"]))
@@ -458,7 +470,8 @@ def run(args: argparse.Namespace) -> int:
     overrides = tuple(sorted(scenario_overrides(args).items()))
     for name in scenarios:
         scenario_from(args, name)  # a bad value fails here, naming it, before any worker starts
-    rows = run_benchmark(args.trace, args.workers, print_progress, scenarios, overrides, family_cli.members(args))
+    rows = run_benchmark(args.trace, args.workers, print_progress, scenarios, overrides, family_cli.members(args),
+                         args.algorithm or ())
     runs = len(rows)  # the offline optimum's rows below are read, not run
     print(file=sys.stderr)
     if args.optimum and Path(args.optimum).exists() and "standard" in scenarios and not overrides:
@@ -473,7 +486,9 @@ def run(args: argparse.Namespace) -> int:
     table = summary_table(public)
     print(table)
     print(family_cli.family_text(family_rows))
-    print(f"benchmark: {runs} runs in {elapsed:.0f}s on {args.workers or os.cpu_count()} workers")
+    processor = sum(row.get("cpu_seconds", 0.0) for row in rows)
+    print(f"benchmark: {runs} runs in {elapsed:.0f}s on {args.workers or os.cpu_count()} workers ({processor:.0f} s of "
+          "processor time in the workers)")
     if args.readme:
         readme = Path(args.readme)
         readme.write_text(replace_block(readme.read_text(encoding="utf-8"), readme_table(public)

@@ -6,12 +6,13 @@ generated, a file is read), ``keeps`` (which of a member's jobs run: each peer's
 ``FAMILY_SWEEPS``) and, through family_cli.py, ``family_markdown``/``readme_summary`` (the tables). A member's rows are
 the benchmark's ordinary rows with ``trace`` = ``family/NAME``.
 
-Why the family's sweeps are shorter than the public traces' (``FAMILY_SWEEPS``): a peer's best
-setting moves little from trace to trace once the trace is scaled to the standard peak, so
-each peer keeps its documented default (the setting a user gets) and the values around its best
-on the public traces and on a full sweep of one seed of every shape (docs/benchmark.md, "The
-family"); a value that was never the best nor next to it is dropped. The public traces keep
-the full sweeps of ../shared/BENCHMARK.md.
+Why the family's sweeps are shorter than the public traces' (``FAMILY_SWEEPS``): 30 members in
+two scenarios are 15 times the public traces' work, and ``make benchmark`` has 25 minutes. Once
+a trace is scaled to the standard peak a peer's best setting moves little from trace to trace,
+so each peer keeps its documented default (the setting a user gets) and the region of its best
+settings on the public traces with one value beyond it either side; ``sweep_edges`` counts, in
+the generated tables, the members whose best setting sits at an edge of the cut sweep. The
+public traces keep the full sweeps of ../shared/BENCHMARK.md.
 """
 
 from __future__ import annotations

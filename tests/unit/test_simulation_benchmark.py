@@ -223,3 +223,11 @@ def test_the_project_pair_runs_the_tuned_candidate_when_the_tuning_chooses_anoth
         assert tuned[key] == alone[key], key
     default = next(row for row in run_project_pair(unit, choose) if row["algorithm"] == "project-default")
     assert tuned["cost_ratio"] != default["tuned_window"]["cost_ratio"]  # not the default's run reused
+
+
+def test_a_run_can_be_limited_to_some_algorithms_and_says_its_processor_time(tiny_trace: Path) -> None:
+    from scaling.simulation.benchmark import run_benchmark
+
+    rows = run_benchmark([str(tiny_trace)], workers=1, algorithms=("clairvoyant",))
+    assert [row["knob"] for row in rows] == ["h=1", "h=3", "h=5"]
+    assert all(row["cpu_seconds"] >= 0 for row in rows)
