@@ -93,14 +93,17 @@ which WC98 has 3% and NASA 28%). 14 days each at one-minute resolution, scaled a
 traces are: the busiest minute needs 24 instances. A member's name says its shape, seed and
 noise level (`flash-seed3-noise10`).
 
-Every member runs in every scenario of the run with every algorithm. The peers' sweeps are cut
-to the values that matter (`FAMILY_SWEEPS` in `scaling/simulation/family.py`), so that the family
-fits the time budget of `make benchmark`: each peer's documented default (KEDA's 64, the
-Functions extension's 100) and the region of its best settings on the public traces (KEDA and
-Functions 200-1000, Azure Monitor 200 at steps 1 and 4, the seed rule 1000) with one value beyond
-it on either side; the clairvoyant keeps its three horizons. The line after each scenario's tables
-counts the members whose best setting sits at an edge of the cut sweep (there a wider sweep
-might find a cheaper one). The public traces keep the full sweeps of ../shared/BENCHMARK.md.
+Every member runs in every scenario of the run with every algorithm, with two cuts that make
+the family fit the 25 minutes of `make benchmark` on two cores (30 members in two scenarios are
+15 times the public traces' work): the peers' sweeps keep only the values that matter
+(`FAMILY_SWEEPS` in `scaling/simulation/family.py`: each peer's documented default, KEDA's 64 and
+the Functions extension's 100, and the region of its best settings on the public traces: KEDA and
+Functions 200, 400 and 1000, Azure Monitor 200 at steps 1 and 4, the seed rule 500 to 2000; the
+clairvoyant keeps its three horizons), and `project-tuned` runs on the family in `standard` only
+(`TUNED_SCENARIOS`: its tuning in `realistic` alone would be a quarter of the family's time). The
+line after each scenario's tables counts the members whose best setting sits at an edge of the
+cut sweep (there a wider sweep might find a cheaper one). The public traces keep the full sweeps
+of ../shared/BENCHMARK.md and every algorithm in every scenario.
 
 `azure_llm2023_code` is under an hour: `per_second.csv` (3,437 s) and `per_minute.csv` (58 minutes,
 the same 8,819 requests binned by minute). It runs as the other public traces do, from
