@@ -117,8 +117,8 @@ family's medians, and the gate holds it to the member rules (3%, the SLO) like e
 GATE_TEXT = """## The regression gate
 
 `python -m scaling benchmark --gate docs/benchmark-baseline.json` runs `project-default` on every
-trace and scenario of the committed baseline (the family and the public traces; about a tenth of
-`make benchmark`'s work) and exits 1, naming each row, when
+trace and scenario of the committed baseline (the family and the public traces: project-default's
+own runs, about a third of `make benchmark`'s work) and exits 1, naming each row, when
 
 - the family's median cost (cost / fluid bound, per scenario) is more than 1% dearer than the
   baseline's,
