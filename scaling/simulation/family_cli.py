@@ -66,7 +66,9 @@ def family_text(family_rows: Sequence[dict]) -> str:
 def readme_text(family_rows: Sequence[dict]) -> str:
     if not family_rows:
         return ""
-    return ("\nThe trace family (30 generated members of six shapes at five noise levels; per shape and per noise level in "
+    count = len({row["trace"] for row in family_rows})
+    return (f"\nThe trace family ({count} generated members of {len(family.SHAPES)} shapes at "
+            f"{len(family.trace_family.NOISE_LEVELS)} noise levels; per shape and per noise level in "
             "[docs/benchmark.md](docs/benchmark.md#the-trace-family)):\n\n" + family.readme_summary(family_rows))
 
 
