@@ -28,12 +28,13 @@ from scaling.simulation import trace_family
 
 #: Per algorithm, the knob values the family runs (``Job.value``; azure-monitor: (threshold, step)).
 #: Documented defaults: KEDA's ``unprocessedEventThreshold`` 64, the Functions extension's
-#: ``maxEventBatchSize`` 100; the seed rule's 1000 is the project's first threshold.
+#: ``maxEventBatchSize`` 100. The seed rule runs at its own threshold, 1000, only: on the public
+#: traces no value meets the SLO in standard, and 1000 is its one best in realistic.
 FAMILY_SWEEPS: dict[str, tuple] = {
     "keda-hpa": (64.0, 200.0, 400.0, 1000.0),
     "functions-target": (100.0, 200.0, 400.0, 1000.0),
     "azure-monitor": ((200.0, 1), (200.0, 4)),
-    "seed": (500.0, 1000.0, 2000.0),
+    "seed": (1000.0,),
     "clairvoyant": (1.0, 3.0, 5.0),
 }
 #: The scenarios in which ``project-tuned`` runs on the family. Its tuning (every candidate of the

@@ -100,7 +100,7 @@ the family fit the 25 minutes of `make benchmark` on two cores (30 members in tw
 15 times the public traces' work): the peers' sweeps keep only the values that matter
 (`FAMILY_SWEEPS` in `scaling/simulation/family.py`: each peer's documented default, KEDA's 64 and
 the Functions extension's 100, and the region of its best settings on the public traces: KEDA and
-Functions 200, 400 and 1000, Azure Monitor 200 at steps 1 and 4, the seed rule 500 to 2000; the
+Functions 200, 400 and 1000, Azure Monitor 200 at steps 1 and 4, the seed rule its own 1000; the
 clairvoyant keeps its three horizons), and `project-tuned` runs on the family in `standard` only
 (`TUNED_SCENARIOS`: its tuning in `realistic` alone would be a quarter of the family's time). The
 line after each scenario's tables counts the members whose best setting sits at an edge of the
