@@ -119,10 +119,11 @@ def _against_default(row: dict, best: dict) -> str:
 def run_job(job: Job) -> dict:
     """One simulation (or one tuning plus scoring), in a worker process."""
     from scaling.simulation import peers
-    from scaling.simulation.world import load_trace, scale_trace, simulate
+    from scaling.simulation.family import load_arrivals
+    from scaling.simulation.world import scale_trace, simulate
 
     scenario = job_scenario(job)
-    arrivals = scale_trace(load_trace(job.trace), scenario)
+    arrivals = scale_trace(load_arrivals(job.trace), scenario)
     started = time.perf_counter()
     split = int(len(arrivals) * TRAIN_FRACTION)  # project-tuned is tuned before it and scored from it
     trace = Path(job.trace).parent.name + "/" + Path(job.trace).name
@@ -180,29 +181,68 @@ def simulate_job(job: Job, arrivals, scenario):
     return simulate(arrivals, autoscaler, scenario, algorithm=job.algorithm, knob=job.knob)
 
 
+#: The project's two rows of one trace and scenario run as one work unit (``run_project_pair``).
+PROJECT_PAIR = ("project-tuned", "project-default")
+
+
+def run_project_pair(unit: tuple[Job, ...], choose=None) -> list[dict]:
+    """``project-default`` and ``project-tuned`` of one trace and scenario, rows as ``run_job``
+    gives them alone. When the tuning keeps the default, the tuned row is the default's own run
+    scored from the split (the same simulation: the tuned target differs only in its name), so
+    the engine runs over the trace once instead of twice. ``choose``: what picks the tuned
+    candidate (``tuned_choice``)."""
+    from scaling.simulation import peers
+    from scaling.simulation.family import load_arrivals
+    from scaling.simulation.world import Scenario, World, drive, scale_trace, simulate
+
+    default = next(job for job in unit if job.algorithm == "project-default")
+    tuned = next(job for job in unit if job.algorithm == "project-tuned")
+    scenario = Scenario.named(default.scenario, **dict(default.overrides))
+    arrivals = scale_trace(load_arrivals(default.trace), scenario)
+    label = Path(default.trace).parent.name + "/" + Path(default.trace).name
+    split = int(len(arrivals) * TRAIN_FRACTION)
+    started = time.perf_counter()
+    world = World(arrivals, scenario)
+    result = drive(world, peers.EngineAutoscaler(peers.simulated_target(scenario, name="default")), scenario,
+                   algorithm="project-default", knob=default.knob)
+    default_row = {**_row(label, result, scenario, default.scenario), "tuned_window": tuned_window(result, scenario, split),
+                   "seconds": round(time.perf_counter() - started, 2)}
+    started = time.perf_counter()
+    candidate, selection = (choose or tuned_choice)(arrivals[:split], scenario)
+    if selection.index == 0:  # the default kept: its run, scored from the split
+        kept = world.result(algorithm="project-tuned", knob=candidate.label, score_from=split)
+    else:
+        kept = simulate(arrivals, peers.EngineAutoscaler(candidate.target), scenario, algorithm="project-tuned",
+                        knob=candidate.label, score_from=split)
+    tuned_row = {**_row(label, kept, scenario, tuned.scenario),
+                 "tuning": {"kept_default": selection.kept_current, "reason": selection.reason},
+                 "seconds": round(time.perf_counter() - started, 2)}
+    return [tuned_row if job is tuned else default_row for job in unit]
+
+
 #: Peers whose whole sweep runs as batches of columns of one ``Kernel`` (batched_peers.py), and
 #: how their sweeps share out into work units (the stressed worlds' load balancing is per setting
 #: and costs by the number of actions: the busiest peers apart, for the two workers to share).
 PEER_UNITS = (("keda-hpa", "clairvoyant"), ("functions-target", "azure-monitor"), ("flink",))
 #: Rough relative cost per minute of trace of each kind of work unit (for scheduling the longest first).
-UNIT_WEIGHTS = {"project-tuned": 6.0, "project-default": 3.0, "seed": 1.0, "keda-hpa": 4.0, "functions-target": 4.0,
+UNIT_WEIGHTS = {"project-tuned": 10.0, "project-default": 3.0, "seed": 1.0, "keda-hpa": 4.0, "functions-target": 4.0,
                 "flink": 5.0}
 #: How much dearer the stressed scenarios' worlds are (the load balancer's draws on every change).
 SCENARIO_WEIGHTS = {"standard": 1.0, COLD: 0.05}
 
 
 def work_units(jobs: Sequence[Job], minutes: dict[str, int] | None = None) -> list[tuple[Job, ...]]:
-    """The jobs grouped as they run: project-tuned and project-default alone, each seed sweep as
-    one rules batch, the other peers' sweeps as ``PEER_UNITS`` batches; longest (estimated) first."""
+    """The jobs grouped as they run: project-tuned and project-default of a trace together
+    (``PROJECT_PAIR``; either alone when the other is not asked for), each seed sweep as one rules batch, the other peers' sweeps as ``PEER_UNITS`` batches; longest (estimated) first."""
     groups: dict[tuple, list[Job]] = {}
     for job in jobs:
-        unit = next((units[0] for units in PEER_UNITS if job.algorithm in units), job.algorithm)
+        unit = next((units[0] for units in (*PEER_UNITS, PROJECT_PAIR) if job.algorithm in units), job.algorithm)
         key = (job.scenario, job.overrides, job.trace, unit)
-        groups.setdefault(key if unit not in ("project-tuned", "project-default") else (*key, job.knob), []).append(job)
+        groups.setdefault(key, []).append(job)
 
     def cost(unit: tuple[Job, ...]) -> float:
         first = unit[0]
-        kind = next((units[0] for units in PEER_UNITS if first.algorithm in units), first.algorithm)
+        kind = next((units[0] for units in (*PEER_UNITS, PROJECT_PAIR) if first.algorithm in units), first.algorithm)
         length = (minutes or {}).get(first.trace, 1)
         return UNIT_WEIGHTS.get(kind, first.weight) * length * SCENARIO_WEIGHTS.get(first.scenario, 2.5)
 
@@ -215,11 +255,14 @@ def run_unit(unit: tuple[Job, ...]) -> list[dict]:
     seconds are shared out evenly over its rows. Every row is the one ``run_job`` gives alone."""
     if len(unit) == 1 and unit[0].algorithm not in SWEPT_IN_BATCHES:
         return [run_job(unit[0])]
-    from scaling.simulation.world import load_trace, scale_trace
+    if {job.algorithm for job in unit} == set(PROJECT_PAIR):
+        return run_project_pair(unit)
+    from scaling.simulation.family import load_arrivals
+    from scaling.simulation.world import scale_trace
 
     first = unit[0]
     scenario = job_scenario(first)
-    arrivals = scale_trace(load_trace(first.trace), scenario)
+    arrivals = scale_trace(load_arrivals(first.trace), scenario)
     started = time.perf_counter()
     trace = Path(first.trace).parent.name + "/" + Path(first.trace).name
     if first.scenario == COLD:
@@ -403,15 +446,24 @@ def replace_block(text: str, block: str) -> str:
     return f"{head}{README_START}\n{block}\n{README_END}{tail}"
 
 
+def timed_unit(unit: tuple[Job, ...]) -> list[dict]:
+    """``run_unit``'s rows, each with its share of the unit's processor time (``cpu_seconds``):
+    on a shared machine the wall time (``seconds``) says more about the neighbours than the work."""
+    started = time.process_time()
+    rows = run_unit(unit)
+    share = round((time.process_time() - started) / max(len(rows), 1), 2)
+    return [{**row, "cpu_seconds": share} for row in rows]
+
+
 def run_jobs(jobs: Sequence[Job], workers: int | None = None, progress=None) -> list[tuple[Job, dict]]:
     """Every job's row, the jobs grouped into work units run by worker processes; each row with
     its unit's first job (which names the unit's trace, scenario and overrides)."""
-    from scaling.simulation.world import load_trace
+    from scaling.simulation.family import load_arrivals
 
-    units = work_units(jobs, {trace: len(load_trace(trace)) for trace in sorted({job.trace for job in jobs})})
+    units = work_units(jobs, {trace: len(load_arrivals(trace)) for trace in sorted({job.trace for job in jobs})})
     rows: list[tuple[Job, dict]] = []
     with ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-        for unit, unit_rows in zip(units, pool.map(run_unit, units), strict=True):
+        for unit, unit_rows in zip(units, pool.map(timed_unit, units), strict=True):
             for row in unit_rows:
                 rows.append((unit[0], row))
                 if progress:
@@ -420,8 +472,16 @@ def run_jobs(jobs: Sequence[Job], workers: int | None = None, progress=None) -> 
 
 
 def run_benchmark(traces: Sequence[str], workers: int | None = None, progress=None,
-                  scenarios: Sequence[str] = ("standard",), overrides: tuple = ()) -> list[dict]:
+                  scenarios: Sequence[str] = ("standard",), overrides: tuple = (), family: Sequence[str] = (),
+                  algorithms: Sequence[str] = ()) -> list[dict]:
+    """Every algorithm (or only ``algorithms``) on ``traces`` (files) and ``family`` (members,
+    ``family.py``'s sweeps) in every scenario."""
     jobs = [job for scenario in scenarios for trace in traces for job in jobs_for(trace, scenario, overrides)]
+    if family:
+        from scaling.simulation.family import keeps
+
+        jobs += [job for scenario in scenarios for trace in family for job in jobs_for(trace, scenario, overrides) if keeps(job)]
+    jobs = [job for job in jobs if not algorithms or job.algorithm in algorithms]
     rows = [row for _, row in run_jobs(jobs, workers, progress)]
     order = {name: index for index, name in enumerate(ORDER)}
     rows.sort(key=lambda row: (list(scenarios).index(row["scenario"]), row["trace"], order.get(row["algorithm"], 99), row["knob"]))
@@ -429,9 +489,19 @@ def run_benchmark(traces: Sequence[str], workers: int | None = None, progress=No
     return rows
 
 
+def run_gated(runs: Sequence[tuple[str, str]], algorithm: str = "project-default", workers: int | None = None) -> list[dict]:
+    """One algorithm's rows (its one setting) on each (trace, scenario): what ``--gate`` alone runs."""
+    rows = [row for _, row in run_jobs([Job(trace, algorithm, "default", weight=3.0, scenario=scenario)
+                                        for trace, scenario in runs], workers, print_progress)]
+    print(file=sys.stderr)
+    mark_best(rows)
+    return rows
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trace", action="append", required=True, help="per-minute trace CSV (repeatable)")
-    parser.add_argument("--json", required=True, help="where to write the JSON rows")
+    parser.add_argument("--trace", action="append", default=[], help="per-minute trace CSV (repeatable; needed unless "
+                        "--family or --gate alone)")
+    parser.add_argument("--json", help="where to write the JSON rows (needed unless --gate alone)")
     parser.add_argument("--markdown", help="also write the summary table (with how to regenerate it) to this file")
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
     parser.add_argument("--readme", help="also replace the summary between the benchmark markers of this README")
@@ -441,6 +511,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="named scenario of ../shared/BENCHMARK.md, or cold (every trace started at 1 instance with "
                         "nothing learned at busy minutes, scored on 2 hours) (repeatable; default: standard)")
     add_scenario_arguments(parser, scenario_choice=False)
+    from scaling.simulation.family_cli import add_family_arguments
+
+    add_family_arguments(parser)
 
 
 def print_progress(done: int, total: int, row: dict) -> None:
@@ -449,12 +522,18 @@ def print_progress(done: int, total: int, row: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from scaling.simulation import family_cli
+
+    if family_cli.gate_alone(args):
+        return family_cli.run_gate_alone(args, run_gated)
+    family_cli.check_arguments(args)
     started = time.perf_counter()
     scenarios = args.scenario or ["standard"]
     overrides = tuple(sorted(scenario_overrides(args).items()))
     for name in scenarios:
         scenario_from(args, "standard" if name == COLD else name)  # a bad value fails here, naming it, before any worker starts
-    rows = run_benchmark(args.trace, args.workers, print_progress, scenarios, overrides)
+    rows = run_benchmark(args.trace, args.workers, print_progress, scenarios, overrides, family_cli.members(args),
+                         args.algorithm or ())
     runs = len(rows)  # the offline optimum's rows below are read, not run
     print(file=sys.stderr)
     if args.optimum and Path(args.optimum).exists() and "standard" in scenarios and not overrides:
@@ -465,16 +544,23 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
-    table = summary_table(rows)
+    public, family_rows = family_cli.split_rows(rows)
+    table = summary_table(public)
     print(table)
-    print(f"benchmark: {runs} runs in {elapsed:.0f}s on {args.workers or os.cpu_count()} workers")
+    print(family_cli.family_text(family_rows))
+    processor = sum(row.get("cpu_seconds", 0.0) for row in rows)
+    print(f"benchmark: {runs} runs in {elapsed:.0f}s on {args.workers or os.cpu_count()} workers ({processor:.0f} s of "
+          "processor time in the workers)")
     if args.readme:
         readme = Path(args.readme)
-        readme.write_text(replace_block(readme.read_text(encoding="utf-8"), readme_table(rows)
+        readme.write_text(replace_block(readme.read_text(encoding="utf-8"), readme_table(public)
+                                        + family_cli.readme_text(family_rows)
                                         + f"\nMeasured in one run of `make benchmark`: {runs} runs in {elapsed:.0f}s on "
                                         f"{args.workers or os.cpu_count()} worker processes.\n"), encoding="utf-8")
     if args.markdown:
+        kept = family_cli.kept_sections(args.markdown)  # the hand-written baseline log survives regeneration
         command = ("python -m scaling benchmark " + " ".join(f"--trace {t}" for t in args.trace)
+                   + (" --family" if args.family else "")
                    + "".join(f" --scenario {name}" for name in scenarios) + f" --json {args.json} --markdown {args.markdown}"
                    + (f" --readme {args.readme}" if args.readme else "") + (f" --optimum {args.optimum}" if args.optimum else ""))
         Path(args.markdown).write_text(
@@ -503,7 +589,8 @@ def run(args: argparse.Namespace) -> int:
                "(`make optimum`, docs/optimum.md); `cost / offline optimum` divides by its unlimited-budget bracket: its "
                "schedule's cost (first number) and its lower bound (second).\n\n" if runs < len(rows) else "")
             +
-            f"{table}\n\nWall time: {elapsed:.0f}s for {runs} runs on {args.workers or os.cpu_count()} worker processes.\n",
+            f"{table}\n\n" + family_cli.markdown_text(family_rows, kept)
+            + f"Wall time: {elapsed:.0f}s for {runs} runs on {args.workers or os.cpu_count()} worker processes.\n",
             encoding="utf-8",
         )
-    return 0
+    return family_cli.after_run(args, rows)

@@ -245,3 +245,53 @@ def test_the_cold_table_reports_each_algorithms_best_or_closest_setting_and_its_
     assert "| project-default | default | 30 | 13.1 | 1.400 | 3, 13.1 | 30, 13.1 | 0/1 |" in table
     assert "| keda-hpa | unprocessedEventThreshold=400 | 0 | 3.1 | 2.500 | 0, 3.1 | 0, 2.9 | 2/2 |" in table
     assert f"| flink | {FLINK_SWEEP[0].label} | 20 | 11.0 | 2.000 | 3, 11.0 | 37, 20.6 | 0/2 |" in table
+
+
+@pytest.mark.parametrize("scenario", ["standard", "realistic"])
+def test_the_project_pair_unit_gives_the_rows_run_job_gives_alone(tiny_trace: Path, scenario: str) -> None:
+    """project-default and project-tuned run as one unit, the default's run reused for the tuned
+    row when the tuning keeps the default: every row is the one run_job gives alone."""
+    from scaling.simulation.benchmark import PROJECT_PAIR, run_unit, work_units
+
+    jobs = [job for job in jobs_for(str(tiny_trace), scenario) if job.algorithm in PROJECT_PAIR]
+    units = work_units(jobs, {str(tiny_trace): 120})
+    assert [len(unit) for unit in units] == [2]
+    paired = {row["algorithm"]: {**row, "seconds": 0} for row in run_unit(units[0])}
+    alone = {job.algorithm: {**run_job(job), "seconds": 0} for job in jobs}
+    assert paired == alone
+    assert paired["project-tuned"]["minutes"] == 84
+
+
+def test_the_project_pair_runs_the_tuned_candidate_when_the_tuning_chooses_another(tiny_trace: Path) -> None:
+    from dataclasses import replace
+
+    from scaling.simulation import peers
+    from scaling.simulation.benchmark import PROJECT_PAIR, run_project_pair
+    from scaling.simulation.candidates import Candidate
+    from scaling.simulation.robust import Selection
+    from scaling.simulation.world import Scenario, load_trace, scale_trace, simulate
+
+    scenario = Scenario.named("standard")
+    base = peers.simulated_target(scenario, name="tuned")
+    other = Candidate("slo safety_seconds=150", replace(base, slo=replace(base.slo, safety_seconds=150.0)))
+
+    def choose(history, scenario):
+        return other, Selection(3, False, "cheaper", {}, {}, {})
+
+    unit = tuple(job for job in jobs_for(str(tiny_trace)) if job.algorithm in PROJECT_PAIR)
+    tuned = next(row for row in run_project_pair(unit, choose) if row["algorithm"] == "project-tuned")
+    arrivals = scale_trace(load_trace(tiny_trace), scenario)
+    alone = simulate(arrivals, peers.EngineAutoscaler(other.target), scenario, score_from=36).summary(scenario)
+    assert tuned["knob"] == "slo safety_seconds=150" and tuned["tuning"]["kept_default"] is False
+    for key in ("cost_ratio", "scale_actions", "slo_violation_minutes", "max_age_minutes", "minutes"):
+        assert tuned[key] == alone[key], key
+    default = next(row for row in run_project_pair(unit, choose) if row["algorithm"] == "project-default")
+    assert tuned["cost_ratio"] != default["tuned_window"]["cost_ratio"]  # not the default's run reused
+
+
+def test_a_run_can_be_limited_to_some_algorithms_and_says_its_processor_time(tiny_trace: Path) -> None:
+    from scaling.simulation.benchmark import run_benchmark
+
+    rows = run_benchmark([str(tiny_trace)], workers=1, algorithms=("clairvoyant",))
+    assert [row["knob"] for row in rows] == ["h=1", "h=3", "h=5"]
+    assert all(row["cpu_seconds"] >= 0 for row in rows)
