@@ -103,8 +103,8 @@ the Functions extension's 100, and the region of its best settings on the public
 Functions 200, 400 and 1000, Azure Monitor 200 at steps 1 and 4, the seed rule its own 1000; the
 clairvoyant keeps its three horizons), and `project-tuned` runs on the family in `standard` only
 (`TUNED_SCENARIOS`: its tuning in `realistic` alone would be a quarter of the family's time). The
-line after each scenario's tables counts the members whose best setting sits at an edge of the
-cut sweep (there a wider sweep might find a cheaper one). The public traces keep the full sweeps
+line after the tables counts the members whose best setting sits at an edge of a peer's cut sweep
+(there a wider sweep might find a cheaper one). The public traces keep the full sweeps
 of ../shared/BENCHMARK.md and every algorithm in every scenario.
 
 `azure_llm2023_code` is under an hour: `per_second.csv` (3,437 s) and `per_minute.csv` (58 minutes,
