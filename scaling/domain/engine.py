@@ -14,11 +14,14 @@ wants:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from scaling.domain import slo_queue
+import numpy as np
+
+from scaling.domain import slo_kernel, slo_queue
 from scaling.domain.decisions import DOWN, HOLD, UP, Decision, ScalerState, decision_id_for
 from scaling.domain.lag import balanced_counts
 from scaling.domain.modes import mode_of
@@ -27,15 +30,6 @@ from scaling.domain.policy import TargetPolicy
 from scaling.domain.profiles import BoundsInForce, bounds_in_force, with_bounds
 from scaling.domain.proposal import Proposal, Situation, sample_interval
 from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample
-
-#: Weight of a new saturated observation in the learned per-instance throughput.
-THROUGHPUT_LEARNING_RATE = 0.3
-#: A saturated interval that measures the per-instance rate more than this fraction below the
-#: learned one is held back until the next learning step confirms it. A lone low reading (an
-#: instance dying part way through the interval, a rebalance pause, a partition that read busy
-#: on a checkpoint's lag while nothing arrived) would otherwise pull the rate down, and a rate
-#: learned too low never recovers: the engine over-provisions, so no interval is saturated again.
-UNCONFIRMED_DROP = 0.2
 
 
 def window_samples(history: Iterable[MetricSample], target: str, now: datetime, window_seconds: float,
@@ -215,7 +209,7 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
     Where ownership is collected, the instances that really served (the live owners) divide
     the events processed, not the count assumed ready after the provisioning delay, and an
     interval in which owners changed teaches nothing. A reading far below the learned rate waits
-    for the next one to confirm it (``UNCONFIRMED_DROP``): a slow-down shows twice in a row."""
+    for the next one to confirm it (``slo_kernel.UNCONFIRMED_DROP``): a slow-down shows twice in a row."""
     held_back = state.throughput_unconfirmed
     if held_back is not None:
         state = replace(state, throughput_unconfirmed=None)  # it waits one learning step, no more
@@ -225,17 +219,22 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
     observed, saturated = interval_throughput(samples, owners or ready_capacity, by_owner=owners is not None)
     if observed is None:
         return state
-    if not saturated:
-        if observed > (state.throughput_floor or 0.0):
-            return replace(state, throughput_floor=observed)
-        return state
-    if state.throughput_per_instance is None:
-        learned = observed
-    elif held_back is None and observed < state.throughput_per_instance * (1 - UNCONFIRMED_DROP):
-        return replace(state, throughput_unconfirmed=observed)
-    else:
-        learned = (1 - THROUGHPUT_LEARNING_RATE) * state.throughput_per_instance + THROUGHPUT_LEARNING_RATE * observed
-    return replace(state, throughput_per_instance=learned, throughput_observations=state.throughput_observations + 1)
+    throughput, floor, waits, learned = slo_kernel.learned_throughput(
+        _values(state.throughput_per_instance), _values(state.throughput_floor), _values(held_back), _values(observed),
+        np.array([saturated]), np.array([True]))
+    return replace(state, throughput_per_instance=_value(throughput), throughput_floor=_value(floor),
+                   throughput_unconfirmed=_value(waits), throughput_observations=state.throughput_observations + int(learned[0]))
+
+
+def _values(value: float | None) -> np.ndarray:
+    """A state value as the kernel's batch of one (NaN: none)."""
+    return np.array([math.nan if value is None else value], dtype=float)
+
+
+def _value(values: np.ndarray) -> float | None:
+    """The kernel's batch of one as a state value (``None``: none)."""
+    value = float(values[0])
+    return None if math.isnan(value) else value
 
 
 # --- the engine ------------------------------------------------------------------------------
@@ -243,11 +242,9 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
 
 def action_tokens(target: TargetPolicy, state: ScalerState, now: datetime) -> float:
     """Tokens left in the action budget: refilled at ``max_actions_per_hour``, at most that many."""
-    budget = target.slo.max_actions_per_hour
-    if state.action_tokens is None or state.action_tokens_at is None:
-        return budget
-    elapsed_hours = max((now - state.action_tokens_at).total_seconds(), 0.0) / 3600.0
-    return min(budget, state.action_tokens + elapsed_hours * budget)
+    elapsed = None if state.action_tokens_at is None else (now - state.action_tokens_at).total_seconds()
+    return float(slo_kernel.action_tokens(float(target.slo.max_actions_per_hour), _values(state.action_tokens),
+                                          _values(elapsed))[0])
 
 
 def _bounded(proposal: Proposal, in_force: BoundsInForce, capacity: int, counts: Sequence[int]) -> Proposal:
