@@ -181,8 +181,7 @@ def serving_instances(sample: MetricSample, capacity: int) -> int | None:
             continue
         if source.owners is None:
             return None
-        full = min(capacity, len(source.partitions))
-        count = capacity if source.owners >= full else source.owners
+        count = int(slo_kernel.serving_count(capacity, source.owners, len(source.partitions)))
         serving = count if serving is None else min(serving, count)
     return serving
 
@@ -197,10 +196,8 @@ def ready_from_owners(expected: int, serving: int | None, pending_ready_at: date
     fewer owners than expected are not yet a late instance."""
     if serving is None:
         return expected
-    if serving >= expected:
-        return serving
     just_due = pending_ready_at is not None and now < pending_ready_at + timedelta(seconds=interval)
-    return expected if just_due else serving
+    return int(slo_kernel.ready_instances(expected, serving, np.bool_(just_due)))
 
 
 def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_capacity: int | None) -> ScalerState:

@@ -164,7 +164,8 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     # of the hub and say so, instead of chasing it. (Not against a lower bound of the throughput.)
     total_rate = float(sum(o.arrival_rate.sum() for o in outlooks))
     measured = situation.throughput_source in ("learned", "configured")
-    hot = [(np.minimum(o.arrival_rate, o.recent_arrival_rate) > throughput) & measured for o in outlooks]
+    hot = [kernel.hot_partitions(o.arrival_rate, o.recent_arrival_rate, np.array([throughput]), np.array([measured]))[:, 0]
+           for o in outlooks]
     hot_notes = [f"{key} receives {rate:.1f}/s, more than one instance serves ({throughput:.1f}/s)"
                  for outlook, mask in zip(outlooks, hot, strict=True)
                  for key, rate in zip(np.asarray(outlook.keys)[mask], outlook.arrival_rate[mask], strict=True)]
@@ -183,7 +184,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     react = since_latest + interval + slo.provisioning_delay_seconds
 
     # The kernel's arithmetic on a batch of one candidate (column), source by source.
-    forecasts = [(np.maximum(o.arrival_rate, o.recent_arrival_rate) * (1.0 + slo.headroom))[:, None] for o in outlooks]
+    forecasts = [kernel.forecast_rates(o.arrival_rate, o.recent_arrival_rate, np.array([1.0 + slo.headroom])) for o in outlooks]
     ages = [np.maximum(o.age_seconds - delay, 0.0)[:, None] for o in outlooks]
     backlogs = [o.backlog[:, None] for o in outlooks]
     worst_now = max(float(a.max()) for a in ages)

@@ -51,6 +51,31 @@ TREND_CONFIDENCE = 1.0
 NEWCOMER_MARGIN = 0.75
 
 
+# --- who serves ---------------------------------------------------------------------------------------------
+
+
+def serving_count(capacity, live_owners, partitions):
+    """How many of ``capacity`` instances serve, as the collected ownership shows: all of them once
+    the source has as many live owners (or every partition has one, when there are more instances
+    than partitions), else its live owners."""
+    return np.where(live_owners >= np.minimum(capacity, partitions), capacity, live_owners)
+
+
+def ready_instances(expected, serving, just_due):
+    """The instances ready now: those the owners show serving, unless fewer show while a scale-out
+    is ``just_due`` (until an interval past its provisioning delay: the collection sees the new
+    instances' claims up to an interval late); then the ``expected`` count."""
+    return np.where((serving >= expected) | ~just_due, serving, expected)
+
+
+def pending_seconds(ready, capacity, due, interval, provisioning):
+    """How long the instances not serving yet still need: until the scale-out is ``due`` (NaN:
+    none in flight), or, late or lost, the next collection (``interval``); a provisioning delay
+    when none serves at all (the restart); none when all serve."""
+    waiting = np.where(due > 0, due, interval)  # (NaN: False)
+    return np.where(ready < capacity, np.where(ready <= 0, np.maximum(waiting, provisioning), waiting), 0.0)
+
+
 # --- the budget and what is learned --------------------------------------------------------------
 
 
@@ -181,6 +206,20 @@ def predicted_age(age, backlog, forecast, service, seconds):
     flowing = np.where((age <= 0) & (growth <= 0), 0.0, np.maximum(age + growth * seconds, 0.0))
     idle = np.where(service * seconds >= backlog, 0.0, age + seconds)
     return np.where(seconds > 0, np.where(forecast <= NO_RATE, idle, flowing), age)
+
+
+def forecast_rates(arrival_rate: np.ndarray, recent_rate: np.ndarray, headroom_factor: np.ndarray) -> np.ndarray:
+    """Each partition's forecast per candidate (partitions x candidates): the higher of its rate over
+    the rate window and over the last interval, raised by the headroom."""
+    return np.maximum(arrival_rate, recent_rate)[:, None] * headroom_factor
+
+
+def hot_partitions(arrival_rate: np.ndarray, recent_rate: np.ndarray, throughput: np.ndarray,
+                   measured: np.ndarray) -> np.ndarray:
+    """The partitions (x candidates) that receive more than one instance serves over the rate
+    window and the last interval alike, against a ``measured`` (learned or configured, not a
+    lower bound) throughput: they fall behind at any count, so they are set aside."""
+    return (np.minimum(arrival_rate, recent_rate)[:, None] > throughput[None, :]) & measured[None, :]
 
 
 def scale_out_need(forecast, backlog, provisioning, since, safety, drain):

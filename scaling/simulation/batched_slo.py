@@ -203,9 +203,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         # engine.ready_from_owners: the live owners say who serves (all, once every partition or
         # capacity has one), unless fewer show within an interval past the provisioning delay.
         sample_interval = interval_seconds if samples >= 2 else 60.0  # the engine reads it off the samples
-        serving = np.where(live_owners >= np.minimum(capacity, partitions), capacity, live_owners)
-        just_due = moment < pending_at + sample_interval  # (NaN: no scale-out: False)
-        ready = np.where((serving >= ready) | ~just_due, serving, ready)
+        serving = slo_kernel.serving_count(capacity, live_owners, partitions)
+        ready = slo_kernel.ready_instances(ready, serving, moment < pending_at + sample_interval)  # (NaN: not due)
         ready_state = ready
 
         # --- learn the per-instance throughput from the last interval ---------------------------
@@ -264,7 +263,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             # Hot partitions (slo.propose): more than one instance serves, over the rate window and
             # the last interval, against a learned or configured throughput: set aside.
             measured = ~np.isnan(throughput) | ~np.isnan(settings.prior)
-            hot = (np.minimum(arrival, recent_rate)[:, None] > rate[None, :]) & measured[None, :]
+            hot = slo_kernel.hot_partitions(arrival, recent_rate, rate, measured)
             any_hot = hot.any()
             if any_hot:
                 ages = np.where(hot, 0.0, ages)
@@ -272,17 +271,14 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             learned_delay = slo_kernel.learned_checkpoint_delay(ages.max(axis=0), delay, sample_interval, settings.delay_ceiling)
             delay = np.where(known, learned_delay, delay)
             react = learned_delay + sample_interval + settings.provisioning
-            forecast = np.maximum(arrival, recent_rate)[:, None] * settings.headroom_factor
+            forecast = slo_kernel.forecast_rates(arrival, recent_rate, settings.headroom_factor)
             waiting = backlog
             if any_hot:
                 forecast = np.where(hot, 0.0, forecast)
                 waiting = np.where(hot, 0.0, backlog)
             age = np.maximum(ages - learned_delay, 0.0)
-            due = pending_at - moment  # (NaN: no scale-out in flight, so late or lost: the next collection)
-            pending_seconds = np.where(ready < capacity, np.where(due > 0, due, sample_interval), 0.0)
-            # (none serving: the restart takes a provisioning delay)
-            pending_seconds = np.where(ready <= 0, np.maximum(pending_seconds, settings.provisioning), pending_seconds)
-            first = np.minimum(pending_seconds, react)
+            first = np.minimum(slo_kernel.pending_seconds(ready, capacity, pending_at - moment, sample_interval,
+                                                          settings.provisioning), react)
             # sizing.distinct_shares: at least half the forecasts distinct (never with equal-share rows)
             by_draw = np.zeros(count, dtype=bool) if layout.groups is not None else slo_kernel.distinct_shares(forecast)
             sizing = (hot if any_hot else None, owned_by, rate, per_instance, by_draw, layout)

@@ -34,6 +34,58 @@ def loads_of(forecast, owners, *, rate: float = 100.0, set_aside=None, by_draw: 
                              one(rate), kernel.per_instance_table(len(forecast), 64), np.array([by_draw]))
 
 
+# --- who serves ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("capacity", "live_owners", "partitions", "expected"),
+    [
+        pytest.param(4, 4, 8, 4, id="as-many-owners-as-instances"),
+        pytest.param(4, 3, 8, 3, id="one-not-serving-yet"),
+        pytest.param(12, 8, 8, 12, id="every-partition-owned-counts-all"),
+        pytest.param(4, 0, 8, 0, id="no-live-owner-none-serves"),
+    ],
+)
+def test_serving_count(capacity, live_owners, partitions, expected) -> None:
+    assert kernel.serving_count(np.array([capacity]), np.array([live_owners]), partitions)[0] == expected
+
+
+@pytest.mark.parametrize(
+    ("expected", "serving", "just_due", "ready"),
+    [
+        pytest.param(4, 6, False, 6, id="owners-confirm-new-instances-early"),
+        pytest.param(6, 4, True, 6, id="claims-not-seen-yet"),
+        pytest.param(6, 4, False, 4, id="late-or-lost"),
+    ],
+)
+def test_ready_instances(expected, serving, just_due, ready) -> None:
+    assert kernel.ready_instances(np.array([expected]), np.array([serving]), np.array([just_due]))[0] == ready
+
+
+@pytest.mark.parametrize(
+    ("ready", "capacity", "due", "expected"),
+    [
+        pytest.param(4, 4, None, 0.0, id="all-serving"),
+        pytest.param(2, 4, 90.0, 90.0, id="due-later"),
+        pytest.param(2, 4, -30.0, 60.0, id="late-the-next-collection"),
+        pytest.param(2, 4, None, 60.0, id="lost-the-next-collection"),
+        pytest.param(0, 1, None, 180.0, id="none-serving-a-restart"),
+        pytest.param(0, 1, 240.0, 240.0, id="none-serving-due-later-still"),
+    ],
+)
+def test_pending_seconds(ready, capacity, due, expected) -> None:
+    assert kernel.pending_seconds(np.array([ready]), np.array([capacity]), one(due), 60.0, 180.0)[0] == expected
+
+
+def test_forecasts_and_hot_partitions() -> None:
+    arrival, recent = np.array([5.0, 30.0, 30.0]), np.array([6.0, 25.0, 10.0])
+    np.testing.assert_allclose(kernel.forecast_rates(arrival, recent, np.array([1.0, 1.1])), [[6.0, 6.6], [30.0, 33.0],
+                                                                                               [30.0, 33.0]])
+    # over 20/s on both the window and the last interval: hot, unless the throughput is only a lower bound
+    hot = kernel.hot_partitions(arrival, recent, np.array([20.0, 20.0]), np.array([True, False]))
+    np.testing.assert_array_equal(hot, [[False, False], [True, False], [False, False]])
+
+
 # --- the action budget ---------------------------------------------------------------------------------------
 
 
