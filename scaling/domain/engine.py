@@ -108,40 +108,28 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
         # A queue has no sequence numbers: its completions per minute tell the rate.
         return slo_queue.interval_throughput(samples, ready_capacity)
     before = {f"{s.name}/{p.partition_id}": p for s in earlier.sources for p in s.partitions}
-    processed = 0
-    saturated = True
-    seen = 0
-    owner_processed: dict[str, int] = {}
-    owner_busy: dict[str, bool] = {}
-    unmeasured: set[str] = set()  # owners with a partition whose processed events are unknown
+    done, busy, unmeasured, owners = [], [], [], []  # per partition of the later sample
     for source in later.sources:
         for partition in source.partitions:
             start = before.get(f"{source.name}/{partition.partition_id}")
-            if start is None or partition.checkpoint is None:
-                saturated = False
-                if partition.owner is not None:
-                    unmeasured.add(partition.owner)
+            owners.append(partition.owner)
+            if start is None or partition.checkpoint is None:  # its processed events are unknown
+                done.append(0)
+                busy.append(False)
+                unmeasured.append(True)
                 continue
             arrived = partition.last_enqueued - start.last_enqueued
-            done = partition.checkpoint - (start.checkpoint if start.checkpoint is not None else start.beginning - 1)
-            if arrived < 0 or done < 0:
+            done.append(partition.checkpoint - (start.checkpoint if start.checkpoint is not None else start.beginning - 1))
+            if arrived < 0 or done[-1] < 0:
                 return None, False
-            processed += done
-            seen += 1
-            busy = min(start.backlog, partition.backlog) > 2 * arrived
-            saturated = saturated and busy
-            if partition.owner is not None:
-                owner_processed[partition.owner] = owner_processed.get(partition.owner, 0) + done
-                owner_busy[partition.owner] = owner_busy.get(partition.owner, False) or busy
-    if not seen:
+            busy.append(min(start.backlog, partition.backlog) > 2 * arrived)
+            unmeasured.append(False)
+    if all(unmeasured):
         return None, False
-    if by_owner:
-        busy_owners = [owner for owner, busy in owner_busy.items()
-                       if busy and owner not in unmeasured and owner_processed.get(owner, 0) > 0]
-        if busy_owners:
-            return sum(owner_processed[owner] for owner in busy_owners) / elapsed / len(busy_owners), True
-        return processed / elapsed / ready_capacity, False
-    return processed / elapsed / ready_capacity, saturated and processed > 0
+    observed, saturated = slo_kernel.observed_throughput(
+        np.array([float(sum(done))]), elapsed, np.array([float(ready_capacity)]), np.array(done, dtype=float)[:, None],
+        np.array(busy)[:, None], np.array(unmeasured)[:, None], slo_kernel.Owners.of(owners, len(owners)) if by_owner else None)
+    return float(observed[0]), bool(saturated[0])
 
 
 def serving_owners(samples: Sequence[MetricSample]) -> int | None:

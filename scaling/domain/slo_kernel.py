@@ -86,6 +86,31 @@ def action_tokens(budget, tokens, elapsed_seconds):
     return np.where(np.isnan(tokens) | np.isnan(elapsed_seconds), budget, refilled)
 
 
+def observed_throughput(processed: np.ndarray, elapsed: float, serving: np.ndarray, done: np.ndarray, busy: np.ndarray,
+                        unmeasured: np.ndarray, owners: Owners | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per candidate, events per second per serving instance over the last interval, and whether
+    it was saturated (only a saturated interval tells the real rate: a partition that ran dry
+    left its owner idle part of the time).
+
+    ``processed`` events over ``elapsed`` seconds, ``done`` per partition (partitions x
+    candidates), ``busy`` where a partition held more than two intervals' arrivals at both ends,
+    ``unmeasured`` where its processed events are unknown. Without ownership (``owners`` None)
+    ``serving`` instances divide what was processed, saturated when every partition was busy.
+    With it, each owner with a busy partition and every partition measured is a measurement of
+    one instance (it shares its throughput by demand: a backlogged partition leaves it nothing to
+    spare): their mean is the rate, so a hub with a few busy partitions still teaches it."""
+    spread = processed / elapsed / serving
+    if owners is None:
+        return spread, busy.all(axis=0) & ~unmeasured.any(axis=0) & (processed > 0)
+    owner_done = owners.summed(done)
+    measuring = ((owners.partitions > 0) & (owners.summed(busy) > 0) & (owners.summed(unmeasured) == 0)
+                 & (owner_done > 0))
+    measured = measuring.sum(axis=0)
+    saturated = measured > 0
+    by_owner = np.where(measuring, owner_done, 0.0).sum(axis=0) / elapsed / np.maximum(measured, 1)
+    return np.where(saturated, by_owner, spread), saturated
+
+
 def learned_throughput(throughput: np.ndarray, floor: np.ndarray, held_back: np.ndarray, observed: np.ndarray,
                        saturated: np.ndarray, learning: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Fold an interval's per-instance rate into what is learned, where ``learning`` (NaN: none yet).

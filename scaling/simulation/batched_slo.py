@@ -218,20 +218,13 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             if learning.any():
                 checkpointed = oldest > 0
                 processed = oldest_sum - previous_oldest_sum  # (partitions without a checkpoint add 0 - 0)
-                observed = processed / interval_seconds / np.maximum(live_owners, 1)
-                # engine.interval_throughput by owner: each owner with a busy partition (backlog over
-                # two intervals' arrivals at both ends) and a checkpoint on every partition measures one instance.
+                # A busy partition held over two intervals' arrivals at both ends; one without a
+                # checkpoint is unmeasured (and one without a live owner measures no owner).
                 arrived_each = world.enqueued[now] - world.enqueued[now - interval]
                 busy = (np.minimum(previous_partition_backlog, partition_backlog) > 2 * arrived_each) & (checkpoints > 0)
-                # (a partition without a live owner measures no owner)
-                owner_busy = owned_by.summed(busy)
-                owner_done = owned_by.summed(checkpoints - previous_checkpoints)
-                owner_unmeasured = owned_by.summed(checkpoints <= 0)
-                measuring = (owned_by.partitions > 0) & (owner_busy > 0) & (owner_unmeasured == 0) & (owner_done > 0)
-                measured_owners = measuring.sum(axis=0)
-                saturated = measured_owners > 0
-                observed = np.where(saturated, np.where(measuring, owner_done, 0.0).sum(axis=0) / interval_seconds
-                                    / np.maximum(measured_owners, 1), observed)
+                observed, saturated = slo_kernel.observed_throughput(
+                    processed, interval_seconds, np.maximum(live_owners, 1), checkpoints - previous_checkpoints, busy,
+                    checkpoints <= 0, owned_by)
                 learned = learning & checkpointed.any(axis=0)
                 throughput, floor, waits, _ = slo_kernel.learned_throughput(throughput, floor, held_back, observed, saturated,
                                                                            learned)
