@@ -206,16 +206,22 @@ def oldest_event_ages(times: np.ndarray, positions: np.ndarray, oldest: np.ndarr
     single = oldest.ndim == 1
     oldest = oldest[:, None] if single else oldest
     arrival_rate = arrival_rate[:, None] if arrival_rate.ndim == 1 else arrival_rate
-    reached = positions[:, :, None] >= oldest[None]
-    waiting = reached[-1]
-    first = np.argmax(reached, axis=0)
-    column = np.arange(positions.shape[1])[:, None]
-    position = positions[first, column]
+    samples = positions.shape[0]
+    waiting = positions[-1][:, None] >= oldest
+    # The first sample that reached it: where the running highest position first does (the
+    # positions never decrease but for a partition missing from a sample, read as the newest).
+    running = np.maximum.accumulate(positions, axis=0)
+    first = (running[:, :, None] < oldest[None]).sum(axis=0, dtype=np.int16)
+    first = np.where(first < samples, first, 0)
+    # Gathers from the flattened (partition, sample) history.
+    flat = np.ascontiguousarray(positions.T).ravel()
+    offsets = (np.arange(positions.shape[1]) * samples)[:, None]
+    position = flat.take(offsets + first)
     previous_index = np.maximum(first - 1, 0)
-    previous = positions[previous_index, column]
+    previous = flat.take(offsets + previous_index)
     span = np.maximum(position - previous, 1.0)
-    start = times[previous_index]
-    interpolated = start + (oldest - previous) / span * (times[first] - start)
+    start = times.take(previous_index)
+    interpolated = start + (oldest - previous) / span * (times.take(first) - start)
     measured = arrival_rate > NO_RATE
     extrapolated = times[0] - np.where(measured, (position - oldest) / np.where(measured, arrival_rate, 1.0), 0.0)
     arrived = np.where(first == 0, extrapolated, interpolated)
