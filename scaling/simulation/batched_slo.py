@@ -1,28 +1,26 @@
-"""Many SLO-mode candidates simulated at once, the candidate being an array dimension.
+"""Many SLO-mode candidates simulated at once: a driver of the SLO kernel over a sweep.
 
 ``simulate_slo_batch(arrivals, targets, scenario)`` gives, for every target that ``supports``
 accepts, the same ``RunResult`` as ``simulate(arrivals, EngineAutoscaler(target), scenario)``:
-one Python loop over collection times, numpy over partitions x candidates inside, on the same
-``Kernel`` the loop runs. It mirrors the engine's SLO path operation for operation where
-floating point matters:
+one Python loop over collection times on the same world ``Kernel`` the loop runs, every
+candidate a column. The arithmetic of the decision is ``scaling.domain.slo_kernel``'s, the one
+the engine calls with a batch of one: who serves, the observed and learned throughput, rates,
+ages and the checkpoint delay, predicted ages, the scale-out and scale-in counts sized by owner
+load, the action budget. What this driver does itself is what the engine does per message:
 
-- ``evaluate``: pending and ready capacity, learning the per-instance throughput from
-  saturated intervals (``interval_throughput``/``learn_throughput``, only once the capacity has
-  been steady for the checkpoint delay), the configured prior and the lower bound, snapping to
-  ``allowed_counts``, a capacity outside the bounds brought inside (``_bounded``), cooldowns
-  since the last action, the action budget (token bucket) that holds back scale-ins, the
-  provisioning delay the engine assumes;
-- ``slo_proposal``: per-partition arrival rates over the rate window and the last interval,
-  oldest-event ages from the sequence-number history (``oldest_event_ages``), the learned
-  checkpoint delay, ``predicted_age`` over the reaction time (ready capacity first, then the
-  requested one), the scale-out count that drains the backlog, and the smallest scale-in count
-  expected to hold for ``min_dwell_seconds`` (at the forecast or the history's busiest interval),
-  each sized by owner load (``sizing.py``: ``_Loads``).
+- read the world as ``collect`` would (the sequence numbers, checkpoints, ownership by name),
+  keep each candidate's state as arrays (NaN for none), and work out the window of samples;
+- ``evaluate``'s order of gates: learning only once capacity has been steady for the checkpoint
+  delay (``_learns``, with timedelta's rounding), the configured prior and the lower bound, the
+  rule while the throughput is unknown, the hold while partitions have no live owner, snapping to
+  ``allowed_counts`` (tables built with the engine's ``snap_up``), a capacity outside the bounds
+  brought inside, cooldowns and the budget's two tokens for a scale-in.
 
-Sample times are whole seconds since the Unix epoch, as ``minute_time`` makes them, so that the
-age arithmetic rounds as the engine's does. The engine's decisions that cannot change what
-happens (a scale-in held by the cooldown or the action budget) are not worked out.
-tests/unit/test_simulation_batched_slo.py compares the results with the engine in the loop.
+Two exact shortcuts keep it fast: partitions with equal shares of arrivals run as two rows
+(``share_rows.py``), and a scale-in is worked out only where the cooldown and the budget would
+let it act. Sample times are whole seconds since the Unix epoch, as ``minute_time`` makes them,
+so that the age arithmetic rounds as the engine's does. tests/unit/test_simulation_batched_slo.py
+runs this driver beside the engine in the loop.
 
 Not covered (``supports`` returns False; callers use the engine): other modes, a minimum below
 one instance, and times that are not whole seconds (provisioning delay, cooldowns, windows).
