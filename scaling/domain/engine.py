@@ -128,7 +128,7 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
         return None, False
     observed, saturated = slo_kernel.observed_throughput(
         np.array([float(sum(done))]), elapsed, np.array([float(ready_capacity)]), np.array(done, dtype=float)[:, None],
-        np.array(busy)[:, None], np.array(unmeasured)[:, None], slo_kernel.Owners.of(owners, len(owners)) if by_owner else None)
+        np.array(busy)[:, None], np.array(unmeasured)[:, None], slo_kernel.Owners.of(tuple(owners), len(owners)) if by_owner else None)
     return float(observed[0]), bool(saturated[0])
 
 

@@ -24,6 +24,7 @@ The rules, in the order an evaluation meets them:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -287,7 +288,7 @@ class Owners:
     as an index (-1: no live owner), ``live_owners`` how many distinct live owners a candidate has."""
 
     #: What is worked out per candidate (one value per column).
-    PER_CANDIDATE = ("ownership", "exact_count", "most", "fewest", "two")
+    PER_CANDIDATE = ("ownership", "exact_count")
 
     def __init__(self, owners: np.ndarray, live_owners: np.ndarray) -> None:
         self._owners, self._live = owners, live_owners
@@ -297,19 +298,15 @@ class Owners:
         self.ownership = owned.any(axis=0)
         self.exact_count = np.where(self.ownership & owned.all(axis=0), live_owners, -1)
         self.size = (int(owners.max(initial=0)) + 1) * count
-        self.partitions = held = np.bincount(self.slots, minlength=self.size + 1)[:-1].reshape(-1, count)
-        self.most = held.max(axis=0)
-        self.fewest = np.where(held > 0, held, self.most[None, :]).min(axis=0)
-        self.two = ((held == self.fewest) | (held == self.most) | (held == 0)).all(axis=0)
+        self.partitions = np.bincount(self.slots, minlength=self.size + 1)[:-1].reshape(-1, count)
 
     @classmethod
-    def of(cls, owners: Sequence[str | None] | None, partitions: int) -> Owners:
+    def of(cls, owners: tuple[str | None, ...] | None, partitions: int) -> Owners:
         """One candidate's owners from the names a sample collects (``None``: no live owner; no
-        names at all: the source collects no ownership), numbered in order of first appearance."""
-        seen: dict[str, int] = {}
-        index = [-1] * partitions if owners is None else [-1 if owner is None else seen.setdefault(owner, len(seen))
-                                                         for owner in owners]
-        return cls(np.asarray(index, dtype=np.int64)[:, None], np.asarray([len(seen)], dtype=np.int64))
+        names at all: the source collects no ownership), numbered in order of first appearance.
+        (An evaluation reads the latest sample's owners twice: for the throughput and for the
+        sizing; nothing changes an ``Owners`` once made, so the last few are kept.)"""
+        return _owners_of(owners, partitions)
 
     @classmethod
     def read(cls, owners: np.ndarray, live_owners: np.ndarray, before: Owners | None) -> Owners:
@@ -370,7 +367,18 @@ class Owners:
         """The fewest and the most partitions an owner holds, per candidate (0 for a candidate
         without owners), when no owner of any candidate holds another number of them (as a
         balancer leaves them); else None."""
-        return (self.fewest, self.most) if self.two.all() else None
+        held = self.partitions
+        most = held.max(axis=0)
+        fewest = np.where(held > 0, held, most[None, :]).min(axis=0)
+        return (fewest, most) if ((held == fewest) | (held == most) | (held == 0)).all() else None
+
+
+@functools.lru_cache(maxsize=8)
+def _owners_of(owners: tuple[str | None, ...] | None, partitions: int) -> Owners:
+    seen: dict[str, int] = {}
+    index = [-1] * partitions if owners is None else [-1 if owner is None else seen.setdefault(owner, len(seen))
+                                                     for owner in owners]
+    return Owners(np.asarray(index, dtype=np.int64)[:, None], np.asarray([len(seen)], dtype=np.int64))
 
 
 def per_instance_table(partitions: int, top: int) -> np.ndarray:
@@ -414,6 +422,8 @@ class OwnerLoads:
         self._kept_by: list | None = None
         self._others: np.ndarray | None = None
         self.varied = np.zeros(count, dtype=bool)  # the partitions' loads differ (worth sizing newcomers by the draw)
+        self._some_exact = bool((self.exact_count >= 0).any())  # (else no count is sized by the owners now)
+        self._some_varied = False
         if equal_shares:
             value = values[0]
             self.heaviest = heaviest = np.empty((partitions, count))
@@ -438,6 +448,7 @@ class OwnerLoads:
             self.largest = ranked[-1]
             self.owner_load = owners.summed(by_partition)
         self.exact = self.owner_load.max(axis=0)
+        self._some_varied = bool(self.varied.any())
 
     def _running(self, flat: np.ndarray) -> np.ndarray:
         """The running sums at flat (rank * candidates + column) positions."""
@@ -455,8 +466,8 @@ class OwnerLoads:
         index = self.index[columns]
         bound = self._running((np.minimum(per_owner, self.partitions) - 1) * self.count + index)
         live = self.exact_count[columns]
-        fewer = np.flatnonzero(live > counts)
-        if fewer.size:  # the survivors keep theirs and take the moving ones at the others' mean
+        fewer = np.flatnonzero(live > counts) if self._some_exact else ()
+        if len(fewer):  # the survivors keep theirs and take the moving ones at the others' mean
             at = index[fewer]
             room = per_owner[fewer]
             if self._spread is not None:  # equal shares: the owners of the fewest and of the most
@@ -472,8 +483,8 @@ class OwnerLoads:
                 gained = np.minimum(np.maximum(room[None, :] - owners, 0), self.partitions) * self._others[:, at]
                 kept = np.where(owners > 0, self.owner_load[:, at] + gained, -np.inf).max(axis=0)
             bound[fewer] = np.minimum(bound[fewer], kept)
-        more = np.flatnonzero((live > 0) & (live < counts) & self.varied[columns])
-        if more.size:  # the owners keep k of theirs (k / c of their load), newcomers most of the way to the k heaviest
+        more = np.flatnonzero((live > 0) & (live < counts) & self.varied[columns]) if self._some_varied else ()
+        if len(more):  # the owners keep k of theirs (k / c of their load), newcomers most of the way to the k heaviest
             at, room = index[more], per_owner[more]
             owners = self._owners.partitions[:, at]
             kept = np.where(owners > 0, self.owner_load[:, at] * np.minimum(owners, room[None, :])
@@ -529,9 +540,9 @@ def hold_seconds(loads: OwnerLoads, calm: np.ndarray, age: np.ndarray, counts: n
     """How long ``counts`` (one per chosen column) keep every partition's oldest event under
     ``limit``, at the ``calm`` rates from ``age`` now, a scale-out ``reaction`` seconds away
     (infinite where no partition fills)."""
-    serve = loads.service(calm[:, columns], counts, columns)
-    flowing = calm[:, columns] > NO_RATE
-    growth = np.where(flowing, 1.0 - serve / np.maximum(calm[:, columns], NO_RATE), -1.0)
+    calm = calm[:, columns]
+    serve = loads.service(calm, counts, columns)
+    growth = np.where(calm > NO_RATE, 1.0 - serve / np.maximum(calm, NO_RATE), -1.0)
     filling = growth > 0
     margin = limit - growth * reaction - age[:, columns]
     return np.where(filling, np.where(margin > 0, margin / np.where(filling, growth, 1.0), 0.0), np.inf).min(axis=0)
