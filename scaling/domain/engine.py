@@ -14,11 +14,14 @@ wants:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from scaling.domain import slo_queue
+import numpy as np
+
+from scaling.domain import slo_kernel, slo_queue
 from scaling.domain.decisions import DOWN, HOLD, UP, Decision, ScalerState, decision_id_for
 from scaling.domain.lag import balanced_counts
 from scaling.domain.modes import mode_of
@@ -27,15 +30,6 @@ from scaling.domain.policy import TargetPolicy
 from scaling.domain.profiles import BoundsInForce, bounds_in_force, with_bounds
 from scaling.domain.proposal import Proposal, Situation, sample_interval
 from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample
-
-#: Weight of a new saturated observation in the learned per-instance throughput.
-THROUGHPUT_LEARNING_RATE = 0.3
-#: A saturated interval that measures the per-instance rate more than this fraction below the
-#: learned one is held back until the next learning step confirms it. A lone low reading (an
-#: instance dying part way through the interval, a rebalance pause, a partition that read busy
-#: on a checkpoint's lag while nothing arrived) would otherwise pull the rate down, and a rate
-#: learned too low never recovers: the engine over-provisions, so no interval is saturated again.
-UNCONFIRMED_DROP = 0.2
 
 
 def window_samples(history: Iterable[MetricSample], target: str, now: datetime, window_seconds: float,
@@ -114,40 +108,28 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
         # A queue has no sequence numbers: its completions per minute tell the rate.
         return slo_queue.interval_throughput(samples, ready_capacity)
     before = {f"{s.name}/{p.partition_id}": p for s in earlier.sources for p in s.partitions}
-    processed = 0
-    saturated = True
-    seen = 0
-    owner_processed: dict[str, int] = {}
-    owner_busy: dict[str, bool] = {}
-    unmeasured: set[str] = set()  # owners with a partition whose processed events are unknown
+    done, busy, unmeasured, owners = [], [], [], []  # per partition of the later sample
     for source in later.sources:
         for partition in source.partitions:
             start = before.get(f"{source.name}/{partition.partition_id}")
-            if start is None or partition.checkpoint is None:
-                saturated = False
-                if partition.owner is not None:
-                    unmeasured.add(partition.owner)
+            owners.append(partition.owner)
+            if start is None or partition.checkpoint is None:  # its processed events are unknown
+                done.append(0)
+                busy.append(False)
+                unmeasured.append(True)
                 continue
             arrived = partition.last_enqueued - start.last_enqueued
-            done = partition.checkpoint - (start.checkpoint if start.checkpoint is not None else start.beginning - 1)
-            if arrived < 0 or done < 0:
+            done.append(partition.checkpoint - (start.checkpoint if start.checkpoint is not None else start.beginning - 1))
+            if arrived < 0 or done[-1] < 0:
                 return None, False
-            processed += done
-            seen += 1
-            busy = min(start.backlog, partition.backlog) > 2 * arrived
-            saturated = saturated and busy
-            if partition.owner is not None:
-                owner_processed[partition.owner] = owner_processed.get(partition.owner, 0) + done
-                owner_busy[partition.owner] = owner_busy.get(partition.owner, False) or busy
-    if not seen:
+            busy.append(min(start.backlog, partition.backlog) > 2 * arrived)
+            unmeasured.append(False)
+    if all(unmeasured):
         return None, False
-    if by_owner:
-        busy_owners = [owner for owner, busy in owner_busy.items()
-                       if busy and owner not in unmeasured and owner_processed.get(owner, 0) > 0]
-        if busy_owners:
-            return sum(owner_processed[owner] for owner in busy_owners) / elapsed / len(busy_owners), True
-        return processed / elapsed / ready_capacity, False
-    return processed / elapsed / ready_capacity, saturated and processed > 0
+    observed, saturated = slo_kernel.observed_throughput(
+        np.array([float(sum(done))]), elapsed, np.array([float(ready_capacity)]), np.array(done, dtype=float)[:, None],
+        np.array(busy)[:, None], np.array(unmeasured)[:, None], slo_kernel.Owners.of(tuple(owners), len(owners)) if by_owner else None)
+    return float(observed[0]), bool(saturated[0])
 
 
 def serving_owners(samples: Sequence[MetricSample]) -> int | None:
@@ -187,8 +169,7 @@ def serving_instances(sample: MetricSample, capacity: int) -> int | None:
             continue
         if source.owners is None:
             return None
-        full = min(capacity, len(source.partitions))
-        count = capacity if source.owners >= full else source.owners
+        count = int(slo_kernel.serving_count(capacity, source.owners, len(source.partitions)))
         serving = count if serving is None else min(serving, count)
     return serving
 
@@ -203,10 +184,8 @@ def ready_from_owners(expected: int, serving: int | None, pending_ready_at: date
     fewer owners than expected are not yet a late instance."""
     if serving is None:
         return expected
-    if serving >= expected:
-        return serving
     just_due = pending_ready_at is not None and now < pending_ready_at + timedelta(seconds=interval)
-    return expected if just_due else serving
+    return int(slo_kernel.ready_instances(expected, serving, np.bool_(just_due)))
 
 
 def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_capacity: int | None) -> ScalerState:
@@ -215,7 +194,7 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
     Where ownership is collected, the instances that really served (the live owners) divide
     the events processed, not the count assumed ready after the provisioning delay, and an
     interval in which owners changed teaches nothing. A reading far below the learned rate waits
-    for the next one to confirm it (``UNCONFIRMED_DROP``): a slow-down shows twice in a row."""
+    for the next one to confirm it (``slo_kernel.UNCONFIRMED_DROP``): a slow-down shows twice in a row."""
     held_back = state.throughput_unconfirmed
     if held_back is not None:
         state = replace(state, throughput_unconfirmed=None)  # it waits one learning step, no more
@@ -225,17 +204,22 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
     observed, saturated = interval_throughput(samples, owners or ready_capacity, by_owner=owners is not None)
     if observed is None:
         return state
-    if not saturated:
-        if observed > (state.throughput_floor or 0.0):
-            return replace(state, throughput_floor=observed)
-        return state
-    if state.throughput_per_instance is None:
-        learned = observed
-    elif held_back is None and observed < state.throughput_per_instance * (1 - UNCONFIRMED_DROP):
-        return replace(state, throughput_unconfirmed=observed)
-    else:
-        learned = (1 - THROUGHPUT_LEARNING_RATE) * state.throughput_per_instance + THROUGHPUT_LEARNING_RATE * observed
-    return replace(state, throughput_per_instance=learned, throughput_observations=state.throughput_observations + 1)
+    throughput, floor, waits, learned = slo_kernel.learned_throughput(
+        _values(state.throughput_per_instance), _values(state.throughput_floor), _values(held_back), _values(observed),
+        np.array([saturated]), np.array([True]))
+    return replace(state, throughput_per_instance=_value(throughput), throughput_floor=_value(floor),
+                   throughput_unconfirmed=_value(waits), throughput_observations=state.throughput_observations + int(learned[0]))
+
+
+def _values(value: float | None) -> np.ndarray:
+    """A state value as the kernel's batch of one (NaN: none)."""
+    return np.array([math.nan if value is None else value], dtype=float)
+
+
+def _value(values: np.ndarray) -> float | None:
+    """The kernel's batch of one as a state value (``None``: none)."""
+    value = float(values[0])
+    return None if math.isnan(value) else value
 
 
 # --- the engine ------------------------------------------------------------------------------
@@ -243,11 +227,9 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
 
 def action_tokens(target: TargetPolicy, state: ScalerState, now: datetime) -> float:
     """Tokens left in the action budget: refilled at ``max_actions_per_hour``, at most that many."""
-    budget = target.slo.max_actions_per_hour
-    if state.action_tokens is None or state.action_tokens_at is None:
-        return budget
-    elapsed_hours = max((now - state.action_tokens_at).total_seconds(), 0.0) / 3600.0
-    return min(budget, state.action_tokens + elapsed_hours * budget)
+    elapsed = None if state.action_tokens_at is None else (now - state.action_tokens_at).total_seconds()
+    return float(slo_kernel.action_tokens(float(target.slo.max_actions_per_hour), _values(state.action_tokens),
+                                          _values(elapsed))[0])
 
 
 def _bounded(proposal: Proposal, in_force: BoundsInForce, capacity: int, counts: Sequence[int]) -> Proposal:

@@ -3,6 +3,7 @@ share with the engine, kept apart from both so that neither imports the other.""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -63,17 +64,15 @@ def sample_interval(samples: Sequence[MetricSample]) -> float:
 
 
 def timing(target: TargetPolicy, situation: Situation) -> Timing:
+    from scaling.domain import slo_kernel  # (numpy: loaded on the first evaluation, not at start-up)
+
     latest, state = situation.samples[-1], situation.state
-    pending_seconds = 0.0
     interval = sample_interval(situation.samples)
-    if situation.ready_capacity < situation.capacity:
-        # Instances not serving yet: expected when the provisioning delay ends, or (late, or lost
-        # and being restored, as the owners show) by the next collection. When none serves at all
-        # (the only instance failed: no live owner), the restart takes a provisioning delay.
-        due = None if state.pending_ready_at is None else (state.pending_ready_at - latest.collected_at).total_seconds()
-        pending_seconds = due if due is not None and due > 0 else interval
-        if situation.ready_capacity <= 0:
-            pending_seconds = max(pending_seconds, target.slo.provisioning_delay_seconds)
+    # Instances not serving yet: expected when the provisioning delay ends, or (late, or lost and
+    # being restored, as the owners show) by the next collection (``slo_kernel.pending_seconds``).
+    due = math.nan if state.pending_ready_at is None else (state.pending_ready_at - latest.collected_at).total_seconds()
+    pending_seconds = float(slo_kernel.pending_seconds(situation.ready_capacity, situation.capacity, due, interval,
+                                                       float(target.slo.provisioning_delay_seconds)))
     return Timing(limit=target.slo.max_event_age_seconds - target.slo.safety_seconds,
                   interval=interval,
                   since_latest=max((situation.now - latest.collected_at).total_seconds(), 0.0),

@@ -31,23 +31,15 @@ from datetime import datetime
 
 import numpy as np
 
+from scaling.domain import slo_kernel as kernel
 from scaling.domain.decisions import DOWN, HOLD, UP
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.proposal import Proposal, Situation, timing
 from scaling.domain.samples import MetricSample
-from scaling.domain.sizing import OWNER_LOAD, WORST_CASE, OwnerLoads, distinct_shares
+from scaling.domain.sizing import OWNER_LOAD, WORST_CASE
 
-NO_RATE = 1e-9
-#: How fast the learned checkpoint delay may creep up per evaluation (seconds), and its ceiling
-#: as a fraction of the SLO: a delay is learned from the lowest ages seen, so it must not drift
-#: far while consumers stay saturated.
-CHECKPOINT_DELAY_DRIFT = 0.5
-CHECKPOINT_DELAY_CEILING = 0.25
 #: How many unowned partitions a decision names (the count says the rest).
 UNOWNED_NAMED = 5
-#: How many standard errors of its slope a rise of the arrivals must clear to count as a trend:
-#: a flat but noisy rate is no reason to hold capacity.
-TREND_CONFIDENCE = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,67 +73,6 @@ def _seconds(moment: datetime) -> float:
     return moment.timestamp()
 
 
-def oldest_event_ages(times: np.ndarray, positions: np.ndarray, oldest: np.ndarray, arrival_rate: np.ndarray) -> np.ndarray:
-    """Seconds each partition's oldest unprocessed event has waited at the last sample time.
-
-    ``positions`` holds last-enqueued sequence numbers (samples x partitions), ``oldest`` the
-    sequence number of each partition's oldest unprocessed event (checkpoint + 1). Its arrival
-    time is read off the positions' history, interpolated between samples, or extrapolated at
-    the arrival rate when it is older than the history. Without a measured rate (a single
-    sample, or nothing enqueued over the history) it counts as arrived at the first sample: as
-    old as the history, which is all that is known (dividing by a zero rate would call it
-    billions of seconds old and scale out on the first sample after every start).
-    """
-    reached = positions >= oldest[None, :]
-    waiting = reached[-1]
-    first = np.argmax(reached, axis=0)
-    columns = np.arange(positions.shape[1])
-    position = positions[first, columns]
-    previous_index = np.maximum(first - 1, 0)
-    previous = positions[previous_index, columns]
-    span = np.maximum(position - previous, 1.0)
-    interpolated = times[previous_index] + (oldest - previous) / span * (times[first] - times[previous_index])
-    measured = arrival_rate > NO_RATE
-    extrapolated = times[0] - np.where(measured, (position - oldest) / np.where(measured, arrival_rate, 1.0), 0.0)
-    arrived = np.where(first == 0, extrapolated, interpolated)
-    return np.where(waiting, np.maximum(times[-1] - arrived, 0.0), 0.0)
-
-
-def oldest_event_age(times: Sequence[float], last_enqueued: Sequence[int], checkpoint: int | None,
-                     beginning: int, arrival_rate: float) -> float:
-    """One partition's oldest-event age (see ``oldest_event_ages``)."""
-    if not last_enqueued:
-        return 0.0
-    oldest = (checkpoint + 1) if checkpoint is not None and checkpoint >= 0 else max(beginning, 0)
-    ages = oldest_event_ages(np.asarray(times, dtype=float), np.asarray(last_enqueued, dtype=float)[:, None],
-                             np.asarray([oldest], dtype=float), np.asarray([arrival_rate], dtype=float))
-    return float(ages[0])
-
-
-def rising_fraction(times: np.ndarray, totals: np.ndarray) -> float:
-    """How fast the arrivals rise, per second, as a fraction of their fitted rate at the last
-    sample, from ``totals`` (events enqueued so far, all partitions, at ``times``).
-
-    The least-squares slope of the intervals' rates, less ``TREND_CONFIDENCE`` standard errors,
-    so that only a rise the history shows beyond its noise counts; 0 when it shows none, or with
-    fewer than three intervals.
-    """
-    steps = np.diff(times)
-    if len(steps) < 3 or not np.all(steps > 0):
-        return 0.0
-    rates = np.diff(totals) / steps
-    middles = (times[1:] + times[:-1]) / 2.0
-    centred = middles - middles.mean()
-    spread = float(np.dot(centred, centred))
-    slope = float(np.dot(centred, rates)) / spread
-    mean_rate = float(rates.mean())
-    residuals = rates - (mean_rate + slope * centred)
-    error = math.sqrt(float(np.dot(residuals, residuals)) / (len(rates) - 2) / spread)
-    rise = slope - TREND_CONFIDENCE * error
-    fitted_now = mean_rate + slope * float(centred[-1])
-    return rise / fitted_now if rise > 0 and fitted_now > NO_RATE else 0.0
-
-
 def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: float,
                        peak_seconds: float = 0.0) -> dict[str, SourceOutlook]:
     """Per Event Hubs source of the latest sample, its partitions' rates, backlog and ages, and the
@@ -172,22 +103,14 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
                 base = index
         recent = max(len(times) - 2, 0)
 
-        def rate_since(index: int, positions=positions, times_array=times_array) -> np.ndarray:
-            elapsed = times_array[-1] - times_array[index]
-            if elapsed <= 0:
-                return np.zeros(positions.shape[1])
-            return np.maximum(positions[-1] - positions[index], 0.0) / elapsed
-
-        arrival, recent_rate = rate_since(base), rate_since(recent)
+        arrival, recent_rate = kernel.rate_since(times_array, positions, base), kernel.rate_since(times_array, positions, recent)
         peak = recent_rate
         if len(times) > 1:
             first = next(index for index, time in enumerate(times) if latest_time - time <= peak_seconds)
-            start = max(min(first, len(times) - 2), 0)
-            steps = np.diff(times_array[start:])
-            peak = np.max(np.maximum(np.diff(positions[start:], axis=0), 0.0) / np.where(steps > 0, steps, np.inf)[:, None], axis=0)
+            peak = kernel.later_peaks(times_array, positions)[max(min(first, len(times) - 2), 0)]
         oldest = np.asarray([(p.checkpoint + 1) if p.checkpoint is not None and p.checkpoint >= 0 else max(p.beginning, 0)
                              for p in source.partitions], dtype=float)
-        ages = oldest_event_ages(times_array, positions, oldest, np.maximum(arrival, recent_rate))
+        ages = kernel.oldest_event_ages(times_array, positions, oldest, np.maximum(arrival, recent_rate))
         outlooks[source.name] = SourceOutlook(
             keys=tuple(f"{source.name}/{partition_id}" for partition_id in ids),
             arrival_rate=arrival,
@@ -196,29 +119,9 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
             age_seconds=ages,
             peak_arrival_rate=peak,
             owners=tuple(p.owner for p in source.partitions) if source.owners else None,
-            rise=rising_fraction(times_array, positions.sum(axis=1)),
+            rise=kernel.rising_fraction(times_array, positions.sum(axis=1)),
         )
     return outlooks
-
-
-def rising_factor(rise, dwell_seconds):
-    """How much higher the arrivals are halfway through ``dwell_seconds`` if they go on rising by
-    ``rise`` (a fraction of the rate per second). Works on floats and numpy arrays alike."""
-    return 1.0 + rise * (dwell_seconds / 2.0)
-
-
-def predicted_age(age, backlog, arrival_rate, service_rate, seconds):
-    """The oldest event's age after ``seconds`` at constant arrival and service rates (fluid model:
-    it grows by ``1 - service / arrivals`` per second). Works on floats and numpy arrays alike."""
-    age, backlog, arrival_rate = np.asarray(age, dtype=float), np.asarray(backlog, dtype=float), np.asarray(arrival_rate, dtype=float)
-    if seconds <= 0:
-        result = age
-    else:
-        growth = 1.0 - service_rate / np.maximum(arrival_rate, NO_RATE)
-        flowing = np.where((age <= 0) & (growth <= 0), 0.0, np.maximum(age + growth * seconds, 0.0))
-        idle = np.where(service_rate * seconds >= backlog, 0.0, age + seconds)
-        result = np.where(arrival_rate <= NO_RATE, idle, flowing)
-    return float(result) if result.ndim == 0 else result
 
 
 def _set_aside(outlook: SourceOutlook, hot: np.ndarray) -> SourceOutlook:
@@ -261,7 +164,8 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     # of the hub and say so, instead of chasing it. (Not against a lower bound of the throughput.)
     total_rate = float(sum(o.arrival_rate.sum() for o in outlooks))
     measured = situation.throughput_source in ("learned", "configured")
-    hot = [(np.minimum(o.arrival_rate, o.recent_arrival_rate) > throughput) & measured for o in outlooks]
+    hot = [kernel.hot_partitions(o.arrival_rate, o.recent_arrival_rate, np.array([throughput]), np.array([measured]))[:, 0]
+           for o in outlooks]
     hot_notes = [f"{key} receives {rate:.1f}/s, more than one instance serves ({throughput:.1f}/s)"
                  for outlook, mask in zip(outlooks, hot, strict=True)
                  for key, rate in zip(np.asarray(outlook.keys)[mask], outlook.arrival_rate[mask], strict=True)]
@@ -273,29 +177,43 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     # checkpoint delay. Learn that delay as the floor of observed ages and read ages net of it.
     observed_worst = max(float(o.age_seconds.max()) for o in outlooks)
     previous_delay = state.checkpoint_delay_seconds
-    # It may creep up (checkpoints got slower) only while the ages are as low as checkpoints
-    # alone explain (within an interval of it): ages well above it are a backlog, not a delay.
-    creep = CHECKPOINT_DELAY_DRIFT if previous_delay is not None and observed_worst <= previous_delay + interval else 0.0
-    delay = observed_worst if previous_delay is None else min(observed_worst, previous_delay + creep)
-    delay = min(delay, slo.max_event_age_seconds * CHECKPOINT_DELAY_CEILING)
+    delay = float(kernel.learned_checkpoint_delay(observed_worst, math.nan if previous_delay is None else previous_delay,
+                                                  interval, slo.max_event_age_seconds * kernel.CHECKPOINT_DELAY_CEILING))
     new_state = replace(state, checkpoint_delay_seconds=delay)
     since_latest += delay
     react = since_latest + interval + slo.provisioning_delay_seconds
 
-    forecasts = [np.maximum(o.arrival_rate, o.recent_arrival_rate) * (1.0 + slo.headroom) for o in outlooks]
-    ages = [np.maximum(o.age_seconds - delay, 0.0) for o in outlooks]
+    # The kernel's arithmetic on a batch of one candidate (column), source by source.
+    forecasts = [kernel.forecast_rates(o.arrival_rate, o.recent_arrival_rate, np.array([1.0 + slo.headroom])) for o in outlooks]
+    ages = [np.maximum(o.age_seconds - delay, 0.0)[:, None] for o in outlooks]
+    backlogs = [o.backlog[:, None] for o in outlooks]
     worst_now = max(float(a.max()) for a in ages)
+    top = max(capacity, counts[-1]) + 1
+    rate = np.array([throughput])
+    levels = np.array([counts], dtype=np.int64)
+    owners = [kernel.Owners.of(o.owners, o.partitions) for o in outlooks]
+    tables = [kernel.per_instance_table(o.partitions, top) for o in outlooks]
+    by_draw = [kernel.distinct_shares(forecast) for forecast in forecasts]
+
+    def owner_loads(values: Sequence[np.ndarray]) -> list[kernel.OwnerLoads]:
+        return [kernel.OwnerLoads(value, None if o.set_aside is None else o.set_aside[:, None], owned, rate, table, draw)
+                for value, o, owned, table, draw in zip(values, outlooks, owners, tables, by_draw, strict=True)]
+
+    def busiest(loads: Sequence[kernel.OwnerLoads], instances: int) -> float:
+        """The busiest owner's forecast load (events/s) at ``instances``, over the sources."""
+        return max(float(load.busiest(np.array([instances]))[0]) for load in loads)
+
+    loads = owner_loads(forecasts)
+    first = min(pending_seconds, react)
     worst_predicted = 0.0
-    by_draw = [distinct_shares(forecast) for forecast in forecasts]
-    loads = [OwnerLoads.of(forecast, outlook.owners, outlook.set_aside, by_draw=draw)
-             for outlook, forecast, draw in zip(outlooks, forecasts, by_draw, strict=True)]
-    for outlook, load, age in zip(outlooks, loads, ages, strict=True):
-        first = min(pending_seconds, react)
-        then = predicted_age(age, outlook.backlog, load.forecast, load.service(ready_capacity, throughput), first)
-        then = predicted_age(then, outlook.backlog, load.forecast, load.service(capacity, throughput), react - first)
+    both = np.array([ready_capacity, capacity])  # the ready count, then the requested one (one column each)
+    for load, forecast, age, backlog in zip(loads, forecasts, ages, backlogs, strict=True):
+        served = load.service(forecast[:, [0, 0]], both, np.array([0, 0]))
+        then = kernel.predicted_age(age, backlog, forecast, served[:, :1], first)
+        then = kernel.predicted_age(then, backlog, forecast, served[:, 1:], react - first)
         worst_predicted = max(worst_predicted, float(np.max(then)))
-    owned = all(load.ownership for load in loads)
-    busiest_now = _busiest(loads, capacity)
+    owned = all(bool(reading.ownership[0]) for reading in owners)
+    busiest_now = busiest(loads, capacity)
     sizing_note = (f"sizing: {OWNER_LOAD}, busiest owner {busiest_now:.1f}/s now "
                    f"of {throughput:.1f}/s per instance" if owned else f"sizing: {WORST_CASE}, no ownership")
     if ready_capacity <= 0:  # ownership collected, no claim live: the instances stopped
@@ -327,14 +245,12 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     if worst_predicted > limit:
         # Serve the forecast and drain what will have piled up by the time new instances serve.
         drain_seconds = max(slo.min_dwell_seconds / 2, slo.max_event_age_seconds)
-        needed = [forecast + np.maximum(outlook.backlog + forecast * (slo.provisioning_delay_seconds + since_latest)
-                                        - forecast * slo.safety_seconds, 0.0) / drain_seconds
-                  for outlook, forecast in zip(outlooks, forecasts, strict=True)]
-        need_loads = [OwnerLoads.of(need, outlook.owners, outlook.set_aside, by_draw=draw)
-                      for outlook, need, draw in zip(outlooks, needed, by_draw, strict=True)]
-        wanted = next((count for count in counts if count > capacity and all(
-            bool(np.all(load.service(count, throughput) >= load.forecast)) for load in need_loads)), counts[-1])
-        metrics["predicted_busiest_load"] = round(_busiest(loads, wanted), 3)
+        needed = [kernel.scale_out_need(forecast, backlog, slo.provisioning_delay_seconds, since_latest, slo.safety_seconds,
+                                        drain_seconds) for forecast, backlog in zip(forecasts, backlogs, strict=True)]
+        wanted = int(kernel.scale_out_counts(levels, np.ones(levels.shape, dtype=bool), np.array([capacity]),
+                                             np.array([counts[-1]]), top,
+                                             list(zip(owner_loads(needed), needed, strict=True)))[0])
+        metrics["predicted_busiest_load"] = round(busiest(loads, wanted), 3)
         return Proposal(wanted, UP, "slo_at_risk",
                         (f"oldest event would be {worst_predicted:.0f}s old in {react:.0f}s (limit {limit:.0f}s); "
                          f"arrivals {total_rate:.1f}/s, {throughput:.2f}/s per instance", sizing_note, *hot_reasons),
@@ -348,40 +264,24 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     # forecast: a lull between bursts is no reason to act (and act again at the next burst).
     # While the arrivals clearly rise, it must hold at the rate halfway through the dwell if the
     # rise goes on (the dwell's average under a linear rise): no scale-in into a rising edge.
-    calm = [(forecast if outlook.peak_arrival_rate is None
-             else np.maximum(forecast, outlook.peak_arrival_rate * (1.0 + slo.headroom)))
-            * rising_factor(outlook.rise, slo.min_dwell_seconds)
-            for outlook, forecast in zip(outlooks, forecasts, strict=True)]
-    calm_loads = [OwnerLoads.of(forecast, outlook.owners, outlook.set_aside, by_draw=draw)
-                  for outlook, forecast, draw in zip(outlooks, calm, by_draw, strict=True)]
-    chosen = None
-    hold_seconds = math.inf
-    for count in (count for count in counts if count < capacity):
-        shortest = math.inf
-        for load, forecast, age in zip(calm_loads, calm, ages, strict=True):
-            serve = load.service(count, throughput)
-            growth = np.where(forecast > NO_RATE, 1.0 - serve / np.maximum(forecast, NO_RATE), -1.0)
-            filling = growth > 0
-            if not filling.any():
-                continue
-            margin = limit - growth[filling] * (interval + slo.provisioning_delay_seconds) - age[filling]
-            shortest = min(shortest, float(np.min(np.where(margin > 0, margin / growth[filling], 0.0))))
-        if shortest >= slo.min_dwell_seconds:
-            chosen, hold_seconds = count, shortest
-            break
-    if chosen is None:
+    calm = [kernel.calm_rates(forecast, np.zeros_like(forecast) if o.peak_arrival_rate is None else o.peak_arrival_rate[:, None],
+                              1.0 + slo.headroom, o.rise, slo.min_dwell_seconds)
+            for o, forecast in zip(outlooks, forecasts, strict=True)]
+    calm_loads = owner_loads(calm)
+    reaction = np.array([interval + slo.provisioning_delay_seconds])
+    limits, dwell = np.array([limit]), np.array([slo.min_dwell_seconds])
+    sources = list(zip(calm_loads, calm, ages, strict=True))
+    chosen_counts, held = kernel.scale_in_counts(levels, np.array([sum(1 for count in counts if count < capacity)]),
+                                                 np.array([capacity]), top, limits, dwell, reaction, sources)
+    chosen, hold_seconds = int(chosen_counts[0]), float(held[0])
+    if chosen < 0:
         return Proposal(None, HOLD, "hot_partition" if hot_reasons else "slo_steady",
                         (f"oldest event {worst_now:.0f}s, predicted {worst_predicted:.0f}s within the {limit:.0f}s limit; "
                          f"no smaller count would hold for {slo.min_dwell_seconds:.0f}s", sizing_note, *hot_reasons),
                         metrics, new_state)
     holds = "indefinitely" if math.isinf(hold_seconds) else f"for about {hold_seconds:.0f}s"
-    metrics["predicted_busiest_load"] = round(_busiest(calm_loads, chosen), 3)
+    metrics["predicted_busiest_load"] = round(busiest(calm_loads, chosen), 3)
     return Proposal(chosen, DOWN, "slo_surplus",
                     (f"{chosen} instances keep the oldest event under {limit:.0f}s {holds} "
                      f"(arrivals {total_rate:.1f}/s, {throughput:.2f}/s per instance)", sizing_note, *hot_reasons),
                     metrics, new_state)
-
-
-def _busiest(loads: Sequence[OwnerLoads], instances: int) -> float:
-    """The busiest owner's forecast load (events/s) at ``instances``, over the sources."""
-    return max(load.busiest(instances) for load in loads)

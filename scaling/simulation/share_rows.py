@@ -14,7 +14,7 @@ class ShareRows:
 
     Partitions with the same share of arrivals have the same sequence numbers, arrival rates and
     forecast, and the service rate the engine assumes for a partition depends on nothing else of
-    it (``sizing.OwnerLoads.service``: its forecast and the busiest owner's load). Then each
+    it (``slo_kernel.OwnerLoads.service``: its forecast and the busiest owner's load). Then each
     per-partition quantity the engine reduces is monotone in the partition's checkpoint: its
     oldest-event age (and the predicted ages built on it) and its backlog are largest at the
     smallest checkpoint, the hold time of a scale-in shortest there, the saturation test

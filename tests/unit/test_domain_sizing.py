@@ -1,7 +1,8 @@
-"""Sizing by owner load (scaling/domain/sizing.py): tables of the busiest load at each count, the
-service each partition gets, and two properties against the simulated world: the owner loads the
-engine reads from collected samples are the simulator's, and the engine never holds (or scales
-in) while an owner's load would carry its oldest event past the limit."""
+"""Sizing by owner load (scaling/domain/sizing.py; the tables of the busiest load at each count and
+the service each partition gets are in test_domain_slo_kernel.py): two properties against the
+simulated world: the owner loads the engine reads from collected samples are the simulator's, and
+the engine never holds (or scales in) while an owner's load would carry its oldest event past the
+limit."""
 
 from __future__ import annotations
 
@@ -16,96 +17,11 @@ from hypothesis import strategies as st
 from scaling.domain.decisions import ScalerState
 from scaling.domain.engine import evaluate
 from scaling.domain.samples import MetricSample
-from scaling.domain.sizing import OwnerLoads, distinct_shares, owner_loads
 from scaling.domain.slo import partition_outlooks
+from scaling.domain.slo_kernel import Owners
 from scaling.simulation.peers import EngineAutoscaler, observation_sample, simulated_target
 from scaling.simulation.scenario import Scenario
 from scaling.simulation.world import World, simulate
-
-# The worked example of the module docstring, and a variant where the exact load beats the bound.
-EXAMPLE = np.array([60.0, 20, 20, 20, 20, 20, 20, 20])
-EXAMPLE_OWNERS = ("a", "a", "b", "b", "c", "c", "d", "d")
-UNEVEN = np.array([60.0, 40, 20, 20, 20, 20, 20, 20])
-UNEVEN_OWNERS = ("a", "b", "a", "b", "c", "c", "d", "d")
-
-
-@pytest.mark.parametrize(
-    ("forecast", "owners", "instances", "busiest"),
-    [
-        pytest.param(EXAMPLE, None, 4, 120.0, id="no-ownership-k-times-heaviest"),
-        pytest.param(EXAMPLE, EXAMPLE_OWNERS, 4, 80.0, id="current-count-exact"),
-        pytest.param(EXAMPLE, EXAMPLE_OWNERS, 3, 100.0, id="fewer-k-heaviest"),
-        pytest.param(EXAMPLE, EXAMPLE_OWNERS, 2, 120.0, id="half-k-heaviest"),
-        pytest.param(EXAMPLE, EXAMPLE_OWNERS, 8, 60.0, id="one-each-heaviest"),
-        pytest.param(UNEVEN, UNEVEN_OWNERS, 4, 80.0, id="exact-below-bound"),
-        pytest.param(UNEVEN, (*UNEVEN_OWNERS[:7], None), 4, 100.0, id="an-unowned-partition-bound"),
-        pytest.param(UNEVEN, (None,) * 8, 4, 120.0, id="nothing-owned-is-no-ownership"),
-    ],
-)
-def test_busiest_load(forecast, owners, instances, busiest) -> None:
-    assert OwnerLoads.of(forecast, owners).busiest(instances) == pytest.approx(busiest)
-
-
-TWO_OWNERS = ("a", "a", "b", "b", "a", "a", "b", "b")  # a: 60, 40, 20, 20 (140); b: 20 x 4 (80)
-
-
-@pytest.mark.parametrize(
-    ("forecast", "instances", "by_draw", "busiest"),
-    [
-        # k = 2: the bound is 60 + 40 = 100; a keeps 2 of its 4 (140 / 2 = 70); a newcomer takes 2
-        # of the moved ones: 2 x 27.5 = 55 at the mean, 0.75 of the way to 100 = 88.75.
-        pytest.param(UNEVEN, 4, True, 88.75, id="newcomers-by-the-draw"),
-        pytest.param(UNEVEN, 4, False, 100.0, id="newcomers-by-the-bound"),
-        # k = 1: the bound is 60; a keeps 1 of 4 (35); a newcomer 27.5 + 0.75 x 32.5.
-        pytest.param(UNEVEN, 8, True, 51.875, id="one-each-by-the-draw"),
-        pytest.param(np.full(8, 20.0), 4, True, 40.0, id="equal-loads-keep-the-bound"),
-        # k = 3: the bound is 60 + 40 + 20 = 120; a keeps 3 of its 4 (0.75 x 110); a newcomer 60 + 0.75 x 60.
-        pytest.param(np.array([60.0, 40, 20, 20, 5, 5, 5, 5]), 3, True, 105.0, id="three-each"),
-        # a owns the four heavy ones: keeping 2 of them (200 / 2) is the bound, above any newcomer (87.75).
-        pytest.param(np.array([50.0, 50, 1, 1, 50, 50, 1, 1]), 4, True, 100.0, id="an-owner-keeps-the-most"),
-    ],
-)
-def test_busiest_load_after_a_scale_out(forecast, instances, by_draw, busiest) -> None:
-    """More instances than the current owners (``NEWCOMER_MARGIN``): the owners keep ``k / c`` of
-    their load, a newcomer is sized from ``k`` at the mean three quarters of the way to the ``k``
-    heaviest, the busier of the two, never above the bound."""
-    loads = OwnerLoads.of(forecast, TWO_OWNERS, by_draw=by_draw)
-    assert loads.busiest(instances) == pytest.approx(busiest)
-    assert loads.busiest(instances) <= OwnerLoads.of(forecast, TWO_OWNERS).busiest(instances)
-
-
-@pytest.mark.parametrize(("forecast", "distinct"), [
-    pytest.param(np.arange(8.0), True, id="all-distinct"),
-    pytest.param(np.array([1.0, 1, 1, 1, 2, 2, 3, 4]), True, id="half-distinct"),
-    pytest.param(np.array([1.0, 1, 1, 1, 2, 2, 2, 2]), False, id="two-shares"),
-    pytest.param(np.zeros(8), False, id="all-equal"),
-])
-def test_distinct_shares(forecast, distinct) -> None:
-    assert distinct_shares(forecast) is distinct
-
-
-@pytest.mark.parametrize(
-    ("owners", "instances", "expected"),
-    [
-        pytest.param(None, 4, [50.0] * 8, id="no-ownership-equal-share"),
-        pytest.param(EXAMPLE_OWNERS, 4, [75.0] + [50.0] * 7, id="busiest-ratio-or-equal-share"),
-        pytest.param(EXAMPLE_OWNERS, 3, [60.0] + [100 / 3] * 7, id="bound-ratio-one"),
-        pytest.param(EXAMPLE_OWNERS, 2, [50.0] + [25.0] * 7, id="overloaded-bound"),
-    ],
-)
-def test_service_rates(owners, instances, expected) -> None:
-    assert OwnerLoads.of(EXAMPLE, owners).service(instances, 100.0) == pytest.approx(expected)
-
-
-def test_a_set_aside_partition_weighs_as_the_heaviest_other() -> None:
-    """Partition 0 is hotter than one instance: set aside (forecast 0), it still takes its share
-    of its owner, counted as partition 1's 40/s: a's load is 40 + 20."""
-    forecast = np.where(np.arange(8) == 0, 0.0, UNEVEN)
-    loads = OwnerLoads.of(forecast, UNEVEN_OWNERS, set_aside=np.arange(8) == 0)
-    assert loads.busiest(4) == pytest.approx(60.0)  # b: 40 + 20, a: 40 (as heavy as b's) + 20
-    # At 2 the survivors keep their 60/s and take two moved partitions at the others' mean, 140/6 each.
-    assert loads.busiest(2) == pytest.approx(60 + 2 * 140 / 6)
-
 
 #: The SLO path's own holds and scale-ins (not a hold at the max bound, or by a cooldown).
 SLO_HOLDS_OR_SCALE_INS = ("slo_steady", "slo_surplus", "too_few_samples")
@@ -134,7 +50,7 @@ def test_owner_loads_read_from_samples_are_the_simulators(partitions, skew, inst
     assert outlook.owners == names
     weights = scenario.weights_at(np.array([4]))[0]
     truth = {name: rate / 60.0 * weights[owners == owner].sum() for name, owner in zip(names, owners, strict=True)}
-    read = owner_loads(outlook.arrival_rate, outlook.owners)
+    read = Owners.of(outlook.owners, partitions).summed(outlook.arrival_rate[:, None])[:, 0]
     first_seen = list(dict.fromkeys(names))
     for index, name in enumerate(first_seen):
         # sequence numbers are whole events: each partition's rate is off by at most one event over the window
@@ -184,7 +100,7 @@ def check_holds(partitions: int, skew: float, seed: int, assignment: str, level:
             forecast = np.maximum(outlook.arrival_rate, outlook.recent_arrival_rate) * (1 + target.slo.headroom)
             ages = np.maximum(outlook.age_seconds - metrics["checkpoint_delay_seconds"], 0.0)
             names = np.asarray(outlook.owners)
-            for name, load in zip(dict.fromkeys(outlook.owners), owner_loads(forecast, outlook.owners), strict=True):
+            for name, load in zip(dict.fromkeys(outlook.owners), Owners.of(outlook.owners, len(forecast)).summed(forecast[:, None])[:, 0], strict=True):
                 growth = 1.0 - throughput / load if load > 0 else -1.0
                 oldest = ages[names == name].max()
                 assert oldest + growth * metrics["reaction_seconds"] <= metrics["age_limit_seconds"] + 1.0, (

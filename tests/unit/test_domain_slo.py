@@ -1,6 +1,6 @@
 """SLO mode (scaling/domain/slo.py and its use in engine.evaluate).
 
-Pure functions are tested on hand-computed tables; the engine on hand-built sample histories
+The kernel's arithmetic has its tables in test_domain_slo_kernel.py; here the engine on hand-built sample histories
 (32 partitions, a configured throughput of 1000 events/min per instance) and, end to end, in
 the simulated world through ``EngineAutoscaler`` with decisions captured by ``on_decision``.
 """
@@ -18,8 +18,7 @@ from scaling.domain.engine import action_tokens, evaluate, interval_throughput
 from scaling.domain.lag import effective_capacity
 from scaling.domain.policy import Bounds, PlanSettings, SloSettings, SourceSettings, TargetPolicy
 from scaling.domain.samples import MetricSample, PartitionReading, SourceReading
-from scaling.domain.sizing import OwnerLoads
-from scaling.domain.slo import TREND_CONFIDENCE, oldest_event_age, predicted_age, rising_factor, rising_fraction
+from scaling.domain.slo_kernel import TREND_CONFIDENCE, rising_fraction
 from scaling.simulation.peers import EngineAutoscaler, simulated_target
 from scaling.simulation.world import Scenario, simulate
 
@@ -27,83 +26,6 @@ T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 PLAN = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.Web/serverfarms/asp"
 MU = 1000 / 60  # events per second per instance
 PARTITIONS = 32
-
-
-# --- oldest_event_age ----------------------------------------------------------------------------------
-# History: last-enqueued 99, 199, 299 at t = 0, 60, 120 s (100 events a minute).
-
-
-@pytest.mark.parametrize(
-    ("checkpoint", "beginning", "rate", "expected"),
-    [
-        pytest.param(299, 0, 0.0, 0.0, id="caught-up"),
-        pytest.param(400, 0, 0.0, 0.0, id="checkpoint-ahead"),
-        pytest.param(298, 0, 0.0, 0.0, id="only-the-newest-waiting"),
-        pytest.param(249, 0, 0.0, 120 - (60 + 51 / 100 * 60), id="interpolated-in-second-interval"),
-        pytest.param(199, 0, 0.0, 120 - (60 + 1 / 100 * 60), id="just-after-second-sample"),
-        pytest.param(149, 0, 0.0, 120 - 51 / 100 * 60, id="interpolated-in-first-interval"),
-        pytest.param(98, 0, 100 / 60, 120.0, id="exactly-at-first-sample"),
-        pytest.param(49, 0, 100 / 60, 120 + 49 * 60 / 100, id="extrapolated-at-rate"),
-        pytest.param(49, 0, 50 / 60, 120 + 49 * 60 / 50, id="extrapolated-slower-rate-older"),
-        pytest.param(None, 0, 100 / 60, 120 + 99 * 60 / 100, id="no-checkpoint-from-beginning"),
-        pytest.param(None, 60, 100 / 60, 120 + 39 * 60 / 100, id="no-checkpoint-beginning-60"),
-        pytest.param(-1, 0, 100 / 60, 120 + 99 * 60 / 100, id="checkpoint-minus-one"),
-    ],
-)
-def test_oldest_event_age(checkpoint, beginning, rate, expected) -> None:
-    age = oldest_event_age([0.0, 60.0, 120.0], [99, 199, 299], checkpoint, beginning, rate)
-    assert age == pytest.approx(expected)
-
-
-@pytest.mark.parametrize(("times", "positions"), [([0.0, 60.0], [99, 99]), ([60.0], [99])])
-def test_oldest_event_age_without_rate_is_the_history_span(times, positions) -> None:
-    # no arrivals measured (nothing enqueued, or a single sample) and an event older than the
-    # history: it is at least as old as the history; extrapolating at no rate would say ~1e12 s
-    assert oldest_event_age(times, positions, 49, 0, 0.0) == times[-1] - times[0]
-
-
-@pytest.mark.parametrize(
-    ("times", "positions", "expected"),
-    [
-        ([], [], 0.0),
-        ([0.0], [99], 0.0),  # caught up: oldest (100) not enqueued yet
-        ([0.0, 60.0], [-1, 149], 60 - (0 + 101 / 150 * 60)),  # partition was empty at the first sample
-    ],
-)
-def test_oldest_event_age_edges(times, positions, expected) -> None:
-    assert oldest_event_age(times, positions, 99, 0, 1.0) == pytest.approx(expected)
-
-
-# --- predicted_age ----------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("age", "backlog", "arrivals", "service", "seconds", "expected"),
-    [
-        pytest.param(100, 500, 10, 20, 30, 70, id="draining"),
-        pytest.param(100, 500, 10, 20, 200, 0, id="drained-floor-zero"),
-        pytest.param(100, 500, 10, 5, 30, 115, id="filling"),
-        pytest.param(100, 500, 10, 10, 30, 100, id="balanced"),
-        pytest.param(0, 0, 10, 20, 30, 0, id="idle-keeps-up"),
-        pytest.param(0, 0, 10, 10, 30, 0, id="idle-exactly-keeps-up"),
-        pytest.param(0, 0, 10, 5, 30, 15, id="idle-falls-behind"),
-        pytest.param(100, 500, 0, 20, 30, 0, id="no-arrivals-drains-in-time"),
-        pytest.param(100, 500, 0, 10, 30, 130, id="no-arrivals-too-slow"),
-        pytest.param(100, 500, 0, 0, 30, 130, id="no-arrivals-no-service"),
-        pytest.param(100, 500, 10, 5, 0, 100, id="zero-seconds"),
-        pytest.param(100, 500, 10, 5, -5, 100, id="negative-seconds"),
-    ],
-)
-def test_predicted_age(age, backlog, arrivals, service, seconds, expected) -> None:
-    assert predicted_age(age, backlog, arrivals, service, seconds) == pytest.approx(expected)
-
-
-@pytest.mark.parametrize(
-    ("instances", "expected"),
-    [(1, MU / 32), (8, MU / 4), (11, MU / 3), (16, MU / 2), (24, MU / 2), (32, MU), (64, MU)],
-)
-def test_without_ownership_each_partition_gets_the_busiest_owner_share(instances: int, expected: float) -> None:
-    assert OwnerLoads.of(np.linspace(1.0, 5.0, PARTITIONS), None).service(instances, MU) == pytest.approx(np.full(PARTITIONS, expected))
 
 
 # --- the engine on hand-built histories -------------------------------------------------------------------
@@ -246,12 +168,6 @@ def test_a_noisy_rise_counts_less_than_its_slope() -> None:
     noisy = [rate + (15.0 if k % 2 else -15.0) for k, rate in enumerate(clean)]
     assert TREND_CONFIDENCE > 0
     assert 0.0 < rising_fraction(*totals_from(noisy)) < rising_fraction(*totals_from(clean))
-
-
-def test_rising_factor_is_the_rate_halfway_through_the_dwell() -> None:
-    assert rising_factor(0.0, 2400.0) == 1.0
-    assert rising_factor(1 / 1200, 2400.0) == pytest.approx(2.0)
-    assert np.allclose(rising_factor(1 / 1200, np.array([0.0, 1200.0])), [1.0, 1.5])
 
 
 def ramp(first: float, last: float, *, minutes: int = 10) -> list[MetricSample]:
@@ -422,7 +338,7 @@ def test_a_reading_far_below_the_learned_rate_waits_for_confirmation(samples, pr
     """A lone low reading (an instance dying mid-interval, a partition read busy on a checkpoint's
     lag while nothing arrived) pulled the rate down by 30% a time; over-provisioned on a rate
     learned too low, no interval is saturated again to correct it (a tuned NASA policy cost 2.4x
-    the fluid bound instead of 1.5x). ``engine.UNCONFIRMED_DROP``."""
+    the fluid bound instead of 1.5x). ``slo_kernel.UNCONFIRMED_DROP``."""
     start = ScalerState(target="orders", capacity=2, throughput_per_instance=prior, throughput_observations=1,
                         throughput_unconfirmed=waiting)
     final = evaluate(slo_target(), start, samples, T0 + timedelta(minutes=1)).state

@@ -1,7 +1,11 @@
-"""The batched SLO-mode simulator against the engine in the loop: every number must agree.
+"""The batched SLO-mode driver beside the engine in the loop: every number must agree.
 
-Any mismatch is a bug in scaling/simulation/batched_slo.py (the engine-driven ``simulate`` is
-the reference)."""
+Both call the one SLO kernel (scaling/domain/slo_kernel.py, its tables in
+test_domain_slo_kernel.py); what differs, and what these runs check, is the drivers: how each
+reads the world (samples and their ownership by name, against the world's arrays) and
+``evaluate``'s gates (learning once capacity is steady, the prior and the lower bound, the hold
+while partitions are unowned, cooldowns, the budget, the bounds). A mismatch is a bug in
+scaling/simulation/batched_slo.py (the engine-driven ``simulate`` is the reference)."""
 
 from __future__ import annotations
 
@@ -19,13 +23,10 @@ from scaling.simulation.peers import EngineAutoscaler, simulated_target
 from scaling.simulation.world import Scenario, simulate
 from scaling.tuning.tasks import HistoryScenario
 from tests.helpers import (
-    JOB_SHAPED_CASES,
     assert_batch_gives_each_what_it_gets_alone,
-    assert_batch_matches_engine,
     assert_same_run,
     flat,
     noisy_diurnal,
-    ramps,
     step_surge,
 )
 
@@ -54,44 +55,6 @@ def hand_made(scenario: Scenario) -> list:
 def candidates(scenario: Scenario) -> list:
     base = simulated_target(scenario, name="default")
     return [base, *(candidate.target for candidate in slo_candidates(base, "small")), *hand_made(scenario)]
-
-
-CASES = {
-    "surge": lambda delay: (Scenario(checkpoint_delay_seconds=delay), step_surge(720), 300),
-    "diurnal": lambda delay: (Scenario(checkpoint_delay_seconds=delay), noisy_diurnal(1440)[240:960], 0),
-    "flat": lambda delay: (Scenario(checkpoint_delay_seconds=delay), flat(360), 0),
-    # (rising arrivals: the scale-in holds at the rate the rise leads to)
-    "ramps": lambda delay: (Scenario(checkpoint_delay_seconds=delay), ramps(), 0),
-    **JOB_SHAPED_CASES,
-    # Two groups of equal shares (a quarter of the partitions three times as busy), as the job
-    # recovers them from history: each group is simulated as its extremes.
-    "two-shares": lambda delay: (HistoryScenario(checkpoint_delay_seconds=delay, partitions=16, peak_instances=12.0,
-                                                 weights=(3.0,) * 4 + (1.0,) * 12), noisy_diurnal(720, seed=9) * 0.5, 0),
-}
-
-
-@pytest.mark.parametrize("delay", [0.0, 10.0])
-@pytest.mark.parametrize("trace", sorted(CASES))
-def test_batched_slo_matches_engine(trace: str, delay: float) -> None:
-    scenario, arrivals, score_from = CASES[trace](delay)
-    targets = candidates(scenario)
-    assert all(supports(target) for target in targets)
-    if trace in ("skewed", "instant", "two-shares"):  # smaller hubs: every candidate; the standard hub: every other one
-        chosen = targets
-    else:  # (the engine in SLO mode runs ~2,000 minutes a second)
-        chosen = targets[(sorted(CASES).index(trace) + int(delay)) % 2::2]
-    acted = assert_batch_matches_engine(simulate_slo_batch, arrivals, chosen, scenario, score_from,
-                                        lambda target: f"{trace} delay={delay} {target.name} {target.slo}")
-    assert acted  # the traces exercise scale-outs and scale-ins
-
-
-def test_checkpoints_a_minute_and_a_half_behind_match_too() -> None:
-    """A checkpoint delay past a whole minute reads checkpoints two minutes back, interpolated."""
-    scenario = Scenario(checkpoint_delay_seconds=90.0)
-    arrivals = noisy_diurnal(1440, seed=11)[600:1200]
-    targets = candidates(scenario)[::3]
-    for target, result in zip(targets, simulate_slo_batch(arrivals, targets, scenario), strict=True):
-        assert_same_run(simulate(arrivals, EngineAutoscaler(target), scenario), result, target.name)
 
 
 @pytest.mark.parametrize(("name", "expiry"), [("realistic", 60.0), ("realistic", 150.0), ("hot", 60.0)])

@@ -1,0 +1,638 @@
+"""The SLO mode's arithmetic, written once, over a candidate dimension.
+
+Every function here is pure numpy. Per-partition quantities are ``(partitions, candidates)``
+arrays and per-candidate ones ``(candidates,)`` arrays (a ``partitions`` axis may hold rows that
+stand for several partitions, see ``OwnerLoads``). The engine (``engine.py``, ``slo.py``) calls
+it with a batch of one candidate, what it reads from the samples; the batched simulator
+(``simulation/batched_slo.py``) and through it the tuning job call it with every candidate of a
+sweep. So a rule changes in one place, and the sweep runs the code the live app runs.
+
+What stays outside: reading the samples (de-duplication, ordering, the window, ownership by name),
+profiles, pause, reconciliation, and the decision record and its reasons (the engine); the world
+and the state arrays (the batched driver). Time is in seconds.
+
+The rules, in the order an evaluation meets them:
+
+- the action budget (``action_tokens``), the learned per-instance throughput and its confirmation
+  (``learned_throughput``), the learned checkpoint delay (``learned_checkpoint_delay``);
+- rates and ages from the sequence-number history (``rate_since``, ``later_peaks``,
+  ``rising_fraction``, ``oldest_event_ages``) and the fluid model's prediction (``predicted_age``);
+- each partition's service rate at a count, by its owner's load (``OwnerLoads``, ``sizing.py``
+  says why), and the counts: the scale-out that drains (``scale_out_counts``) and the scale-in
+  that holds for the dwell (``scale_in_counts``, ``hold_seconds``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+NO_RATE = 1e-9
+#: Weight of a new saturated observation in the learned per-instance throughput.
+THROUGHPUT_LEARNING_RATE = 0.3
+#: A saturated interval that measures the per-instance rate more than this fraction below the
+#: learned one is held back until the next learning step confirms it. A lone low reading (an
+#: instance dying part way through the interval, a rebalance pause, a partition that read busy
+#: on a checkpoint's lag while nothing arrived) would otherwise pull the rate down, and a rate
+#: learned too low never recovers: the engine over-provisions, so no interval is saturated again.
+UNCONFIRMED_DROP = 0.2
+#: How fast the learned checkpoint delay may creep up per evaluation (seconds), and its ceiling
+#: as a fraction of the SLO: a delay is learned from the lowest ages seen, so it must not drift
+#: far while consumers stay saturated.
+CHECKPOINT_DELAY_DRIFT = 0.5
+CHECKPOINT_DELAY_CEILING = 0.25
+#: How many standard errors of its slope a rise of the arrivals must clear to count as a trend:
+#: a flat but noisy rate is no reason to hold capacity.
+TREND_CONFIDENCE = 1.0
+#: Where a scale-out sizes a newcomer's load between the expected draw (0: ``k`` partitions at the
+#: hub's mean load) and the worst case (1: the ``k`` heaviest partitions).
+NEWCOMER_MARGIN = 0.75
+
+
+# --- who serves ---------------------------------------------------------------------------------------------
+
+
+def serving_count(capacity, live_owners, partitions):
+    """How many of ``capacity`` instances serve, as the collected ownership shows: all of them once
+    the source has as many live owners (or every partition has one, when there are more instances
+    than partitions), else its live owners."""
+    return np.where(live_owners >= np.minimum(capacity, partitions), capacity, live_owners)
+
+
+def ready_instances(expected, serving, just_due):
+    """The instances ready now: those the owners show serving, unless fewer show while a scale-out
+    is ``just_due`` (until an interval past its provisioning delay: the collection sees the new
+    instances' claims up to an interval late); then the ``expected`` count."""
+    return np.where((serving >= expected) | ~just_due, serving, expected)
+
+
+def pending_seconds(ready, capacity, due, interval, provisioning):
+    """How long the instances not serving yet still need: until the scale-out is ``due`` (NaN:
+    none in flight), or, late or lost, the next collection (``interval``); a provisioning delay
+    when none serves at all (the restart); none when all serve."""
+    waiting = np.where(due > 0, due, interval)  # (NaN: False)
+    return np.where(ready < capacity, np.where(ready <= 0, np.maximum(waiting, provisioning), waiting), 0.0)
+
+
+# --- the budget and what is learned --------------------------------------------------------------
+
+
+def action_tokens(budget, tokens, elapsed_seconds):
+    """Tokens left in the action budget: refilled at ``budget`` per hour since the last action
+    (``elapsed_seconds``), at most ``budget``; the whole budget when nothing was spent yet (NaN)."""
+    refilled = np.minimum(budget, tokens + np.maximum(elapsed_seconds, 0.0) / 3600.0 * budget)
+    return np.where(np.isnan(tokens) | np.isnan(elapsed_seconds), budget, refilled)
+
+
+def observed_throughput(processed: np.ndarray, elapsed: float, serving: np.ndarray, done: np.ndarray, busy: np.ndarray,
+                        unmeasured: np.ndarray, owners: Owners | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per candidate, events per second per serving instance over the last interval, and whether
+    it was saturated (only a saturated interval tells the real rate: a partition that ran dry
+    left its owner idle part of the time).
+
+    ``processed`` events over ``elapsed`` seconds, ``done`` per partition (partitions x
+    candidates), ``busy`` where a partition held more than two intervals' arrivals at both ends,
+    ``unmeasured`` where its processed events are unknown. Without ownership (``owners`` None)
+    ``serving`` instances divide what was processed, saturated when every partition was busy.
+    With it, each owner with a busy partition and every partition measured is a measurement of
+    one instance (it shares its throughput by demand: a backlogged partition leaves it nothing to
+    spare): their mean is the rate, so a hub with a few busy partitions still teaches it."""
+    spread = processed / elapsed / serving
+    if owners is None:
+        return spread, busy.all(axis=0) & ~unmeasured.any(axis=0) & (processed > 0)
+    owner_done = owners.summed(done)
+    measuring = ((owners.partitions > 0) & (owners.summed(busy) > 0) & (owners.summed(unmeasured) == 0)
+                 & (owner_done > 0))
+    measured = measuring.sum(axis=0)
+    saturated = measured > 0
+    by_owner = np.where(measuring, owner_done, 0.0).sum(axis=0) / elapsed / np.maximum(measured, 1)
+    return np.where(saturated, by_owner, spread), saturated
+
+
+def learned_throughput(throughput: np.ndarray, floor: np.ndarray, held_back: np.ndarray, observed: np.ndarray,
+                       saturated: np.ndarray, learning: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Fold an interval's per-instance rate into what is learned, where ``learning`` (NaN: none yet).
+
+    A saturated interval moves the learned rate by ``THROUGHPUT_LEARNING_RATE`` (the first one sets
+    it), unless it reads more than ``UNCONFIRMED_DROP`` below it and nothing waits to confirm it
+    (``held_back``): then it waits one learning step, as the new ``unconfirmed``. An unsaturated
+    interval only raises the lower bound (``floor``). Returns the throughput, the floor, what waits
+    (NaN: nothing) and where a reading was learned."""
+    rows = learning & saturated
+    doubtful = rows & np.isnan(held_back) & (observed < throughput * (1 - UNCONFIRMED_DROP))  # (NaN: False)
+    rows = rows & ~doubtful
+    blended = (1 - THROUGHPUT_LEARNING_RATE) * throughput + THROUGHPUT_LEARNING_RATE * observed
+    throughput = np.where(rows, np.where(np.isnan(throughput), observed, blended), throughput)
+    raised = learning & ~saturated & (observed > np.where(np.isnan(floor), 0.0, floor))
+    return throughput, np.where(raised, observed, floor), np.where(doubtful, observed, np.nan), rows
+
+
+def learned_checkpoint_delay(worst_age, previous, interval, ceiling):
+    """The checkpoint delay learned from the worst oldest-event age now (NaN ``previous``: none yet).
+
+    Checkpoints trail the consumers, so even idle ones show an oldest event as old as the delay:
+    it is the floor of the ages seen. It may creep up by ``CHECKPOINT_DELAY_DRIFT`` only while the
+    ages are as low as checkpoints alone explain (within ``interval`` of it), never past ``ceiling``."""
+    creep = np.where(worst_age <= previous + interval, CHECKPOINT_DELAY_DRIFT, 0.0)  # (NaN: 0)
+    delay = np.where(np.isnan(previous), worst_age, np.minimum(worst_age, previous + creep))
+    return np.minimum(delay, ceiling)
+
+
+# --- rates and ages from the sequence-number history ---------------------------------------------
+
+
+def rate_since(times: np.ndarray, positions: np.ndarray, index: int) -> np.ndarray:
+    """Each partition's arrival rate (events/s) from sample ``index`` to the last (``positions``:
+    last-enqueued sequence numbers, samples x partitions); 0 over no time."""
+    elapsed = times[-1] - times[index]
+    if elapsed <= 0:
+        return np.zeros(positions.shape[1])
+    return np.maximum(positions[-1] - positions[index], 0.0) / elapsed
+
+
+def later_peaks(times: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Row ``j``: each partition's busiest interval rate among the intervals from ``j`` on
+    (intervals x partitions); a scale-in holds against the one its peak window starts at."""
+    steps = np.diff(times)
+    rates = np.maximum(np.diff(positions, axis=0), 0.0) / np.where(steps > 0, steps, np.inf)[:, None]
+    return np.maximum.accumulate(rates[::-1], axis=0)[::-1]
+
+
+def rising_fraction(times: np.ndarray, totals: np.ndarray) -> float:
+    """How fast the arrivals rise, per second, as a fraction of their fitted rate at the last
+    sample, from ``totals`` (events enqueued so far, all partitions, at ``times``).
+
+    The least-squares slope of the intervals' rates, less ``TREND_CONFIDENCE`` standard errors,
+    so that only a rise the history shows beyond its noise counts; 0 when it shows none, or with
+    fewer than three intervals.
+    """
+    steps = np.diff(times)
+    if len(steps) < 3 or not np.all(steps > 0):
+        return 0.0
+    rates = np.diff(totals) / steps
+    middles = (times[1:] + times[:-1]) / 2.0
+    centred = middles - middles.mean()
+    spread = float(np.dot(centred, centred))
+    slope = float(np.dot(centred, rates)) / spread
+    mean_rate = float(rates.mean())
+    residuals = rates - (mean_rate + slope * centred)
+    error = math.sqrt(float(np.dot(residuals, residuals)) / (len(rates) - 2) / spread)
+    rise = slope - TREND_CONFIDENCE * error
+    fitted_now = mean_rate + slope * float(centred[-1])
+    return rise / fitted_now if rise > 0 and fitted_now > NO_RATE else 0.0
+
+
+def rising_factor(rise, dwell_seconds):
+    """How much higher the arrivals are halfway through ``dwell_seconds`` if they go on rising by
+    ``rise`` (a fraction of the rate per second)."""
+    return 1.0 + rise * (dwell_seconds / 2.0)
+
+
+def oldest_event_ages(times: np.ndarray, positions: np.ndarray, oldest: np.ndarray, arrival_rate: np.ndarray) -> np.ndarray:
+    """Seconds each partition's oldest unprocessed event has waited at the last sample time.
+
+    ``positions`` holds last-enqueued sequence numbers (samples x partitions, shared by the
+    candidates), ``oldest`` the sequence number of each partition's oldest unprocessed event
+    (checkpoint + 1; partitions, or partitions x candidates), ``arrival_rate`` each partition's
+    rate (the same shapes). Its arrival time is read off the positions' history, interpolated
+    between samples, or extrapolated at the arrival rate when it is older than the history.
+    Without a measured rate (a single sample, or nothing enqueued over the history) it counts as
+    arrived at the first sample: as old as the history, which is all that is known (dividing by a
+    zero rate would call it billions of seconds old and scale out on the first sample after every
+    start). Returns ``oldest``'s shape.
+    """
+    single = oldest.ndim == 1
+    oldest = oldest[:, None] if single else oldest
+    arrival_rate = arrival_rate[:, None] if arrival_rate.ndim == 1 else arrival_rate
+    samples = positions.shape[0]
+    waiting = positions[-1][:, None] >= oldest
+    # The first sample that reached it: where the running highest position first does (the
+    # positions never decrease but for a partition missing from a sample, read as the newest).
+    running = np.maximum.accumulate(positions, axis=0)
+    first = (running[:, :, None] < oldest[None]).sum(axis=0, dtype=np.int16)
+    first = np.where(first < samples, first, 0)
+    # Gathers from the flattened (partition, sample) history.
+    flat = np.ascontiguousarray(positions.T).ravel()
+    offsets = (np.arange(positions.shape[1]) * samples)[:, None]
+    position = flat.take(offsets + first)
+    previous_index = np.maximum(first - 1, 0)
+    previous = flat.take(offsets + previous_index)
+    span = np.maximum(position - previous, 1.0)
+    start = times.take(previous_index)
+    interpolated = start + (oldest - previous) / span * (times.take(first) - start)
+    measured = arrival_rate > NO_RATE
+    extrapolated = times[0] - np.where(measured, (position - oldest) / np.where(measured, arrival_rate, 1.0), 0.0)
+    arrived = np.where(first == 0, extrapolated, interpolated)
+    ages = np.where(waiting, np.maximum(times[-1] - arrived, 0.0), 0.0)
+    return ages[:, 0] if single else ages
+
+
+def predicted_age(age, backlog, forecast, service, seconds):
+    """The oldest event's age after ``seconds`` at constant arrival (``forecast``) and service
+    rates (fluid model: it grows by ``1 - service / arrivals`` per second); ``age`` itself over no
+    time. Broadcasts: per partition, per candidate, or both."""
+    growth = 1.0 - service / np.maximum(forecast, NO_RATE)
+    flowing = np.where((age <= 0) & (growth <= 0), 0.0, np.maximum(age + growth * seconds, 0.0))
+    idle = np.where(service * seconds >= backlog, 0.0, age + seconds)
+    return np.where(seconds > 0, np.where(forecast <= NO_RATE, idle, flowing), age)
+
+
+def forecast_rates(arrival_rate: np.ndarray, recent_rate: np.ndarray, headroom_factor: np.ndarray) -> np.ndarray:
+    """Each partition's forecast per candidate (partitions x candidates): the higher of its rate over
+    the rate window and over the last interval, raised by the headroom."""
+    return np.maximum(arrival_rate, recent_rate)[:, None] * headroom_factor
+
+
+def hot_partitions(arrival_rate: np.ndarray, recent_rate: np.ndarray, throughput: np.ndarray,
+                   measured: np.ndarray) -> np.ndarray:
+    """The partitions (x candidates) that receive more than one instance serves over the rate
+    window and the last interval alike, against a ``measured`` (learned or configured, not a
+    lower bound) throughput: they fall behind at any count, so they are set aside."""
+    return (np.minimum(arrival_rate, recent_rate)[:, None] > throughput[None, :]) & measured[None, :]
+
+
+def scale_out_need(forecast, backlog, provisioning, since, safety, drain):
+    """What each partition must be served to serve its forecast and drain, over ``drain``
+    seconds, what will have piled up (less the safety margin's worth) by the time new instances
+    serve (``provisioning`` after ``since``)."""
+    return forecast + np.maximum(backlog + forecast * (provisioning + since) - forecast * safety, 0.0) / drain
+
+
+def calm_rates(forecast, peak, headroom_factor, rise, dwell):
+    """The rates a scale-in must hold at: the forecast or the busiest recent interval (with the
+    headroom), whichever is higher, raised to the rate halfway through the dwell while the
+    arrivals clearly rise."""
+    return np.maximum(forecast, peak * headroom_factor) * rising_factor(rise, dwell)
+
+
+def distinct_shares(forecast: np.ndarray) -> np.ndarray:
+    """Per candidate, whether its forecasts (partitions x candidates) are spread enough for a
+    scale-out to size its newcomers by the draw (``NEWCOMER_MARGIN``): at least half of them
+    distinct. Partitions with equal shares see equal sequence numbers, so then the draw and the
+    bound differ only by the backlogs, and the bound stays."""
+    return 2 * ((np.diff(np.sort(forecast, axis=0), axis=0) != 0).sum(axis=0) + 1) >= forecast.shape[0]
+
+
+# --- sizing by owner load ---------------------------------------------------------------------
+
+
+class Owners:
+    """Who owns which partition, per candidate (column), as the sizing reads it: whether any
+    partition has a live owner, the count whose load is exact (as many live owners, every
+    partition owned; -1: none), how many partitions each owner holds (owners x candidates), the
+    fewest and the most one holds, and (when a load sums by owner) each partition's slot
+    (``owner * candidates + column``, ``size`` for none). ``owners`` holds each partition's owner
+    as an index (-1: no live owner), ``live_owners`` how many distinct live owners a candidate has."""
+
+    #: What is worked out per candidate (one value per column).
+    PER_CANDIDATE = ("ownership", "exact_count")
+
+    def __init__(self, owners: np.ndarray, live_owners: np.ndarray) -> None:
+        self._owners, self._live = owners, live_owners
+        self.count = count = owners.shape[1]
+        self._slots: np.ndarray | None = None
+        owned = owners >= 0
+        self.ownership = owned.any(axis=0)
+        self.exact_count = np.where(self.ownership & owned.all(axis=0), live_owners, -1)
+        self.size = (int(owners.max(initial=0)) + 1) * count
+        self.partitions = np.bincount(self.slots, minlength=self.size + 1)[:-1].reshape(-1, count)
+
+    @classmethod
+    def of(cls, owners: tuple[str | None, ...] | None, partitions: int) -> Owners:
+        """One candidate's owners from the names a sample collects (``None``: no live owner; no
+        names at all: the source collects no ownership), numbered in order of first appearance.
+        (An evaluation reads the latest sample's owners twice: for the throughput and for the
+        sizing; nothing changes an ``Owners`` once made, so the last few are kept.)"""
+        return _owners_of(owners, partitions)
+
+    @classmethod
+    def read(cls, owners: np.ndarray, live_owners: np.ndarray, before: Owners | None) -> Owners:
+        """The owners now, worked out again only for the candidates whose owners changed since
+        ``before`` (the previous collection's; most candidates keep theirs from one to the next)."""
+        if before is None or before.count != owners.shape[1]:
+            return cls(owners, live_owners)
+        changed = np.flatnonzero((owners != before._owners).any(axis=0))
+        if 4 * changed.size > before.count:
+            return cls(owners, live_owners)
+        now = cls._blank(owners, live_owners, {name: getattr(before, name).copy() for name in cls.PER_CANDIDATE})
+        held = before.partitions
+        if changed.size:
+            part = cls(owners[:, changed], live_owners[changed])
+            rows = max(held.shape[0], part.partitions.shape[0])
+            held = np.concatenate((held, np.zeros((rows - held.shape[0], now.count), dtype=held.dtype))) if rows > held.shape[0] \
+                else held.copy()
+            held[:, changed] = 0
+            held[:part.partitions.shape[0], changed] = part.partitions
+            for name in cls.PER_CANDIDATE:
+                getattr(now, name)[changed] = getattr(part, name)
+        now.partitions = held
+        now.size = held.shape[0] * now.count
+        return now
+
+    @classmethod
+    def _blank(cls, owners: np.ndarray, live_owners: np.ndarray, per_candidate: dict) -> Owners:
+        """One whose per-candidate values are given (the caller sets ``partitions`` and ``size``)."""
+        made = cls.__new__(cls)
+        made._owners, made._live, made.count, made._slots = owners, live_owners, owners.shape[1], None
+        for name, value in per_candidate.items():
+            setattr(made, name, value)
+        return made
+
+    @property
+    def slots(self) -> np.ndarray:
+        """Each partition's slot, flattened (partitions x candidates)."""
+        if self._slots is None:
+            owners, count = self._owners, self.count
+            self._slots = np.where(owners >= 0, owners * count + np.arange(count)[None, :], self.size).ravel()
+        return self._slots
+
+    def of_columns(self, columns: np.ndarray) -> Owners:
+        """The same for the chosen candidates only (owners that hold nothing there weigh nothing)."""
+        part = Owners._blank(self._owners[:, columns], self._live[columns],
+                             {name: getattr(self, name)[columns] for name in self.PER_CANDIDATE})
+        part.partitions = self.partitions[:, columns]
+        part.size = part.partitions.shape[0] * part.count
+        return part
+
+    def summed(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (partitions x candidates) summed by owner (owners x candidates), in partition
+        order; partitions without a live owner count for none."""
+        return np.bincount(self.slots, weights=values.ravel(), minlength=self.size + 1)[:-1].reshape(-1, self.count)
+
+    @property
+    def spread(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The fewest and the most partitions an owner holds, per candidate (0 for a candidate
+        without owners), when no owner of any candidate holds another number of them (as a
+        balancer leaves them); else None."""
+        held = self.partitions
+        most = held.max(axis=0)
+        fewest = np.where(held > 0, held, most[None, :]).min(axis=0)
+        return (fewest, most) if ((held == fewest) | (held == most) | (held == 0)).all() else None
+
+
+@functools.lru_cache(maxsize=8)
+def _owners_of(owners: tuple[str | None, ...] | None, partitions: int) -> Owners:
+    seen: dict[str, int] = {}
+    index = [-1] * partitions if owners is None else [-1 if owner is None else seen.setdefault(owner, len(seen))
+                                                     for owner in owners]
+    return Owners(np.asarray(index, dtype=np.int64)[:, None], np.asarray([len(seen)], dtype=np.int64))
+
+
+def per_instance_table(partitions: int, top: int) -> np.ndarray:
+    """Partitions the busiest instance owns at 0..``top`` + 1 instances (as the float the
+    division uses)."""
+    return np.array([float(-(-partitions // max(instances, 1))) for instances in range(top + 2)])
+
+
+class OwnerLoads:
+    """The busiest owner's load of ``values`` (the forecasts, partitions x candidates, set-aside
+    partitions at 0) at any count, per candidate (``sizing.py`` says why each case sizes as it
+    does): exact where the candidate's live owners are that many and own every partition, else
+    the ``k`` heaviest partitions' sum, less where the owners tell more (fewer instances: the
+    survivors keep theirs and take the moving ones at the others' mean; more instances, with
+    ``by_draw``: newcomers ``NEWCOMER_MARGIN`` of the way from the mean to the bound).
+
+    A set-aside (``hot``) partition weighs as much as the heaviest other one. ``rate`` is each
+    candidate's per-instance throughput, ``per_instance`` a ``per_instance_table``.
+
+    Rows may stand for several partitions (``row_of``: each partition's row; the batched
+    simulator's equal shares, ``simulation/share_rows.py``). With one group of equal shares
+    (``equal_shares``) every partition weighs the first row's value ``v``: sorted they stay as
+    they are, the ``k`` heaviest sum to the running sum ``S(k)`` of ``v``, and an owner of ``c``
+    partitions (summed in partition order from 0) to ``S(c)``, bit for bit; so owners that hold
+    as many partitions have the same load, and (``Owners.spread``) only the fewest and the most
+    held need working out."""
+
+    def __init__(self, values: np.ndarray, hot: np.ndarray | None, owners: Owners, rate: np.ndarray,
+                 per_instance: np.ndarray, by_draw: np.ndarray, *, row_of: np.ndarray | None = None,
+                 equal_shares: bool = False) -> None:
+        if hot is not None:  # a set-aside partition weighs as much as the heaviest other one
+            values = np.where(hot, values.max(axis=0), values)
+        self.partitions = partitions = len(row_of) if row_of is not None else values.shape[0]
+        self.count = count = values.shape[1]
+        self.ownership, self.exact_count = owners.ownership, owners.exact_count
+        self.rate, self.per_instance = rate, per_instance
+        self._per_owner = per_instance.astype(np.int64)
+        self.index = np.arange(count)
+        self._owners = owners
+        self._spread: tuple[np.ndarray, np.ndarray] | None = None
+        self._kept_by: list | None = None
+        self._others: np.ndarray | None = None
+        self.varied = np.zeros(count, dtype=bool)  # the partitions' loads differ (worth sizing newcomers by the draw)
+        self._some_exact = bool((self.exact_count >= 0).any())  # (else no count is sized by the owners now)
+        self._some_varied = False
+        if equal_shares:
+            value = values[0]
+            self.heaviest = heaviest = np.empty((partitions, count))
+            heaviest[0] = value
+            for rank in range(1, partitions):  # S(k), added one at a time as the running sum does
+                np.add(heaviest[rank - 1], value, out=heaviest[rank])
+            self.total = heaviest[-1]
+            self.largest = value
+            self._spread = spread = owners.spread
+            if spread is not None:
+                most = spread[1]
+                self.exact = np.where(most > 0, self._running(np.maximum(most - 1, 0) * count + self.index), 0.0)
+                return
+            held = owners.partitions
+            self.owner_load = np.where(held > 0, self._running(np.maximum(held - 1, 0) * count + self.index), 0.0)
+        else:
+            by_partition = values if row_of is None else values[row_of]  # (partitions, candidates)
+            ranked = np.sort(by_partition, axis=0)
+            self.varied = by_draw & (ranked[0] < ranked[-1])
+            self.heaviest = np.cumsum(ranked[::-1], axis=0)
+            self.total = self.heaviest[-1]
+            self.largest = ranked[-1]
+            self.owner_load = owners.summed(by_partition)
+        self.exact = self.owner_load.max(axis=0)
+        self._some_varied = bool(self.varied.any())
+
+    def _running(self, flat: np.ndarray) -> np.ndarray:
+        """The running sums at flat (rank * candidates + column) positions."""
+        return self.heaviest.take(flat)
+
+    def _held(self, held: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Equal shares: an owner of ``held`` partitions (one count per column): ``held``, its
+        load, the mean load of the partitions it does not own."""
+        load = self._running(np.maximum(held - 1, 0) * self.count + self.index)
+        return held, load, (self.total - load) / np.maximum(self.partitions - held, 1)
+
+    def load(self, counts: np.ndarray, columns: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """The busiest owner's load at ``counts`` (one per chosen column), where owners are known."""
+        per_owner = self._per_owner[counts]
+        index = self.index[columns]
+        bound = self._running((np.minimum(per_owner, self.partitions) - 1) * self.count + index)
+        live = self.exact_count[columns]
+        fewer = np.flatnonzero(live > counts) if self._some_exact else ()
+        if len(fewer):  # the survivors keep theirs and take the moving ones at the others' mean
+            at = index[fewer]
+            room = per_owner[fewer]
+            if self._spread is not None:  # equal shares: the owners of the fewest and of the most
+                if self._kept_by is None:
+                    self._kept_by = [self._held(held) for held in self._spread]
+                kept = np.maximum(*(load[at] + np.minimum(np.maximum(room - held[at], 0), self.partitions) * others[at]
+                                    for held, load, others in self._kept_by))
+            else:
+                if self._others is None:
+                    self._others = (self.total[None, :] - self.owner_load) / np.maximum(
+                        self.partitions - self._owners.partitions, 1)
+                owners = self._owners.partitions[:, at]
+                gained = np.minimum(np.maximum(room[None, :] - owners, 0), self.partitions) * self._others[:, at]
+                kept = np.where(owners > 0, self.owner_load[:, at] + gained, -np.inf).max(axis=0)
+            bound[fewer] = np.minimum(bound[fewer], kept)
+        more = np.flatnonzero((live > 0) & (live < counts) & self.varied[columns]) if self._some_varied else ()
+        if len(more):  # the owners keep k of theirs (k / c of their load), newcomers most of the way to the k heaviest
+            at, room = index[more], per_owner[more]
+            owners = self._owners.partitions[:, at]
+            kept = np.where(owners > 0, self.owner_load[:, at] * np.minimum(owners, room[None, :])
+                            / np.maximum(owners, 1), -np.inf).max(axis=0)
+            mean = room * (self.total[at] / self.partitions)
+            newcomer = mean + NEWCOMER_MARGIN * (bound[more] - mean)
+            bound[more] = np.minimum(bound[more], np.maximum(kept, newcomer))
+        return np.where(live == counts, self.exact[columns], bound)
+
+    def busiest(self, counts: np.ndarray, columns: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """The busiest owner's load at ``counts``; without ownership ``k`` times the heaviest
+        partition (as if the heaviest shared one owner)."""
+        worst = self.per_instance[counts] * np.maximum(self.largest[columns], 0.0)
+        return np.where(self.ownership[columns], self.load(counts, columns), worst)
+
+    def service(self, values: np.ndarray, counts: np.ndarray, columns: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """Each row's service rate at ``counts`` (one per chosen column) for ``values`` of those
+        columns: the busiest owner's ratio ``rate / load`` of its own value, never below an equal
+        share ``rate / k`` (only that without ownership); none at no instance."""
+        rate = self.rate[columns]
+        equal = rate / self.per_instance[counts]
+        load = self.load(counts, columns)
+        sized = self.ownership[columns] & (load > 0)
+        ratio = rate / np.where(sized, load, 1.0)
+        served = np.where(sized[None, :], np.maximum(values * ratio[None, :], equal[None, :]), equal[None, :])
+        return np.where(counts[None, :] > 0, served, 0.0)  # no instance serves nothing
+
+
+# --- the counts ------------------------------------------------------------------------------------
+
+
+def scale_out_counts(levels: np.ndarray, valid: np.ndarray, capacity: np.ndarray, highest: np.ndarray, top: int,
+                     needs: Sequence[tuple[OwnerLoads, np.ndarray]]) -> np.ndarray:
+    """Per candidate, the smallest allowed count above ``capacity`` at which every partition of
+    every source is served its need (``needs``: each source's loads and needs, partitions x
+    candidates), else the ``highest`` allowed. ``levels`` holds each candidate's allowed counts
+    ascending (candidates x counts; ``valid`` marks the real ones), looked up up to ``top`` + 1."""
+    width = levels.shape[1]
+    fits = valid & (levels > capacity[:, None])
+    pairs = np.flatnonzero(fits)
+    if pairs.size:  # every (candidate, count) pair at once
+        column = pairs // width
+        counts = np.minimum(levels.ravel()[pairs], top + 1)
+        served = np.ones(pairs.size, dtype=bool)
+        for loads, need in needs:
+            served &= (loads.service(need[:, column], counts, column) >= need[:, column]).all(axis=0)
+        fits.ravel()[pairs] = served
+    return np.where(fits.any(axis=1), levels[np.arange(len(levels)), fits.argmax(axis=1)], highest)
+
+
+def hold_seconds(loads: OwnerLoads, calm: np.ndarray, age: np.ndarray, counts: np.ndarray, limit: np.ndarray,
+                 reaction: np.ndarray, columns: np.ndarray | slice = slice(None)) -> np.ndarray:
+    """How long ``counts`` (one per chosen column) keep every partition's oldest event under
+    ``limit``, at the ``calm`` rates from ``age`` now, a scale-out ``reaction`` seconds away
+    (infinite where no partition fills)."""
+    calm = calm[:, columns]
+    serve = loads.service(calm, counts, columns)
+    growth = np.where(calm > NO_RATE, 1.0 - serve / np.maximum(calm, NO_RATE), -1.0)
+    filling = growth > 0
+    margin = limit - growth * reaction - age[:, columns]
+    return np.where(filling, np.where(margin > 0, margin / np.where(filling, growth, 1.0), 0.0), np.inf).min(axis=0)
+
+
+#: Up to this many (candidate, count) pairs, ``scale_in_counts`` tries every count below the
+#: capacity at once (a batch of one: the engine); above, it tries where the fluid model points.
+EVERY_COUNT_PAIRS = 64
+
+
+def scale_in_counts(levels: np.ndarray, below: np.ndarray, capacity: np.ndarray, top: int, limit: np.ndarray,
+                    dwell: np.ndarray, reaction: np.ndarray,
+                    sources: Sequence[tuple[OwnerLoads, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per candidate, the smallest allowed count below ``capacity`` expected to hold for ``dwell``
+    (``hold_seconds`` over every source: its loads, calm rates and ages), -1 where none does, and
+    how long it holds (seconds; NaN where none does). ``levels`` holds the allowed counts ascending
+    (candidates x counts), ``below`` how many lie under the capacity.
+
+    The counts are tried ascending and the first that holds is taken: all at once when there are
+    few (``EVERY_COUNT_PAIRS``). With many, since how long a count holds never shrinks as the
+    count grows (more service: slower growth, fewer filling partitions), the first that holds is
+    found by checking where the fluid model says it should be and the count below; only when
+    those disagree with the estimate are all counts tried in turn (and always where a count below
+    the capacity is sized by exact owner loads, which may hold where the bound of the count above
+    does not).
+    """
+    count = len(capacity)
+    columns = np.arange(count)
+    counts = np.minimum(levels, top + 1)
+    width = levels.shape[1]
+    chosen_hold = np.full(count, np.nan)
+
+    def hold(level: np.ndarray, chosen: np.ndarray | slice = slice(None)) -> np.ndarray:
+        at = counts[columns[chosen], level]
+        shortest = np.full(len(at), np.inf)
+        for loads, calm, age in sources:
+            shortest = np.minimum(shortest, hold_seconds(loads, calm, age, at, limit[chosen], reaction[chosen], chosen))
+        return shortest
+
+    if int(below.sum()) <= EVERY_COUNT_PAIRS:
+        pairs = np.flatnonzero(np.arange(width)[None, :] < below[:, None])  # (candidate, level) below the capacity
+        held = np.zeros(levels.shape, dtype=bool)
+        seconds = np.full(levels.shape, np.nan)
+        if pairs.size:
+            at = pairs // width
+            seconds.ravel()[pairs] = lasting = hold(pairs % width, at)
+            held.ravel()[pairs] = lasting >= dwell[at]
+        first = held.argmax(axis=1)
+        found = held[columns, first]
+        return np.where(found, levels[columns, first], -1), np.where(found, seconds[columns, first], np.nan)
+
+    def holds(level: np.ndarray, chosen: np.ndarray | slice = slice(None)) -> np.ndarray:
+        lasting = hold(level, chosen)
+        return lasting >= dwell[chosen], lasting
+
+    # Where it should be: growth at most (limit - age) / (reaction + dwell) on every partition,
+    # i.e. a service of at least (1 - that) of each forecast, at the equal share or the owner-load ratio.
+    short = np.zeros(levels.shape, dtype=bool)
+    exact_below = np.zeros(count, dtype=bool)
+    for loads, calm, age in sources:
+        flowing = calm > NO_RATE
+        allowed_growth = (limit - age) / (reaction + dwell)
+        required = np.where(flowing, calm * (1.0 - allowed_growth), -np.inf).max(axis=0)
+        fraction = np.maximum(np.where(flowing, 1.0 - allowed_growth, 0.0).max(axis=0), 0.0)
+        lacking = loads.rate[:, None] / loads.per_instance[counts] < required[:, None]  # at the equal share
+        # ... unless the owner-load ratio serves enough: worked out only for those (all at once).
+        pairs = np.flatnonzero(lacking & loads.ownership[:, None])
+        if pairs.size:
+            column = pairs // width
+            load = loads.load(counts.ravel()[pairs], column)
+            by_load = (load > 0) & (loads.rate[column] >= fraction[column] * load)
+            lacking.ravel()[pairs[by_load]] = False
+        short |= lacking
+        exact_below |= (loads.exact_count > 0) & (loads.exact_count < capacity)
+    guess = np.clip(short.sum(axis=1), 0, np.maximum(below - 1, 0))
+    lower = np.flatnonzero(guess > 0)  # the guess and the count under it, in one go
+    both, lasting = holds(np.concatenate((guess, guess[lower] - 1)), np.concatenate((columns, lower)))
+    at_guess = both[:count]
+    chosen_hold = np.where(at_guess, lasting[:count], np.nan)
+    under_guess = np.zeros(count, dtype=bool)
+    under_guess[lower] = both[count:]
+    found = at_guess & ~under_guess & ~exact_below & (below > 0)
+    unsure = ~found & (exact_below | ~(~at_guess & (guess == below - 1)))
+    chosen = np.where(found, guess, -1)
+    for level in range(width):  # (rarely needed) every count in turn, ascending
+        trying = np.flatnonzero(unsure & (level < below))
+        if not trying.size:
+            break
+        holding, lasting = holds(np.full(len(trying), level), trying)
+        chosen[trying[holding]] = level
+        chosen_hold[trying[holding]] = lasting[holding]
+        unsure[trying[holding]] = False
+    return np.where(chosen >= 0, levels[columns, np.maximum(chosen, 0)], -1), np.where(chosen >= 0, chosen_hold, np.nan)

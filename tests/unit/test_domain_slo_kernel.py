@@ -1,0 +1,446 @@
+"""The SLO mode's arithmetic (scaling/domain/slo_kernel.py): hand-computed tables, each scalar case
+written as a batch of one candidate, and a batch of random candidates in which each column gets
+what it gets alone.
+
+(The engine's use of it, with its reasons, is tested in test_domain_slo.py and test_domain_sizing.py;
+the batched simulator's in test_simulation_batched_slo.py.)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scaling.domain import slo_kernel as kernel
+
+NAN = math.nan
+MU = 1000 / 60  # events per second per instance
+PARTITIONS = 32
+
+
+def one(*values: float | None) -> np.ndarray:
+    """A batch of one candidate (NaN for ``None``)."""
+    return np.array([NAN if value is None else value for value in values], dtype=float)
+
+
+def loads_of(forecast, owners, *, rate: float = 100.0, set_aside=None, by_draw: bool = False) -> kernel.OwnerLoads:
+    """One candidate's owner loads of ``forecast`` (owners by name, as a sample names them)."""
+    forecast = np.asarray(forecast, dtype=float)[:, None]
+    return kernel.OwnerLoads(forecast, None if set_aside is None else set_aside[:, None], kernel.Owners.of(owners, len(forecast)),
+                             one(rate), kernel.per_instance_table(len(forecast), 64), np.array([by_draw]))
+
+
+# --- who serves ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("capacity", "live_owners", "partitions", "expected"),
+    [
+        pytest.param(4, 4, 8, 4, id="as-many-owners-as-instances"),
+        pytest.param(4, 3, 8, 3, id="one-not-serving-yet"),
+        pytest.param(12, 8, 8, 12, id="every-partition-owned-counts-all"),
+        pytest.param(4, 0, 8, 0, id="no-live-owner-none-serves"),
+    ],
+)
+def test_serving_count(capacity, live_owners, partitions, expected) -> None:
+    assert kernel.serving_count(np.array([capacity]), np.array([live_owners]), partitions)[0] == expected
+
+
+@pytest.mark.parametrize(
+    ("expected", "serving", "just_due", "ready"),
+    [
+        pytest.param(4, 6, False, 6, id="owners-confirm-new-instances-early"),
+        pytest.param(6, 4, True, 6, id="claims-not-seen-yet"),
+        pytest.param(6, 4, False, 4, id="late-or-lost"),
+    ],
+)
+def test_ready_instances(expected, serving, just_due, ready) -> None:
+    assert kernel.ready_instances(np.array([expected]), np.array([serving]), np.array([just_due]))[0] == ready
+
+
+@pytest.mark.parametrize(
+    ("ready", "capacity", "due", "expected"),
+    [
+        pytest.param(4, 4, None, 0.0, id="all-serving"),
+        pytest.param(2, 4, 90.0, 90.0, id="due-later"),
+        pytest.param(2, 4, -30.0, 60.0, id="late-the-next-collection"),
+        pytest.param(2, 4, None, 60.0, id="lost-the-next-collection"),
+        pytest.param(0, 1, None, 180.0, id="none-serving-a-restart"),
+        pytest.param(0, 1, 240.0, 240.0, id="none-serving-due-later-still"),
+    ],
+)
+def test_pending_seconds(ready, capacity, due, expected) -> None:
+    assert kernel.pending_seconds(np.array([ready]), np.array([capacity]), one(due), 60.0, 180.0)[0] == expected
+
+
+def test_forecasts_and_hot_partitions() -> None:
+    arrival, recent = np.array([5.0, 30.0, 30.0]), np.array([6.0, 25.0, 10.0])
+    np.testing.assert_allclose(kernel.forecast_rates(arrival, recent, np.array([1.0, 1.1])), [[6.0, 6.6], [30.0, 33.0],
+                                                                                               [30.0, 33.0]])
+    # over 20/s on both the window and the last interval: hot, unless the throughput is only a lower bound
+    hot = kernel.hot_partitions(arrival, recent, np.array([20.0, 20.0]), np.array([True, False]))
+    np.testing.assert_array_equal(hot, [[False, False], [True, False], [False, False]])
+
+
+# --- the action budget ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tokens", "elapsed", "expected"),
+    [
+        pytest.param(None, None, 4.0, id="nothing-spent-yet"),
+        pytest.param(0.0, 0.0, 0.0, id="just-spent"),
+        pytest.param(0.0, 900.0, 1.0, id="a-quarter-hour-refills-one"),
+        pytest.param(1.5, 1800.0, 3.5, id="refilling"),
+        pytest.param(3.0, 7200.0, 4.0, id="never-past-the-budget"),
+        pytest.param(1.0, -600.0, 1.0, id="a-clock-step-back-refills-nothing"),
+    ],
+)
+def test_action_tokens(tokens, elapsed, expected) -> None:
+    assert kernel.action_tokens(4.0, one(tokens), one(elapsed))[0] == pytest.approx(expected)
+
+
+# --- learning the throughput and the checkpoint delay ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("throughput", "floor", "held_back", "observed", "saturated", "expected"),
+    [
+        # expected: (throughput, floor, waiting, learned)
+        pytest.param(None, None, None, 10.0, True, (10.0, None, None, True), id="first-saturated-reading-sets-it"),
+        pytest.param(10.0, None, None, 12.0, True, (0.7 * 10 + 0.3 * 12, None, None, True), id="blended"),
+        pytest.param(10.0, None, None, 8.5, True, (0.7 * 10 + 0.3 * 8.5, None, None, True), id="a-small-drop-blends"),
+        pytest.param(10.0, None, None, 7.0, True, (10.0, None, 7.0, False), id="a-big-drop-waits"),
+        pytest.param(10.0, None, 7.5, 7.0, True, (0.7 * 10 + 0.3 * 7.0, None, None, True), id="a-confirmed-drop-blends"),
+        pytest.param(None, None, None, 5.0, False, (None, 5.0, None, False), id="unsaturated-raises-the-floor"),
+        pytest.param(None, 6.0, None, 5.0, False, (None, 6.0, None, False), id="unsaturated-below-the-floor"),
+        pytest.param(10.0, 0.0, None, 5.0, False, (10.0, 5.0, None, False), id="a-floor-of-zero-is-raised"),
+    ],
+)
+def test_learned_throughput(throughput, floor, held_back, observed, saturated, expected) -> None:
+    learned = kernel.learned_throughput(one(throughput), one(floor), one(held_back), one(observed), np.array([saturated]),
+                                        np.array([True]))
+    *numbers, learned_now = expected
+    np.testing.assert_allclose([values[0] for values in learned[:3]], one(*numbers), rtol=1e-12)  # (NaN for None)
+    assert bool(learned[3][0]) is learned_now
+
+
+def test_nothing_is_learned_where_not_learning() -> None:
+    learned = kernel.learned_throughput(one(10.0), one(2.0), one(None), one(20.0), np.array([True]), np.array([False]))
+    assert (learned[0][0], learned[1][0], math.isnan(learned[2][0]), bool(learned[3][0])) == (10.0, 2.0, True, False)
+
+
+@pytest.mark.parametrize(
+    ("worst", "previous", "expected"),
+    [
+        pytest.param(20.0, None, 20.0, id="first-is-the-worst-age"),
+        pytest.param(20.0, 30.0, 20.0, id="lower-ages-lower-it"),
+        pytest.param(80.0, 30.0, 30.5, id="within-an-interval-creeps"),
+        pytest.param(95.0, 30.0, 30.0, id="a-backlog-is-no-delay"),
+        pytest.param(500.0, None, 75.0, id="never-past-the-ceiling"),
+    ],
+)
+def test_learned_checkpoint_delay(worst, previous, expected) -> None:
+    assert kernel.learned_checkpoint_delay(one(worst), one(previous), 60.0, 75.0)[0] == pytest.approx(expected)
+
+
+# --- oldest-event ages ------------------------------------------------------------------------------------------
+# History: last-enqueued 99, 199, 299 at t = 0, 60, 120 s (100 events a minute).
+
+
+def oldest_event_age(times, last_enqueued, checkpoint: int | None, beginning: int, rate: float) -> float:
+    """One partition's oldest-event age, as a batch of one."""
+    oldest = (checkpoint + 1) if checkpoint is not None and checkpoint >= 0 else max(beginning, 0)
+    return float(kernel.oldest_event_ages(np.asarray(times, dtype=float), np.asarray(last_enqueued, dtype=float)[:, None],
+                                          np.array([[float(oldest)]]), np.array([rate]))[0, 0])
+
+
+@pytest.mark.parametrize(
+    ("checkpoint", "beginning", "rate", "expected"),
+    [
+        pytest.param(299, 0, 0.0, 0.0, id="caught-up"),
+        pytest.param(400, 0, 0.0, 0.0, id="checkpoint-ahead"),
+        pytest.param(298, 0, 0.0, 0.0, id="only-the-newest-waiting"),
+        pytest.param(249, 0, 0.0, 120 - (60 + 51 / 100 * 60), id="interpolated-in-second-interval"),
+        pytest.param(199, 0, 0.0, 120 - (60 + 1 / 100 * 60), id="just-after-second-sample"),
+        pytest.param(149, 0, 0.0, 120 - 51 / 100 * 60, id="interpolated-in-first-interval"),
+        pytest.param(98, 0, 100 / 60, 120.0, id="exactly-at-first-sample"),
+        pytest.param(49, 0, 100 / 60, 120 + 49 * 60 / 100, id="extrapolated-at-rate"),
+        pytest.param(49, 0, 50 / 60, 120 + 49 * 60 / 50, id="extrapolated-slower-rate-older"),
+        pytest.param(None, 0, 100 / 60, 120 + 99 * 60 / 100, id="no-checkpoint-from-beginning"),
+        pytest.param(None, 60, 100 / 60, 120 + 39 * 60 / 100, id="no-checkpoint-beginning-60"),
+        pytest.param(-1, 0, 100 / 60, 120 + 99 * 60 / 100, id="checkpoint-minus-one"),
+    ],
+)
+def test_oldest_event_age(checkpoint, beginning, rate, expected) -> None:
+    assert oldest_event_age([0.0, 60.0, 120.0], [99, 199, 299], checkpoint, beginning, rate) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("times", "positions"), [([0.0, 60.0], [99, 99]), ([60.0], [99])])
+def test_oldest_event_age_without_rate_is_the_history_span(times, positions) -> None:
+    # no arrivals measured (nothing enqueued, or a single sample) and an event older than the
+    # history: it is at least as old as the history; extrapolating at no rate would say ~1e12 s
+    assert oldest_event_age(times, positions, 49, 0, 0.0) == times[-1] - times[0]
+
+
+@pytest.mark.parametrize(
+    ("times", "positions", "expected"),
+    [
+        ([0.0], [99], 0.0),  # caught up: oldest (100) not enqueued yet
+        ([0.0, 60.0], [-1, 149], 60 - (0 + 101 / 150 * 60)),  # partition was empty at the first sample
+    ],
+)
+def test_oldest_event_age_edges(times, positions, expected) -> None:
+    assert oldest_event_age(times, positions, 99, 0, 1.0) == pytest.approx(expected)
+
+
+def test_rates_and_peaks_from_the_history() -> None:
+    times = np.array([0.0, 60.0, 120.0, 180.0])
+    positions = np.array([[0.0, 0.0], [600.0, 60.0], [1800.0, 60.0], [2400.0, 120.0]])
+    np.testing.assert_allclose(kernel.rate_since(times, positions, 0), [2400 / 180, 120 / 180])
+    np.testing.assert_allclose(kernel.rate_since(times, positions, 2), [10.0, 1.0])
+    assert (kernel.rate_since(times, positions, 3) == 0).all()  # over no time
+    np.testing.assert_allclose(kernel.later_peaks(times, positions), [[20.0, 1.0], [20.0, 1.0], [10.0, 1.0]])
+
+
+# --- the fluid model ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("age", "backlog", "arrivals", "service", "seconds", "expected"),
+    [
+        pytest.param(100, 500, 10, 20, 30, 70, id="draining"),
+        pytest.param(100, 500, 10, 20, 200, 0, id="drained-floor-zero"),
+        pytest.param(100, 500, 10, 5, 30, 115, id="filling"),
+        pytest.param(100, 500, 10, 10, 30, 100, id="balanced"),
+        pytest.param(0, 0, 10, 20, 30, 0, id="idle-keeps-up"),
+        pytest.param(0, 0, 10, 10, 30, 0, id="idle-exactly-keeps-up"),
+        pytest.param(0, 0, 10, 5, 30, 15, id="idle-falls-behind"),
+        pytest.param(100, 500, 0, 20, 30, 0, id="no-arrivals-drains-in-time"),
+        pytest.param(100, 500, 0, 10, 30, 130, id="no-arrivals-too-slow"),
+        pytest.param(100, 500, 0, 0, 30, 130, id="no-arrivals-no-service"),
+        pytest.param(100, 500, 10, 5, 0, 100, id="zero-seconds"),
+        pytest.param(100, 500, 10, 5, -5, 100, id="negative-seconds"),
+    ],
+)
+def test_predicted_age(age, backlog, arrivals, service, seconds, expected) -> None:
+    got = kernel.predicted_age(one(age)[:, None], one(backlog)[:, None], one(arrivals)[:, None], one(service)[:, None], one(seconds))
+    assert got[0, 0] == pytest.approx(expected)
+
+
+def test_rising_factor_is_the_rate_halfway_through_the_dwell() -> None:
+    assert kernel.rising_factor(0.0, 2400.0) == 1.0
+    assert kernel.rising_factor(1 / 1200, 2400.0) == pytest.approx(2.0)
+    assert np.allclose(kernel.rising_factor(1 / 1200, np.array([0.0, 1200.0])), [1.0, 1.5])
+
+
+def test_scale_out_need_and_calm_rates() -> None:
+    # 10/s forecast, 1,200 waiting: by the time new instances serve (60 s + 30 s) 2,100 piled up,
+    # less 60 s of safety margin: 1,500 to drain over 300 s on top of the forecast.
+    assert kernel.scale_out_need(one(10.0), one(1200.0), 60.0, 30.0, 60.0, 300.0)[0] == pytest.approx(15.0)
+    assert kernel.scale_out_need(one(10.0), one(0.0), 60.0, 0.0, 120.0, 300.0)[0] == pytest.approx(10.0)  # nothing to drain
+    assert kernel.calm_rates(one(10.0), one(12.0), 1.1, 0.0, 1200.0)[0] == pytest.approx(13.2)  # the peak with headroom
+    assert kernel.calm_rates(one(10.0), one(5.0), 1.1, 1 / 1200, 1200.0)[0] == pytest.approx(15.0)  # rising: halfway
+
+
+# --- sizing by owner load (sizing.py's tables) ---------------------------------------------------------------------
+
+# The worked example of sizing.py's docstring, and a variant where the exact load beats the bound.
+EXAMPLE = np.array([60.0, 20, 20, 20, 20, 20, 20, 20])
+EXAMPLE_OWNERS = ("a", "a", "b", "b", "c", "c", "d", "d")
+UNEVEN = np.array([60.0, 40, 20, 20, 20, 20, 20, 20])
+UNEVEN_OWNERS = ("a", "b", "a", "b", "c", "c", "d", "d")
+TWO_OWNERS = ("a", "a", "b", "b", "a", "a", "b", "b")  # a: 60, 40, 20, 20 (140); b: 20 x 4 (80)
+
+
+def busiest(loads: kernel.OwnerLoads, instances: int) -> float:
+    return float(loads.busiest(np.array([instances]))[0])
+
+
+@pytest.mark.parametrize(
+    ("forecast", "owners", "instances", "expected"),
+    [
+        pytest.param(EXAMPLE, None, 4, 120.0, id="no-ownership-k-times-heaviest"),
+        pytest.param(EXAMPLE, EXAMPLE_OWNERS, 4, 80.0, id="current-count-exact"),
+        pytest.param(EXAMPLE, EXAMPLE_OWNERS, 3, 100.0, id="fewer-k-heaviest"),
+        pytest.param(EXAMPLE, EXAMPLE_OWNERS, 2, 120.0, id="half-k-heaviest"),
+        pytest.param(EXAMPLE, EXAMPLE_OWNERS, 8, 60.0, id="one-each-heaviest"),
+        pytest.param(UNEVEN, UNEVEN_OWNERS, 4, 80.0, id="exact-below-bound"),
+        pytest.param(UNEVEN, (*UNEVEN_OWNERS[:7], None), 4, 100.0, id="an-unowned-partition-bound"),
+        pytest.param(UNEVEN, (None,) * 8, 4, 120.0, id="nothing-owned-is-no-ownership"),
+    ],
+)
+def test_busiest_load(forecast, owners, instances, expected) -> None:
+    assert busiest(loads_of(forecast, owners), instances) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("forecast", "instances", "by_draw", "expected"),
+    [
+        # k = 2: the bound is 60 + 40 = 100; a keeps 2 of its 4 (140 / 2 = 70); a newcomer takes 2
+        # of the moved ones: 2 x 27.5 = 55 at the mean, 0.75 of the way to 100 = 88.75.
+        pytest.param(UNEVEN, 4, True, 88.75, id="newcomers-by-the-draw"),
+        pytest.param(UNEVEN, 4, False, 100.0, id="newcomers-by-the-bound"),
+        # k = 1: the bound is 60; a keeps 1 of 4 (35); a newcomer 27.5 + 0.75 x 32.5.
+        pytest.param(UNEVEN, 8, True, 51.875, id="one-each-by-the-draw"),
+        pytest.param(np.full(8, 20.0), 4, True, 40.0, id="equal-loads-keep-the-bound"),
+        # k = 3: the bound is 60 + 40 + 20 = 120; a keeps 3 of its 4 (0.75 x 110); a newcomer 60 + 0.75 x 60.
+        pytest.param(np.array([60.0, 40, 20, 20, 5, 5, 5, 5]), 3, True, 105.0, id="three-each"),
+        # a owns the four heavy ones: keeping 2 of them (200 / 2) is the bound, above any newcomer (87.75).
+        pytest.param(np.array([50.0, 50, 1, 1, 50, 50, 1, 1]), 4, True, 100.0, id="an-owner-keeps-the-most"),
+    ],
+)
+def test_busiest_load_after_a_scale_out(forecast, instances, by_draw, expected) -> None:
+    """More instances than the current owners (``NEWCOMER_MARGIN``): the owners keep ``k / c`` of
+    their load, a newcomer is sized from ``k`` at the mean three quarters of the way to the ``k``
+    heaviest, the busier of the two, never above the bound."""
+    assert busiest(loads_of(forecast, TWO_OWNERS, by_draw=by_draw), instances) == pytest.approx(expected)
+    assert busiest(loads_of(forecast, TWO_OWNERS, by_draw=by_draw), instances) <= busiest(loads_of(forecast, TWO_OWNERS),
+                                                                                          instances)
+
+
+@pytest.mark.parametrize(("forecast", "distinct"), [
+    pytest.param(np.arange(8.0), True, id="all-distinct"),
+    pytest.param(np.array([1.0, 1, 1, 1, 2, 2, 3, 4]), True, id="half-distinct"),
+    pytest.param(np.array([1.0, 1, 1, 1, 2, 2, 2, 2]), False, id="two-shares"),
+    pytest.param(np.zeros(8), False, id="all-equal"),
+])
+def test_distinct_shares(forecast, distinct) -> None:
+    assert bool(kernel.distinct_shares(forecast[:, None])[0]) is distinct
+
+
+@pytest.mark.parametrize(
+    ("owners", "instances", "expected"),
+    [
+        pytest.param(None, 4, [50.0] * 8, id="no-ownership-equal-share"),
+        pytest.param(EXAMPLE_OWNERS, 4, [75.0] + [50.0] * 7, id="busiest-ratio-or-equal-share"),
+        pytest.param(EXAMPLE_OWNERS, 3, [60.0] + [100 / 3] * 7, id="bound-ratio-one"),
+        pytest.param(EXAMPLE_OWNERS, 2, [50.0] + [25.0] * 7, id="overloaded-bound"),
+        pytest.param(EXAMPLE_OWNERS, 0, [0.0] * 8, id="no-instance-serves-nothing"),
+    ],
+)
+def test_service_rates(owners, instances, expected) -> None:
+    assert loads_of(EXAMPLE, owners).service(EXAMPLE[:, None], np.array([instances]))[:, 0] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("instances", "expected"),
+    [(1, MU / 32), (8, MU / 4), (11, MU / 3), (16, MU / 2), (24, MU / 2), (32, MU), (64, MU)],
+)
+def test_without_ownership_each_partition_gets_the_busiest_owner_share(instances: int, expected: float) -> None:
+    forecast = np.linspace(1.0, 5.0, PARTITIONS)
+    served = loads_of(forecast, None, rate=MU).service(forecast[:, None], np.array([instances]))[:, 0]
+    assert served == pytest.approx(np.full(PARTITIONS, expected))
+
+
+def test_a_set_aside_partition_weighs_as_the_heaviest_other() -> None:
+    """Partition 0 is hotter than one instance: set aside (forecast 0), it still takes its share
+    of its owner, counted as partition 1's 40/s: a's load is 40 + 20."""
+    forecast = np.where(np.arange(8) == 0, 0.0, UNEVEN)
+    loads = loads_of(forecast, UNEVEN_OWNERS, set_aside=np.arange(8) == 0)
+    assert busiest(loads, 4) == pytest.approx(60.0)  # b: 40 + 20, a: 40 (as heavy as b's) + 20
+    # At 2 the survivors keep their 60/s and take two moved partitions at the others' mean, 140/6 each.
+    assert busiest(loads, 2) == pytest.approx(60 + 2 * 140 / 6)
+
+
+# --- the counts -----------------------------------------------------------------------------------------------------
+# The worked example at 100/s per instance, owners a-d at 4 instances (a carries 80/s).
+
+LEVELS = np.array([[1, 2, 3, 4, 5, 6, 8]])
+
+
+@pytest.mark.parametrize(
+    ("scale", "capacity", "expected"),
+    [
+        pytest.param(1.0, 4, 5, id="the-next-count-serves"),
+        pytest.param(1.0, 2, 3, id="from-below"),
+        pytest.param(1.5, 4, 8, id="needs-one-partition-each"),
+        pytest.param(3.0, 4, 8, id="nothing-serves-the-highest"),
+    ],
+)
+def test_scale_out_counts(scale, capacity, expected) -> None:
+    need = EXAMPLE[:, None] * scale
+    loads = loads_of(need[:, 0], EXAMPLE_OWNERS)
+    got = kernel.scale_out_counts(LEVELS, np.ones(LEVELS.shape, dtype=bool), np.array([capacity]), np.array([8]), 8,
+                                  [(loads, need)])
+    assert got[0] == expected
+
+
+@pytest.mark.parametrize(
+    ("scale", "capacity", "age", "dwell", "expected"),
+    [
+        # at 3 the k heaviest (and the busiest survivor) carry 100/s: every partition is served its
+        # forecast, holding indefinitely; at 2 the 60/s partition gets 50/s: 160 s over 1/6 = 960 s
+        pytest.param(1.0, 4, 0.0, 1200.0, 3, id="the-bound-holds"),
+        pytest.param(1.0, 4, 0.0, 900.0, 2, id="a-shorter-dwell-takes-two"),
+        pytest.param(1.0, 4, 100.0, 900.0, 3, id="older-events-hold-less"),
+        pytest.param(1.0, 5, 0.0, 1200.0, 3, id="exact-loads-below-the-capacity"),
+        # at 1.25 the 75/s partition gets 60/s at 3: 156 s over 0.2 = 780 s; at 4 the owners are exact (100/s)
+        pytest.param(1.25, 5, 0.0, 1200.0, 4, id="filling-too-fast-at-three"),
+        pytest.param(1.25, 5, 0.0, 300.0, 2, id="a-short-dwell-takes-two"),
+        pytest.param(3.0, 5, 0.0, 1200.0, -1, id="none-below-holds"),
+    ],
+)
+def test_scale_in_counts(scale, capacity, age, dwell, expected) -> None:
+    calm = EXAMPLE[:, None] * scale
+    loads = loads_of(calm[:, 0], EXAMPLE_OWNERS)
+    ages = np.full((8, 1), age)
+    below = int((capacity > LEVELS).sum())
+    got, held = kernel.scale_in_counts(LEVELS, np.array([below]), np.array([capacity]), 8, one(180.0), one(dwell), one(120.0),
+                                       [(loads, calm, ages)])
+    assert got[0] == expected
+
+    def hold(count: int) -> float:
+        return float(kernel.hold_seconds(loads, calm, ages, np.array([count]), one(180.0), one(120.0))[0])
+
+    if expected > 0:  # it holds for the dwell (as long as it says), and the count below does not
+        assert hold(expected) == held[0] and held[0] >= dwell > (hold(expected - 1) if expected > 1 else -1.0)
+    else:
+        assert math.isnan(held[0])
+
+
+# --- a candidate in a batch gets what it gets alone ----------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(partitions=st.integers(2, 16), candidates=st.integers(2, 12), seed=st.integers(0, 10_000))
+def test_a_candidate_in_a_batch_gets_what_it_gets_alone(partitions: int, candidates: int, seed: int) -> None:
+    """Random hubs and candidates (owners, forecasts, ages, throughputs, counts): every function of
+    the kernel gives each column of a batch exactly what the candidate gets as a batch of one (a
+    big batch searches its scale-in counts from the fluid model's estimate, one alone tries them all)."""
+    rng = np.random.default_rng(seed)
+    levels = np.array([list(range(1, partitions + 1))] * candidates)
+    top = partitions + 1
+    table = kernel.per_instance_table(partitions, top)
+    owners = rng.integers(-1 if rng.random() < 0.3 else 0, max(partitions // 2, 1), (partitions, candidates))
+    live = np.array([len(set(column[column >= 0])) for column in owners.T])
+    forecast = rng.gamma(2.0, 10.0, (partitions, candidates)) * (rng.random((partitions, candidates)) < 0.9)
+    ages = rng.uniform(0.0, 200.0, (partitions, candidates))
+    backlog = rng.uniform(0.0, 5000.0, (partitions, candidates))
+    rate = rng.uniform(5.0, 80.0, candidates)
+    hot = rng.random((partitions, candidates)) < 0.1
+    capacity = rng.integers(1, partitions + 1, candidates)
+    by_draw = kernel.distinct_shares(forecast)
+    limit, dwell, reaction = rng.uniform(60, 300, candidates), rng.uniform(60, 1800, candidates), rng.uniform(60, 240, candidates)
+    below = (levels < capacity[:, None]).sum(axis=1)
+
+    def run(columns: np.ndarray) -> tuple:
+        owned = kernel.Owners(owners[:, columns], live[columns])
+        loads = kernel.OwnerLoads(forecast[:, columns], hot[:, columns], owned, rate[columns], table, by_draw[columns])
+        served = loads.service(forecast[:, columns], capacity[columns])
+        then = kernel.predicted_age(ages[:, columns], backlog[:, columns], forecast[:, columns], served, reaction[columns])
+        out = kernel.scale_out_counts(levels[columns], np.ones(levels[columns].shape, dtype=bool), capacity[columns],
+                                      levels[columns, -1], top, [(loads, forecast[:, columns] * 1.5)])
+        down, _ = kernel.scale_in_counts(levels[columns], below[columns], capacity[columns], top, limit[columns], dwell[columns],
+                                      reaction[columns], [(loads, forecast[:, columns], ages[:, columns])])
+        return loads.busiest(capacity[columns]), served, then, out, down
+
+    together = run(np.arange(candidates))
+    for column in range(candidates):
+        alone = run(np.array([column]))
+        for batched, single in zip(together, alone, strict=True):
+            np.testing.assert_array_equal(batched[..., column], single[..., 0])
