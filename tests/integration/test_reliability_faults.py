@@ -227,6 +227,8 @@ def test_case_6_storage_restarted_empty_under_a_running_worker(arm_endpoint, pro
 
 
 def wc98_day() -> list[float]:
+    if not TRACE.exists():  # a checkout without ../shared beside it, as the other trace tests
+        pytest.skip(f"{TRACE} is not there")
     with TRACE.open() as handle:
         rows = list(csv.DictReader(handle))
     return [float(row["arrivals"]) for row in rows[:1440]]
