@@ -397,12 +397,12 @@ class EvaluateService:
         the plan's external changes of the last hour counted (one more when this observation is
         one): an enabled autoscale setting in the sample, or more external changes in the hour
         than ``external_changes_limit``, which holds until ``resume``."""
-        changes = recent_changes(stored.external_changes, None, newest.collected_at)
-        writer = stored.external_writer
+        writer, seen = stored.external_writer, None
         if writer is None and reconciliation is not None and reconciliation.kind == EXTERNAL_CHANGE \
                 and stored.desired is not None and reconciliation.observed is not None:
             seen = ExternalChange(newest.collected_at, reconciliation.observed, stored.desired.capacity)
-            changes = recent_changes(stored.external_changes, seen, newest.collected_at)
+        changes = recent_changes(stored.external_changes, seen, newest.collected_at)
+        if seen is not None:
             writer = external_writer(changes, newest.collected_at, self.external_changes_limit)
             if writer is not None:
                 logger.error("evaluate %s: %s", stored.target, writer.describe())
