@@ -144,7 +144,8 @@ def evaluate_service_for(
     if settings.policy.namespaces:
         namespaces = NamespaceEvaluateService(store, settings.policy, clock=clock,
                                               clock_skew=timedelta(seconds=settings.clock_skew_seconds),
-                                              reconcile_grace=timedelta(seconds=settings.reconcile_grace_seconds))
+                                              reconcile_grace=timedelta(seconds=settings.reconcile_grace_seconds),
+                                              telemetry=_or_none(telemetry))
     return EvaluateService(
         store,
         settings.policy,

@@ -34,8 +34,10 @@ from scaling.domain.policy import Policy
 from scaling.domain.policy_namespace import EventHubsNamespaceTarget
 from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, DesiredCapacity, reconcile
 from scaling.domain.samples import MAX_CLOCK_SKEW, SampleError
+from scaling.domain.telemetry import DECISIONS, SAMPLES, THROTTLED_REQUESTS, THROUGHPUT_UNITS
 from scaling.domain.throughput_units import ConsumerCatchUp, size_namespace
 from scaling.services.evaluate import RECONCILE_GRACE, EvaluateOutcome
+from scaling.services.telemetry import NO_TELEMETRY, Telemetry
 from scaling.storage.base import ConcurrencyConflict, EvaluateStore
 from scaling.storage.records import ActionMessage, DeadLetter, DecisionRecord, StoredState, body_text, target_of, utc_now
 
@@ -124,8 +126,9 @@ class NamespaceEvaluateService:
 
     def __init__(self, store: EvaluateStore, policy: Policy, *, clock: Callable[[], datetime] = utc_now,
                  clock_skew: timedelta = MAX_CLOCK_SKEW, reconcile_grace: timedelta = RECONCILE_GRACE,
-                 max_attempts: int = 10) -> None:
+                 max_attempts: int = 10, telemetry: Telemetry = NO_TELEMETRY) -> None:
         self.store = store
+        self.telemetry = telemetry
         self.policy = policy
         self.clock = clock
         self.clock_skew = clock_skew
@@ -161,6 +164,7 @@ class NamespaceEvaluateService:
             if action is not None:
                 logger.info("evaluate %s: %s TUs %s -> %s (%s)", target.name, action.direction, decision.current_capacity,
                             action.target_capacity, action.reason)
+            self._report(target, sample, decision, action)
             return EvaluateOutcome("evaluated", (action.to_json(),) if action else (), sample.sample_id, target.name,
                                    decision, action, attempts=attempt)
         raise ConcurrencyConflict(f"evaluate {target.name}: gave up on sample {sample.sample_id} after "
@@ -232,6 +236,18 @@ class NamespaceEvaluateService:
                                           latest_decision_id=action.decision_id, latest_decided_at=now)
         next_stored = replace(next_stored, state=state, desired=desired, updated_at=now)
         return next_stored, records, decision, action
+
+    def _report(self, target: EventHubsNamespaceTarget, sample: NamespaceSample, decision: Decision,
+                action: ActionMessage | None) -> None:
+        """The namespace's TUs and throttling for the workbook and the alert (docs/operations-monitoring.md)."""
+        name = {"target": target.name}
+        self.telemetry.record(SAMPLES, 1, name)
+        self.telemetry.record(DECISIONS, 1, {**name, "direction": action.direction if action else HOLD,
+                                             "reason": decision.reason_code})
+        if sample.capacity is not None:
+            self.telemetry.record(THROUGHPUT_UNITS, sample.capacity, name)
+        if sample.minutes:
+            self.telemetry.record(THROTTLED_REQUESTS, sample.minutes[-1].throttled_requests, name)
 
     def _reconciled(self, target: EventHubsNamespaceTarget, reconciliation: Any, trigger: str,
                     now: datetime) -> tuple[ActionMessage | None, DecisionRecord]:
