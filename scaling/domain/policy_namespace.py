@@ -82,6 +82,9 @@ class EventHubsNamespaceTarget:
     scale_down_from_minute: Annotated[int, Field(ge=0, le=59,
         description="a lower count is asked for from this minute of the clock hour on (the hour is billed "
                     "at its highest count already)"), NUMBER] = 50
+    spare_tus: Annotated[int, Field(ge=0, le=10,
+        description="whole TUs kept above the ingress need besides headroom (a burst at one or two TUs is "
+                    "more than a percentage)"), NUMBER] = 1
     consumer_targets: Annotated[tuple[Name, ...], Field(max_length=MAX_TARGETS,
         description="the targets (App Service Plans) whose consumers read this namespace: their catch-up "
                     "reads size its egress, and they do not scale out while its egress is the bottleneck")] = ()
@@ -115,4 +118,4 @@ class EventHubsNamespaceTarget:
     @property
     def tu_settings(self) -> TuSettings:
         return TuSettings(self.min_tus, self.max_tus, self.headroom, float(self.scale_down_hold_seconds),
-                          self.scale_down_from_minute)
+                          self.scale_down_from_minute, self.spare_tus)

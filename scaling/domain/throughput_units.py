@@ -9,7 +9,9 @@ One TU allows ingress of 1 MB/s or 1,000 events/s and egress of 2 MB/s or 4,096 
 whichever is hit first (MB = 10^6 bytes here: the lower reading of "MB", so that a count we ask
 for never falls short). TUs are billed by the hour (the highest count in the hour), so:
 
-- a raise is asked for at once (a throttled producer loses events);
+- a raise is asked for at once (a throttled producer loses events), and ingress keeps
+  ``spare_tus`` whole TUs above its need besides the headroom (a one-minute burst above the last
+  hour's peak is more than 20% of one or two TUs; a spare TU costs little next to an instance);
 - a lower count is asked for only when it would have carried every minute of the last
   ``scale_down_hold_seconds`` (it will hold) and only from minute ``scale_down_from_minute`` of
   the clock hour (the hour is paid at the high count already; lowering early saves nothing and
@@ -96,6 +98,7 @@ class TuSettings:
     headroom: float = 0.2
     scale_down_hold_seconds: float = 3600.0
     scale_down_from_minute: int = 50
+    spare_tus: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,13 +153,15 @@ def bytes_per_event(minutes: Iterable[NamespaceMinute]) -> float:
 
 
 def minute_need(minute: NamespaceMinute, headroom: float, catch_up_events_per_second: float = 0.0,
-                event_bytes: float = 0.0) -> TuNeed:
-    """The TUs one minute needs with headroom: its ingress, and its egress or the consumers'
-    planned catch-up reads, whichever is higher."""
+                event_bytes: float = 0.0, spare_tus: int = 0) -> TuNeed:
+    """The TUs one minute needs with headroom: its ingress (raised by ``headroom``, and at least
+    ``spare_tus`` whole TUs above it: at one or two TUs a percentage is less than a burst), and its
+    egress or the consumers' planned catch-up reads, whichever is higher."""
     egress_events = max(minute.outgoing_messages / 60.0, catch_up_events_per_second)
     egress_bytes = max(minute.outgoing_bytes / 60.0, catch_up_events_per_second * event_bytes)
     raise_by = 1.0 + headroom
-    return TuNeed(ingress_tus(minute.incoming_bytes / 60.0, minute.incoming_messages / 60.0) * raise_by,
+    ingress = ingress_tus(minute.incoming_bytes / 60.0, minute.incoming_messages / 60.0)
+    return TuNeed(max(ingress * raise_by, ingress + spare_tus if ingress > 0 else 0.0),
                   egress_tus(egress_bytes, egress_events) * raise_by)
 
 
@@ -194,7 +199,7 @@ def size_namespace(reading: NamespaceReading, consumers: Sequence[ConsumerCatchU
     latest = reading.minutes[-1]
     catch_up = sum(max(consumer.events_per_second, 0.0) for consumer in consumers)
     event_bytes = bytes_per_event(reading.minutes[-10:])
-    need = minute_need(latest, settings.headroom, catch_up, event_bytes)
+    need = minute_need(latest, settings.headroom, catch_up, event_bytes, settings.spare_tus)
     egress_bound = is_egress_bound(latest, capacity)
     ingress_throttled = is_ingress_throttled(latest, capacity)
     wanted = whole_tus(need.tus, settings)
@@ -231,7 +236,7 @@ def _scale_down(reading: NamespaceReading, settings: TuSettings, now: datetime, 
     hold = timedelta(seconds=settings.scale_down_hold_seconds)
     covered = reading.minutes[-1].minute - reading.minutes[0].minute + timedelta(minutes=1)
     held = [m for m in reading.minutes if m.minute > reading.minutes[-1].minute - hold]
-    lower = whole_tus(max(minute_need(m, settings.headroom, catch_up, event_bytes).tus for m in held), settings)
+    lower = whole_tus(max(minute_need(m, settings.headroom, catch_up, event_bytes, settings.spare_tus).tus for m in held), settings)
     metrics = {**metrics, "hold_tus": lower}
     if lower >= capacity:
         return TuDecision(capacity, None, HOLD, SCALE_DOWN_HOLD,

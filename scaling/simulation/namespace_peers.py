@@ -175,8 +175,17 @@ NAMESPACE_ALGORITHMS: tuple[tuple[str, tuple[float | None, ...]], ...] = (
 )
 
 
+def started_for(arrivals: np.ndarray, scenario: NamespaceScenario) -> NamespaceScenario:
+    """The scenario with the namespace starting at the TUs its first ten minutes need with 20%
+    headroom (as an operator would have created it): every algorithm starts there, so no one is
+    scored on a first minute nobody could have served."""
+    need = float(np.max(arrivals[:10], initial=0.0)) / scenario.ingress_events_per_tu_minute * 1.2
+    return replace(scenario, initial_tus=min(max(math.ceil(need), scenario.min_tus, scenario.initial_tus), scenario.max_tus))
+
+
 def run_all(arrivals: np.ndarray, scenario: NamespaceScenario, trace: str = "") -> list[dict]:
     """Every algorithm and knob of the scenario on one trace, as rows."""
+    scenario = started_for(arrivals, scenario)
     rows = []
     for algorithm, knobs in NAMESPACE_ALGORITHMS:
         for knob in knobs:

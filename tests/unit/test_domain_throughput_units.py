@@ -66,7 +66,8 @@ def test_egress_tus(bytes_per_second, events_per_second, expected) -> None:
     assert egress_tus(bytes_per_second, events_per_second) == pytest.approx(expected)
 
 
-SETTINGS = TuSettings(min_tus=1, max_tus=10, headroom=0.2, scale_down_hold_seconds=3600, scale_down_from_minute=50)
+SETTINGS = TuSettings(min_tus=1, max_tus=10, headroom=0.2, scale_down_hold_seconds=3600, scale_down_from_minute=50,
+                      spare_tus=0)
 
 
 @pytest.mark.parametrize(("events_in", "events_out", "capacity", "catch_up", "direction", "target", "code"), [
@@ -92,7 +93,20 @@ def test_headroom_is_applied_before_rounding() -> None:
     """900 ev/s fits one TU; with 20% headroom (1,080) it needs two; with 10% (990) one."""
     reading = NamespaceReading(1, minutes=steady(60, NOW, events_in=900))
     assert size_namespace(reading, [], SETTINGS, NOW).target_capacity == 2
-    assert size_namespace(reading, [], TuSettings(headroom=0.1), NOW).reason_code == TU_STEADY
+    assert size_namespace(reading, [], TuSettings(headroom=0.1, spare_tus=0), NOW).reason_code == TU_STEADY
+
+
+@pytest.mark.parametrize(("events_in", "spare", "wanted"), [
+    (900, 0, 2),      # 0.9 TU x 1.2 = 1.08
+    (900, 1, 2),      # 0.9 + 1 spare = 1.9
+    (1_500, 1, 3),    # 1.5 + 1 = 2.5 > 1.5 x 1.2 = 1.8: the spare wins at low counts
+    (9_000, 1, 11),   # 9 x 1.2 = 10.8 > 9 + 1: the headroom wins at high counts
+    (0, 1, 1),        # an idle namespace needs no spare: min_tus
+])
+def test_ingress_keeps_a_spare_tu_where_a_percentage_is_less_than_a_burst(events_in, spare, wanted) -> None:
+    reading = NamespaceReading(1, minutes=steady(60, NOW, events_in=events_in))
+    decision = size_namespace(reading, [], TuSettings(max_tus=20, spare_tus=spare), NOW)
+    assert decision.metrics["wanted_tus"] == wanted
 
 
 @pytest.mark.parametrize(("now", "busy_minutes_ago", "last_raise_minutes_ago", "history_minutes", "direction", "code"), [
@@ -147,8 +161,8 @@ def test_egress_bound_asks_for_at_least_one_more_tu_and_says_so() -> None:
 
 def test_ingress_throttled_at_max_holds() -> None:
     reading = NamespaceReading(2, minutes=steady(60, NOW, events_in=2_000, size=100, throttled=40))
-    assert size_namespace(reading, [], TuSettings(max_tus=2, headroom=0.0), NOW).reason_code == TU_AT_MAX
-    assert size_namespace(reading, [], TuSettings(max_tus=4, headroom=0.0), NOW).reason_code == INGRESS_THROTTLED
+    assert size_namespace(reading, [], TuSettings(max_tus=2, headroom=0.0, spare_tus=0), NOW).reason_code == TU_AT_MAX
+    assert size_namespace(reading, [], TuSettings(max_tus=4, headroom=0.0, spare_tus=0), NOW).reason_code == INGRESS_THROTTLED
 
 
 def test_no_metrics_holds() -> None:

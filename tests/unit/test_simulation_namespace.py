@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from scaling.simulation.namespace_bench import best_rows, namespace_arrivals
-from scaling.simulation.namespace_peers import run_namespace
+from scaling.simulation.namespace_peers import run_namespace, started_for
 from scaling.simulation.namespace_world import NamespaceScenario, NamespaceWorld, score
 
 TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
@@ -101,11 +101,8 @@ def test_acceptance_on_the_busiest_half_day_joint_is_cheaper_never_throttles_pro
     if not path.exists():
         pytest.skip(f"{path} is not here (the shared traces sit next to the repository)")
     arrivals = busiest(path, NamespaceScenario())
-    # Started mid-traffic, both begin with the TUs the first minutes need (as an operator would
-    # set them); the full traces start at their beginning with 1 TU (docs/benchmark-namespace.md).
-    first = NamespaceScenario()
-    tus = int(np.ceil(arrivals[:10].max() / first.ingress_events_per_tu_minute * 1.2))
-    scenario = NamespaceScenario(initial_tus=tus)
+    # Both begin with the TUs the first minutes need, as the benchmark starts them (started_for).
+    scenario = started_for(arrivals, NamespaceScenario())
     joint, _ = run_namespace(arrivals, scenario, "joint")
     peer, _ = run_namespace(arrivals, scenario, "autoinflate+project")
     assert joint.rejected_events == 0 and joint.meets_slo
