@@ -206,22 +206,15 @@ def _settings_and_credential() -> tuple[Settings, Any]:
 def namespace_collector_for(settings: Settings, credential: Any, *, metrics_client: Any = None,
                             clock: Callable[[], datetime] = utc_now, **arm_client_kwargs: Any) -> NamespaceCollector:
     """The namespace targets' collector: the Event Hubs management adapter (sync credential) and
-    Azure Monitor's metrics client (``metrics_client``, else one built on an async credential)."""
+    Azure Monitor's metrics client (``metrics_client``, else one on the app's identity)."""
     from scaling.plans.factory import build_namespace_adapter
     from scaling.services.namespace import NamespaceCollector
-    from scaling.sources.eventhub_namespace import MonitorNamespaceMetrics
+    from scaling.sources.factory import build_namespace_metrics
 
-    if metrics_client is None:
-        from azure.identity.aio import DefaultAzureCredential
-        from azure.monitor.query.aio import MetricsQueryClient
-
-        client_id = os.environ.get("AZURE_CLIENT_ID")
-        metrics_client = MetricsQueryClient(DefaultAzureCredential(managed_identity_client_id=client_id) if client_id
-                                            else DefaultAzureCredential())
     adapter = build_namespace_adapter(settings, credential, **arm_client_kwargs)
-    metrics = MonitorNamespaceMetrics(metrics_client)
+    metrics, closers = build_namespace_metrics(settings, metrics_client)
     return NamespaceCollector(settings.policy, adapter, metrics, clock=clock, timeout_seconds=settings.collect_timeout_seconds,
-                              closers=(adapter.close, metrics.close))
+                              closers=(adapter.close, *closers))
 
 
 def build_collect_service() -> Collector | CombinedCollector:
