@@ -217,3 +217,27 @@ def test_a_consumer_of_no_namespace_scales_out_as_before(world) -> None:
     assert w.evaluate.handle(w.collect()).decision.reason_code == EGRESS_BOUND
     consumer = w.evaluate.handle(queue_sample("orders", w.clock.now, 50_000, capacity=2).to_json())
     assert consumer.action is not None and consumer.action.target_capacity == 3
+
+
+def test_a_patch_whose_reply_is_dropped_on_the_wire_is_confirmed_by_reading_back(world) -> None:
+    """The lost reply at the TCP level: a fault proxy (tests/faultproxy.py) in front of the local ARM
+    endpoint lets the PATCH through to be applied and resets the connection instead of its reply.
+    The adapter reads the namespace back, finds the TUs there and reports the write applied: one
+    write, no second PATCH."""
+    from tests.faultproxy import FaultProxy
+
+    w = world()
+    w.metrics(60, events_in=2_000)
+    [message] = w.evaluate.handle(w.collect()).messages
+    with FaultProxy(w.endpoint.address, tls=True) as proxy:
+        proxied = EventHubsNamespaceAdapter(w.endpoint.credential, base_url=proxy.url(), retry_total=2,
+                                            retry_backoff_factor=0.01, sleep=lambda _: None, **w.endpoint.client_kwargs())
+        scale = ScaleService(w.tables, RoutingPlanAdapter(w.plans, proxied), w.policy, clock=w.clock)
+        proxy.applied_then_reset(skip=2, times=1)  # scale's GET and the adapter's GET pass; the PATCH's reply is lost
+        try:
+            outcome = scale.handle(message)
+        finally:
+            proxied.close()
+        assert proxy.counts().faulted == {"applied_then_reset": 1}
+    assert (outcome.status, outcome.capacity_after) == ("applied", 3)
+    assert len(w.arm.writes) == 1 and w.arm.capacity(NAMESPACE) == 3
