@@ -188,6 +188,13 @@ class NamespaceEvaluateService:
         old = stored.state
         decision_id = decision_id_for(target.name, sample.sample_id)
         records: list[DecisionRecord] = []
+        if old.last_sample_at is not None and sample.collected_at < old.last_sample_at:
+            # A late sample knows less than one evaluated already: remembered, never acted on.
+            late = Decision(decision_id, target.name, now, sample.capacity, None, HOLD, "late_sample",
+                            (f"collected at {sample.collected_at.isoformat()}, before the newest evaluated sample "
+                             f"({old.last_sample_at.isoformat()}); not acted on",), {})
+            return (replace(stored.with_evaluated(sample.collected_at, keep_after=now - timedelta(hours=2)), updated_at=now),
+                    [], late, None)
         reading = sample.reading
         desired = stored.desired
         reconciliation = reconcile(desired, sample.capacity, sample.collected_at, grace=self.reconcile_grace,
