@@ -273,18 +273,30 @@ class NamespaceStatus:
     observed_at: datetime | None
 
 
+#: What a consumer target learns of its instances' throughput: not learned from throttled reads.
+LEARNING_FIELDS = ("throughput_per_instance", "throughput_observations", "throughput_floor", "throughput_unconfirmed")
+
+
 def egress_bound_hold(decision: Decision, namespace: NamespaceStatus | None, old_state: ScalerState,
                       now: datetime) -> Decision:
-    """A consumer scale-out held because the namespace's egress is the bottleneck: more
-    instances would read no faster (their receives are throttled). Any other decision, a
-    namespace that is not egress bound, or a status older than ``STATUS_FRESH_FOR``, passes unchanged."""
-    if namespace is None or decision.direction != UP or not decision.acts or not namespace.egress_bound:
+    """A consumer target's decision while its namespace's egress is the bottleneck:
+
+    - a scale-out is held (``namespace_egress_bound``, pointing to the namespace's decision):
+      more instances would read no faster, their receives are throttled;
+    - nothing is learned of the instances' throughput from this minute (throttled reads would
+      teach a rate the instances do not have, and size the consumers up once egress is free).
+
+    Any decision of a namespace that is not egress bound, or whose status is older than
+    ``STATUS_FRESH_FOR``, or with no namespace, passes unchanged."""
+    if namespace is None or not namespace.egress_bound:
         return decision
     if namespace.observed_at is None or now - namespace.observed_at > STATUS_FRESH_FOR:
         return decision
     acted = decision.state or old_state
-    # The learning of this evaluation is kept; nothing of the action is.
-    state = replace(acted, capacity=decision.current_capacity, ready_capacity=old_state.ready_capacity,
+    unlearned = replace(acted, **{name: getattr(old_state, name) for name in LEARNING_FIELDS})
+    if decision.direction != UP or not decision.acts:
+        return replace(decision, state=unlearned) if decision.state is not None else decision
+    state = replace(unlearned, capacity=decision.current_capacity, ready_capacity=old_state.ready_capacity,
                     pending_ready_at=old_state.pending_ready_at, last_action_at=old_state.last_action_at,
                     last_direction=old_state.last_direction, action_tokens=old_state.action_tokens,
                     action_tokens_at=old_state.action_tokens_at, last_reason_code=NAMESPACE_EGRESS_BOUND,

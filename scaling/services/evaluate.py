@@ -416,11 +416,12 @@ class EvaluateService:
         return _Plan(next_stored, tuple(records), decision, action, purge, reconciliation, previous)
 
     def _egress_bound(self, target: TargetPolicy, decision: Decision, old: ScalerState, observed_at: datetime) -> Decision:
-        """A scale-out of a consumer target whose namespace target finds egress the bottleneck is
-        held (``namespace_egress_bound``). Only a target listed in a namespace's ``consumer_targets``
-        reads that state, and only when it would scale out: every other decision is unchanged."""
+        """A consumer target whose namespace target finds egress the bottleneck: its scale-out is
+        held (``namespace_egress_bound``) and the minute teaches nothing of its throughput. Only a
+        target listed in a namespace's ``consumer_targets`` reads that state (one read per
+        evaluation); every other target decides exactly as before."""
         namespace = self.policy.namespace_of(target.name)
-        if namespace is None or not decision.acts or decision.direction != UP:
+        if namespace is None:
             return decision
         return egress_bound_hold(decision, namespace_status(self.store.load_state(namespace.name), namespace), old,
                                  observed_at)

@@ -79,7 +79,7 @@ class NamespaceAwareEngine(EngineAutoscaler):
         old = self.state
         decision = evaluate(self.target, old, self.history, sample.collected_at)
         held = egress_bound_hold(decision, self.status(), old, sample.collected_at)
-        if held is not decision:
+        if held.direction != decision.direction:
             self.held_while_bound += 1
         self.state = held.state or old
         return held.target_capacity if held.acts else None

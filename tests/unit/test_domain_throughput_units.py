@@ -186,23 +186,32 @@ def consumer_decision(direction: str, target: int | None) -> Decision:
     (UP, 8, True, 1, True),          # egress bound: no scale-out
     (UP, 8, False, 1, False),        # not bound: the engine's decision stands
     (UP, 8, True, 5, False),         # a stale status says nothing
-    (DOWN, 2, True, 1, False),       # a scale-in is never held by egress
-    (HOLD, None, True, 1, False),
 ])
 def test_a_consumer_on_an_egress_bound_namespace_does_not_scale_out(direction, target, bound, observed_minutes_ago, held) -> None:
     decision = consumer_decision(direction, target)
     status = NamespaceStatus("orders-ns", "ns-decision-7", bound, NOW - timedelta(minutes=observed_minutes_ago))
     result = egress_bound_hold(decision, status, OLD, NOW)
     if not held:
-        assert result is decision
+        assert (result.direction, result.target_capacity) == (decision.direction, decision.target_capacity)
         return
     assert (result.direction, result.target_capacity, result.reason_code) == (HOLD, None, NAMESPACE_EGRESS_BOUND)
     assert result.metrics["namespace_decision_id"] == "ns-decision-7" and "ns-decision-7" in result.reasons[0]
     state = result.state
     assert state is not None
-    # nothing of the action is remembered, what it learned is
+    # nothing of the action is remembered, nor a throughput learned from throttled reads
     assert (state.capacity, state.last_action_at, state.last_decision_id, state.action_tokens) == (4, OLD.last_action_at, "earlier", 2.0)
-    assert state.throughput_per_instance == 55.0
+    assert state.throughput_per_instance is None
+
+
+@pytest.mark.parametrize(("direction", "target", "bound", "learned"), [
+    (HOLD, None, True, None),      # egress bound: throttled reads teach nothing
+    (DOWN, 2, True, None),
+    (HOLD, None, False, 55.0),     # not bound: learned as before
+])
+def test_no_throughput_is_learned_while_egress_bound(direction, target, bound, learned) -> None:
+    status = NamespaceStatus("orders-ns", "ns-decision-7", bound, NOW - timedelta(minutes=1))
+    result = egress_bound_hold(consumer_decision(direction, target), status, OLD, NOW)
+    assert result.direction == direction and result.state.throughput_per_instance == learned
 
 
 def test_without_a_namespace_the_decision_is_unchanged() -> None:
