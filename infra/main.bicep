@@ -31,6 +31,9 @@ param checkpointContainers array
 @description('Optional Service Bus namespaces watched (resource ids; the policy names each as namespaceResourceId or metricsResourceId). A custom read-only role (queues/read, topics/subscriptions/read: the management plane\'s message counts, no data action) is assigned on each.')
 param serviceBusNamespaceIds array = []
 
+@description('Optional Event Hubs namespaces whose throughput units the autoscaler sizes (the policy\'s namespaces[].resource_id). A custom role (namespace read and write) and Monitoring Reader are assigned on each namespace only.')
+param eventHubsTuNamespaceIds array = []
+
 @description('Optional Service Bus namespaces whose queues feed mode slo (resource ids, each also in serviceBusNamespaceIds; the policy names it as metricsResourceId). Monitoring Reader is assigned on each: the queue rates come from Azure Monitor (IncomingMessages, CompleteMessage).')
 param serviceBusSloNamespaceIds array = []
 
@@ -87,6 +90,9 @@ var planResourceGroupScopes = [for planId in targetPlanIds: join(take(split(plan
 // The same for the watched Service Bus namespaces: where the custom entity reader role may be assigned.
 var serviceBusResourceGroupScopes = [for sbId in serviceBusNamespaceIds: join(take(split(sbId, '/'), 5), '/')]
 var serviceBusReaderRoleName = guid(subscription().id, 'eventhubs-lag-autoscaler-servicebus-reader', resourceToken)
+// The same for the namespaces whose throughput units are sized.
+var tuNamespaceResourceGroupScopes = [for nsId in eventHubsTuNamespaceIds: join(take(split(nsId, '/'), 5), '/')]
+var tuScalerRoleName = guid(subscription().id, 'eventhubs-lag-autoscaler-tu-scaler', resourceToken)
 
 resource rg 'Microsoft.Resources/resourceGroups@2022-09-01' = {
   name: empty(resourceGroupName) ? 'rg-${environmentName}' : resourceGroupName
@@ -163,6 +169,39 @@ resource serviceBusReaderRole 'Microsoft.Authorization/roleDefinitions@2022-04-0
       }
     ]
     assignableScopes: union(serviceBusResourceGroupScopes, [])
+  }
+}
+
+// Custom role: read an Event Hubs namespace and change its throughput units (sku.capacity).
+// The limit: ARM has no action narrower than Microsoft.EventHub/namespaces/write for a SKU change
+// (capacity is a property of the namespace resource, written by the same PUT/PATCH as its other
+// properties), so this role could also change other namespace properties (tags, network
+// settings, auto-inflate). What it cannot do: delete the namespace (no /delete), read or rotate
+// keys (no listKeys/action, no authorizationRules), touch event hubs, consumer groups or network
+// rule sets (each child has its own write action, not included: namespaces/write does not imply
+// them), or read or send any event (no data actions). It is assignable in the namespaces'
+// resource groups only and assigned on each namespace resource alone (app/eventhubs-tu-scaler.bicep).
+// Narrower is not possible with RBAC: role-assignment conditions (ABAC) apply to data actions
+// of a few services, not to Microsoft.EventHub control-plane writes, and Azure Policy cannot tell
+// the autoscaler's identity from an operator's.
+resource tuScalerRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = if (!empty(eventHubsTuNamespaceIds)) {
+  name: tuScalerRoleName
+  properties: {
+    roleName: 'Event Hubs Throughput Unit Scaler (lag autoscaler ${resourceToken})'
+    description: 'Read an Event Hubs namespace and change its throughput units (sku.capacity). No delete, no keys, no child resources, no data actions. Assigned by the Event Hubs lag autoscaler on each sized namespace only.'
+    type: 'CustomRole'
+    permissions: [
+      {
+        actions: [
+          'Microsoft.EventHub/namespaces/read'
+          'Microsoft.EventHub/namespaces/write'
+        ]
+        notActions: []
+        dataActions: []
+        notDataActions: []
+      }
+    ]
+    assignableScopes: union(tuNamespaceResourceGroupScopes, [])
   }
 }
 
@@ -291,6 +330,19 @@ module serviceBusMetrics 'app/servicebus-metrics-reader.bicep' = [for (sbId, i) 
   scope: resourceGroup(split(sbId, '/')[2], split(sbId, '/')[4])
   params: {
     namespaceName: last(split(sbId, '/'))
+    principalId: identity.outputs.principalId
+  }
+}]
+
+module tuAccess 'app/eventhubs-tu-scaler.bicep' = [for (nsId, i) in eventHubsTuNamespaceIds: {
+  name: take('${environmentName}-eventhubs-tu-scaler-${i}', 64)
+  scope: resourceGroup(split(nsId, '/')[2], split(nsId, '/')[4])
+  dependsOn: [
+    tuScalerRole
+  ]
+  params: {
+    namespaceName: last(split(nsId, '/'))
+    roleDefinitionName: tuScalerRoleName
     principalId: identity.outputs.principalId
   }
 }]

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from scaling.services.collect import AutoscaleSettingsReader, CapacityReader, Collector
     from scaling.services.dead_letters import DeadLetterService
     from scaling.services.evaluate import EvaluateService
+    from scaling.services.namespace import CombinedCollector, NamespaceCollector
     from scaling.services.scale import ScaleService
     from scaling.services.telemetry import Telemetry
     from scaling.storage.base import TableNames
@@ -134,11 +135,19 @@ def evaluate_service_for(
 ) -> EvaluateService:
     """The evaluate service: Table storage (unless ``store``), the policy, retention from settings."""
     from scaling.services.evaluate import EvaluateService
+    from scaling.services.namespace import NamespaceEvaluateService
     from scaling.storage.base import TableNames
     from scaling.storage.factory import build_table_storage
 
+    store = store if store is not None else build_table_storage(settings, credential, names=names or TableNames())
+    namespaces = None
+    if settings.policy.namespaces:
+        namespaces = NamespaceEvaluateService(store, settings.policy, clock=clock,
+                                              clock_skew=timedelta(seconds=settings.clock_skew_seconds),
+                                              reconcile_grace=timedelta(seconds=settings.reconcile_grace_seconds),
+                                              telemetry=_or_none(telemetry))
     return EvaluateService(
-        store if store is not None else build_table_storage(settings, credential, names=names or TableNames()),
+        store,
         settings.policy,
         clock=clock,
         retention_days=settings.history_retention_days,
@@ -147,6 +156,7 @@ def evaluate_service_for(
         dry_run=settings.dry_run,
         telemetry=_or_none(telemetry),
         external_changes_limit=settings.external_changes_per_hour,
+        namespaces=namespaces,
     )
 
 
@@ -162,13 +172,13 @@ def scale_service_for(
 ) -> ScaleService:
     """The scale service: Table storage and the ARM adapter (unless ``store``/``plans``),
     ``SCALER_DRY_RUN``."""
-    from scaling.plans.factory import build_plan_adapter
+    from scaling.plans.factory import build_scale_adapter
     from scaling.services.scale import ScaleService
     from scaling.storage.base import TableNames
     from scaling.storage.factory import build_credential, build_table_storage
 
     if plans is None:
-        plans = build_plan_adapter(settings, credential if credential is not None else build_credential(settings))
+        plans = build_scale_adapter(settings, credential if credential is not None else build_credential(settings))
     return ScaleService(
         store if store is not None else build_table_storage(settings, credential, names=names or TableNames()),
         plans,
@@ -193,12 +203,30 @@ def _settings_and_credential() -> tuple[Settings, Any]:
     return settings, build_credential(settings)
 
 
-def build_collect_service() -> Collector:
+def namespace_collector_for(settings: Settings, credential: Any, *, metrics_client: Any = None,
+                            clock: Callable[[], datetime] = utc_now, **arm_client_kwargs: Any) -> NamespaceCollector:
+    """The namespace targets' collector: the Event Hubs management adapter (sync credential) and
+    Azure Monitor's metrics client (``metrics_client``, else one on the app's identity)."""
+    from scaling.plans.factory import build_namespace_adapter
+    from scaling.services.namespace import NamespaceCollector
+    from scaling.sources.factory import build_namespace_metrics
+
+    adapter = build_namespace_adapter(settings, credential, **arm_client_kwargs)
+    metrics, closers = build_namespace_metrics(settings, metrics_client)
+    return NamespaceCollector(settings.policy, adapter, metrics, clock=clock, timeout_seconds=settings.collect_timeout_seconds,
+                              closers=(adapter.close, *closers))
+
+
+def build_collect_service() -> Collector | CombinedCollector:
     from scaling.plans.factory import build_plan_adapter
+    from scaling.services.namespace import CombinedCollector
 
     settings, credential = _settings_and_credential()
     plans = build_plan_adapter(settings, credential)
-    return collector_for(settings, capacity_reader=plans, controllers=plans, telemetry=telemetry_for())
+    collector = collector_for(settings, capacity_reader=plans, controllers=plans, telemetry=telemetry_for())
+    if not settings.policy.namespaces:
+        return collector
+    return CombinedCollector(collector, namespace_collector_for(settings, credential))
 
 
 def build_evaluate_service() -> EvaluateService:

@@ -103,6 +103,17 @@ customMetrics
 | order by timestamp asc
 '''
 
+// A namespace target (kind eventhubs_namespace): its throughput units beside its throttled
+// requests per minute, so that a TU change can be read against the throttling it answered.
+var namespaceQuery = '''
+customMetrics
+| where tostring(customDimensions.target) == "{Target}"
+| where name in ("autoscaler.throughput_units", "autoscaler.throttled_requests")
+| summarize v = max(value) by name, timestamp = bin(timestamp, 1m)
+| summarize ["throughput units"] = maxif(v, name == "autoscaler.throughput_units"), ["throttled requests per minute"] = maxif(v, name == "autoscaler.throttled_requests") by timestamp
+| order by timestamp asc
+'''
+
 var timeRangeParameter = 'TimeRange'
 
 var workbook = {
@@ -261,6 +272,20 @@ var workbook = {
     }
     {
       type: 3
+      name: 'namespace'
+      content: {
+        version: 'KqlItem/1.0'
+        title: 'Event Hubs namespace targets: throughput units and throttled requests'
+        query: namespaceQuery
+        size: 0
+        queryType: 0
+        resourceType: aiResourceType
+        timeContextFromParameter: timeRangeParameter
+        visualization: 'linechart'
+      }
+    }
+    {
+      type: 3
       name: 'arm-latency'
       content: {
         version: 'KqlItem/1.0'
@@ -310,6 +335,15 @@ resource actionGroup 'Microsoft.Insights/actionGroups@2023-01-01' = if (hasActio
     }]
   }
 }
+
+var namespaceThrottledQuery = '''
+customMetrics
+| where name in ("autoscaler.throttled_requests", "autoscaler.throughput_units")
+| extend target = tostring(customDimensions.target)
+| summarize throttled = maxif(value, name == "autoscaler.throttled_requests"), tus = maxif(value, name == "autoscaler.throughput_units") by target, minute = bin(timestamp, 1m)
+| summarize minutes_throttled = countif(throttled > 0), throughput_units = max(tus) by target
+| where minutes_throttled >= 10
+'''
 
 var sloBreachedQuery = '''
 customMetrics
@@ -415,6 +449,16 @@ var alertRules = [
     frequency: 'PT5M'
     window: 'PT15M'
     query: partitionProblemQuery
+    dimension: 'target'
+  }
+  {
+    name: 'namespace-throttled'
+    displayName: 'Autoscaler: an Event Hubs namespace keeps throttling'
+    description: 'A namespace target reported throttled requests in 10 of the last 15 minutes (autoscaler.throttled_requests, with its autoscaler.throughput_units): its TUs are at max_tus, auto-inflate holds them, or the writes fail. Raise max_tus (Standard: 40) or look at the namespace target\'s decisions.'
+    severity: 2
+    frequency: 'PT5M'
+    window: 'PT15M'
+    query: namespaceThrottledQuery
     dimension: 'target'
   }
   {

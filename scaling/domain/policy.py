@@ -129,7 +129,11 @@ def _step_to_dict(step: Step) -> dict[str, Any]:
 
 
 def policy_to_dict(policy: Policy) -> dict[str, Any]:
-    return {"version": policy.version, "targets": [target_to_dict(target) for target in policy.targets]}
+    document: dict[str, Any] = {"version": policy.version, "targets": [target_to_dict(target) for target in policy.targets]}
+    if policy.namespaces:
+        document["namespaces"] = [{**_fields(namespace), "consumer_targets": list(namespace.consumer_targets)}
+                                  for namespace in policy.namespaces]
+    return document
 
 
 def with_slo(target: TargetPolicy, **changes: Any) -> TargetPolicy:

@@ -53,6 +53,7 @@ from scaling.domain.policy_fields import (
     invalid,
     printable_text,
 )
+from scaling.domain.policy_namespace import EventHubsNamespaceTarget
 from scaling.domain.policy_profiles import MAX_PROFILES, Profile
 
 # --- the model ---------------------------------------------------------------------------------
@@ -584,6 +585,9 @@ class Policy:
         description="one entry per App Service Plan (unique name)")]
     version: Annotated[int, Field(description="the policy format version: 1",
                                      json_schema_extra={"const": POLICY_VERSION}), NUMBER] = POLICY_VERSION
+    namespaces: Annotated[tuple[EventHubsNamespaceTarget, ...], Field(max_length=MAX_TARGETS,
+        description="targets of kind eventhubs_namespace: Event Hubs namespaces sized in throughput units "
+                    "with their consumer targets (docs/policy.md)")] = ()
 
     @model_validator(mode="before")
     @classmethod
@@ -601,7 +605,40 @@ class Policy:
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
             raise invalid("targets", f"has duplicate name {duplicates[0]!r}")
+        self._check_namespaces(names)
         return self
+
+    def _check_namespaces(self, plan_targets: list[str]) -> None:
+        """Namespace targets share the state and decision tables with plan targets (one name, one
+        row set), and a consumer target reads its egress from one namespace only."""
+        seen: dict[str, str] = {}
+        for index, namespace in enumerate(self.namespaces):
+            if namespace.name in plan_targets or any(other.name == namespace.name for other in self.namespaces[:index]):
+                raise invalid(f"namespaces[{index}].name", f"{namespace.name!r} is already a target's name")
+            for position, consumer in enumerate(namespace.consumer_targets):
+                where = f"namespaces[{index}].consumer_targets[{position}]"
+                if consumer not in plan_targets:
+                    raise invalid(where, f"names no target of this policy: {consumer!r}")
+                if consumer in seen:
+                    raise invalid(where, f"{consumer!r} is already a consumer of namespace target {seen[consumer]!r}")
+                seen[consumer] = namespace.name
+
+    def namespace(self, name: str) -> EventHubsNamespaceTarget:
+        for namespace in self.namespaces:
+            if namespace.name == name:
+                return namespace
+        raise KeyError(name)
+
+    def namespace_of(self, consumer_target: str) -> EventHubsNamespaceTarget | None:
+        """The namespace target whose egress ``consumer_target`` reads, if any."""
+        return next((ns for ns in self.namespaces if consumer_target in ns.consumer_targets), None)
+
+    def scale_target(self, name: str) -> TargetPolicy | EventHubsNamespaceTarget:
+        """A plan target or a namespace target by name: what ``scale`` writes for an action."""
+        try:
+            return self.target(name)
+        except KeyError:
+            return self.namespace(name)
 
     def target(self, name: str) -> TargetPolicy:
         for target in self.targets:

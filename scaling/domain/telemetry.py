@@ -57,11 +57,15 @@ ARM_WRITES = MetricSpec("autoscaler.arm_writes", COUNTER, "{write}", ("target", 
                         "what scale did with each action")
 ARM_WRITE_DURATION = MetricSpec("autoscaler.arm_write_duration_ms", HISTOGRAM, "ms", ("target",),
                                 "ARM plan write latency, retries included")
+THROUGHPUT_UNITS = MetricSpec("autoscaler.throughput_units", GAUGE, "{TU}", ("target",),
+                              "a namespace target's throughput units, read by collect")
+THROTTLED_REQUESTS = MetricSpec("autoscaler.throttled_requests", GAUGE, "{request}", ("target",),
+                                "a namespace target's ThrottledRequests in its latest complete minute")
 
 METRICS: tuple[MetricSpec, ...] = (
     ARRIVAL_RATE, BACKLOG, OLDEST_EVENT_AGE, SLO_SECONDS, PREDICTED_AGE, THROUGHPUT_PER_INSTANCE,
     CAPACITY_DESIRED, CAPACITY_REQUESTED, CAPACITY_OBSERVED, SAMPLES, DECISIONS, COLLECTION_FAILURES,
-    DEAD_LETTERS, ARM_WRITES, ARM_WRITE_DURATION,
+    DEAD_LETTERS, ARM_WRITES, ARM_WRITE_DURATION, THROUGHPUT_UNITS, THROTTLED_REQUESTS,
 )
 
 Attributes = Mapping[str, str | int | float | bool]

@@ -28,6 +28,8 @@ from typing import Any
 
 from azure.core.credentials import AccessToken
 
+from scaling.plans.local_eventhub import LocalEventHubNamespaces
+
 PLAN_PATH = re.compile(
     r"^/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/Microsoft\.Web/serverfarms/(?P<name>[^/]+)$",
     re.IGNORECASE,
@@ -86,6 +88,7 @@ class LocalArm:
         self.faults: list[Fault] = []
         self.service_bus = LocalServiceBus()
         self.autoscale = LocalAutoscaleSettings()
+        self.event_hubs = LocalEventHubNamespaces()
         self._lock = threading.Lock()
 
     @staticmethod
@@ -151,6 +154,9 @@ class LocalArm:
         autoscale_reply = self.autoscale.handle(request)  # likewise
         if autoscale_reply is not None:
             return autoscale_reply
+        event_hubs_reply = self.event_hubs.handle(request)  # namespaces and their metrics (issue 34)
+        if event_hubs_reply is not None:
+            return event_hubs_reply
         with self._lock:
             self.requests.append((request.method, request.path))
             fault = self._fault_for(request.method)

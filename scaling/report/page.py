@@ -44,6 +44,7 @@ class Point:
     backlog: float | None = None  # events not yet processed
     oldest_age_seconds: float | None = None
     capacity: int | None = None  # the plan's instance count
+    throughput_units: int | None = None  # an Event Hubs namespace target's TUs (issue 34), when shown beside the plan
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +134,9 @@ def figure(data: ReportData) -> Any:
                         row=2, col=1, secondary_y=True)
     fig.add_scatter(x=times, y=[p.capacity for p in points], name="capacity", mode="lines",
                     line={"color": "#2f4f4f", "shape": "hv"}, row=3, col=1)
+    if any(point.throughput_units is not None for point in points):
+        fig.add_scatter(x=times, y=[p.throughput_units for p in points], name="namespace TUs", mode="lines",
+                        line={"color": "#17becf", "shape": "hv", "dash": "dot"}, row=3, col=1)
     for direction, (symbol, color) in MARKERS.items():
         chosen = [record for record in acting(data.decisions) if record.direction == direction]
         fig.add_scatter(x=[_time(r.evaluated_at) for r in chosen], y=[r.capacity_after for r in chosen],

@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from scaling.domain.conflict import (
     AUTOSCALE_SETTING,
@@ -37,11 +38,13 @@ from scaling.domain.conflict import (
     external_writer,
     recent_changes,
 )
-from scaling.domain.decisions import DOWN, HOLD, UP, Decision, decision_id_for
+from scaling.domain.decisions import DOWN, HOLD, UP, Decision, ScalerState, decision_id_for
 from scaling.domain.engine import evaluate
 from scaling.domain.names import safe_text
+from scaling.domain.namespace_samples import is_namespace_message
 from scaling.domain.pause import PAUSE_EXPIRED, PINNED, Pause
 from scaling.domain.policy import Policy, TargetPolicy
+from scaling.domain.policy_namespace import EventHubsNamespaceTarget
 from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, DesiredCapacity, Reconciliation, reconcile
 from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample, SampleError, parse_sample
 from scaling.domain.telemetry import (
@@ -58,6 +61,7 @@ from scaling.domain.telemetry import (
     TARGET_ATTRIBUTE,
     THROUGHPUT_PER_INSTANCE,
 )
+from scaling.domain.throughput_units import EGRESS_BOUND, NamespaceStatus, egress_bound_hold
 from scaling.services.telemetry import NO_TELEMETRY, Span, Telemetry, number
 from scaling.storage.base import ConcurrencyConflict, EntityTooLarge, EvaluateStore
 from scaling.storage.records import (
@@ -103,6 +107,21 @@ class EvaluateOutcome:
     action: ActionMessage | None = None
     error: str | None = None
     attempts: int = 0
+
+
+class NamespaceHandler(Protocol):
+    """Evaluates the namespace targets' samples (scaling/services/namespace.py)."""
+
+    def handle(self, body: str | bytes, *, dequeue_count: int = 1, message_id: str | None = None) -> EvaluateOutcome: ...
+
+
+def namespace_status(stored: StoredState, namespace: EventHubsNamespaceTarget) -> NamespaceStatus | None:
+    """What a consumer target reads of its namespace target's state: whether the namespace's
+    latest decision found egress to be the bottleneck, which decision, and when."""
+    if stored.etag is None:
+        return None
+    state = stored.state
+    return NamespaceStatus(namespace.name, state.last_decision_id, state.last_reason_code == EGRESS_BOUND, state.last_sample_at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,8 +194,10 @@ class EvaluateService:
         dry_run: bool = False,
         telemetry: Telemetry = NO_TELEMETRY,
         external_changes_limit: int = DEFAULT_EXTERNAL_CHANGES_LIMIT,
+        namespaces: NamespaceHandler | None = None,
     ) -> None:
         self.store = store
+        self.namespaces = namespaces
         self.policy = policy
         self.clock = clock
         self.retention = timedelta(days=retention_days)
@@ -194,6 +215,8 @@ class EvaluateService:
     # --- the entry point -----------------------------------------------------------------------
 
     def handle(self, body: str | bytes, *, dequeue_count: int = 1, message_id: str | None = None) -> EvaluateOutcome:
+        if self.namespaces is not None and is_namespace_message(body):
+            return self.namespaces.handle(body, dequeue_count=dequeue_count, message_id=message_id)
         now = self.clock()
         try:
             sample = parse_sample(body, now=now, clock_skew=self.clock_skew)
@@ -316,6 +339,7 @@ class EvaluateService:
             if newest.capacity is not None:
                 stored = replace(stored, desired=DesiredCapacity.observed(newest.capacity, newest.collected_at, "held"))
         decision = evaluate(target, old, history, now, clock_skew=self.clock_skew, pause=conflict or pause)
+        decision = self._egress_bound(target, decision, old, newest.collected_at)
         if conflict is not None and decision.reason_code != conflict.code:
             # Held whatever the rules say: the log's reason is the conflict from its first sample.
             decision = replace(decision, reason_code=conflict.code, reasons=(conflict.describe(), *decision.reasons),
@@ -390,6 +414,17 @@ class EvaluateService:
         next_stored = replace(next_stored, state=new_state, updated_at=now, desired=desired,
                               retention_at=now if purge else stored.retention_at)
         return _Plan(next_stored, tuple(records), decision, action, purge, reconciliation, previous)
+
+    def _egress_bound(self, target: TargetPolicy, decision: Decision, old: ScalerState, observed_at: datetime) -> Decision:
+        """A consumer target whose namespace target finds egress the bottleneck: its scale-out is
+        held (``namespace_egress_bound``) and the minute teaches nothing of its throughput. Only a
+        target listed in a namespace's ``consumer_targets`` reads that state (one read per
+        evaluation); every other target decides exactly as before."""
+        namespace = self.policy.namespace_of(target.name)
+        if namespace is None:
+            return decision
+        return egress_bound_hold(decision, namespace_status(self.store.load_state(namespace.name), namespace), old,
+                                 observed_at)
 
     def _conflict(self, stored: StoredState, newest: MetricSample,
                   reconciliation: Reconciliation | None) -> tuple[ConflictHold | None, StoredState]:

@@ -130,7 +130,8 @@ class ScaleService:
     def _handle_action(self, action: ActionMessage, body: str | bytes, now: datetime, dequeue_count: int,
                        message_id: str | None) -> ScaleOutcome:
         try:
-            target = self.policy.target(action.target)
+            # A plan target, or a namespace target (its "plan" is the namespace: sku.capacity in TUs).
+            target = self.policy.scale_target(action.target)
         except KeyError:
             return self._dead_letter(body, f"target {action.target!r} is not in the policy", now, dequeue_count, message_id)
         if target.plan.resource_id.lower() != action.plan_resource_id.lower():

@@ -507,7 +507,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--readme", help="also replace the summary between the benchmark markers of this README")
     parser.add_argument("--optimum", help="rows of `python -m scaling optimum` (JSON, standard scenario) to add, with a "
                         "cost / offline optimum column (skipped when the file does not exist)")
-    parser.add_argument("--scenario", action="append", choices=(*NAMED_SCENARIOS, COLD),
+    parser.add_argument("--scenario", action="append", choices=(*NAMED_SCENARIOS, COLD, "namespace"),
                         help="named scenario of ../shared/BENCHMARK.md, or cold (every trace started at 1 instance with "
                         "nothing learned at busy minutes, scored on 2 hours) (repeatable; default: standard)")
     add_scenario_arguments(parser, scenario_choice=False)
@@ -526,6 +526,9 @@ def run(args: argparse.Namespace) -> int:
 
     if family_cli.gate_alone(args):
         return family_cli.run_gate_alone(args, run_gated)
+    if args.scenario == ["namespace"]:  # its own world and rows (issue 34): scaling/simulation/namespace_bench.py
+        from scaling.simulation.namespace_bench import run_namespace_benchmark
+        return run_namespace_benchmark(args)
     family_cli.check_arguments(args)
     started = time.perf_counter()
     scenarios = args.scenario or ["standard"]

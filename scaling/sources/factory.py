@@ -148,3 +148,21 @@ def build_source_readers(
                          metrics_for=peek_and_rates_for or buses.metrics_for),
     )
     return SourceReaders(readers, tuple(owned))
+
+
+def build_namespace_metrics(settings: Settings, metrics_client: Any = None) -> tuple[Any, list[Callable[[], Any]]]:
+    """The namespace targets' Azure Monitor reader (``MonitorNamespaceMetrics``) and what closes it:
+    ``metrics_client`` when given (a local endpoint's), else a ``MetricsQueryClient`` on an async
+    ``DefaultAzureCredential`` (the user-assigned identity ``AZURE_CLIENT_ID`` when set)."""
+    from scaling.sources.eventhub_namespace import MonitorNamespaceMetrics
+
+    closers: list[Callable[[], Any]] = []
+    if metrics_client is None:
+        from azure.identity.aio import DefaultAzureCredential
+        from azure.monitor.query.aio import MetricsQueryClient
+
+        credential = DefaultAzureCredential(**({"managed_identity_client_id": settings.client_id} if settings.client_id else {}))
+        metrics_client = MetricsQueryClient(credential)
+        closers.append(credential.close)
+    reader = MonitorNamespaceMetrics(metrics_client)
+    return reader, [reader.close, *closers]

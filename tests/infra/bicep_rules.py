@@ -29,6 +29,8 @@ CUSTOM = "custom"
 PLAN_SCALER = "App Service Plan Scaler (custom)"
 SERVICE_BUS_READER = "Service Bus Entity Reader (custom)"
 AUTOSCALE_READER = "Autoscale Settings Reader (custom)"
+TU_SCALER = "Event Hubs Throughput Unit Scaler (custom)"
+EVENT_HUBS_NAMESPACE = "Microsoft.EventHub/namespaces"
 #: The scope of an assignment with no ``scope``: the resource group the module is deployed to.
 RESOURCE_GROUP_SCOPE = "resource group"
 
@@ -37,6 +39,7 @@ CUSTOM_ROLE_ACTIONS: dict[str, tuple[str, ...]] = {
     PLAN_SCALER: ("Microsoft.Web/serverfarms/read", "Microsoft.Web/serverfarms/write"),
     SERVICE_BUS_READER: ("Microsoft.ServiceBus/namespaces/queues/read", "Microsoft.ServiceBus/namespaces/topics/subscriptions/read"),
     AUTOSCALE_READER: ("Microsoft.Insights/autoscalesettings/read",),
+    TU_SCALER: ("Microsoft.EventHub/namespaces/read", "Microsoft.EventHub/namespaces/write"),
 }
 
 # Built-in role GUIDs (learn.microsoft.com, "Azure built-in roles") and the only resource types
@@ -57,10 +60,12 @@ EXPECTED_ROLES: dict[str, tuple[str, frozenset[str]]] = {
     ),
     # Listen for the SLO mode's peek, on that queue only (never the namespace: see service_bus_rights).
     "Azure Service Bus Data Receiver": ("4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0", frozenset({SERVICE_BUS_QUEUE})),
-    "Monitoring Reader": ("43d0d8ad-25c7-4714-9337-8ba259a9fe05", frozenset({SERVICE_BUS_NAMESPACE})),
+    "Monitoring Reader": ("43d0d8ad-25c7-4714-9337-8ba259a9fe05", frozenset({SERVICE_BUS_NAMESPACE, EVENT_HUBS_NAMESPACE})),
     "Monitoring Metrics Publisher": ("3913510d-42f4-4e42-8a64-420c390055eb", frozenset({"Microsoft.Insights/components"})),
     PLAN_SCALER: (CUSTOM, frozenset({SERVER_FARM})),
     SERVICE_BUS_READER: (CUSTOM, frozenset({SERVICE_BUS_NAMESPACE})),
+    # Throughput units: the namespace resource only (issue 34).
+    TU_SCALER: (CUSTOM, frozenset({EVENT_HUBS_NAMESPACE})),
     # Listing autoscale settings needs read on the resource group: the one role that may be
     # assigned there (a target plan's group), and it reads nothing but autoscale settings.
     AUTOSCALE_READER: (CUSTOM, frozenset({RESOURCE_GROUP_SCOPE})),
@@ -371,6 +376,9 @@ def role_assignments(template: Template) -> tuple[list[Assignment], list[str]]:
             problems.append(f"{where}: assigns a custom role but is described as {role!r}, not one of {sorted(CUSTOM_ROLE_ACTIONS)}")
         elif guid == CUSTOM and role == PLAN_SCALER and scope_type != SERVER_FARM:
             problems.append(f"{where}: the custom plan role must be scoped to a {SERVER_FARM} resource, got {scope_type}")
+        elif guid == CUSTOM and role == TU_SCALER and scope_type != EVENT_HUBS_NAMESPACE:
+            problems.append(f"{where}: the custom TU scaler role must be scoped to a {EVENT_HUBS_NAMESPACE} resource, "
+                            f"got {scope_type}")
         elif guid == CUSTOM and role == SERVICE_BUS_READER and scope_type != SERVICE_BUS_NAMESPACE:
             problems.append(f"{where}: the custom Service Bus reader role must be scoped to a {SERVICE_BUS_NAMESPACE} "
                             f"resource, got {scope_type}")
@@ -430,7 +438,8 @@ def custom_role_definitions(template: Template) -> list[str]:
         actions = tuple(sorted(a for p in permissions for a in (p.get("actions") or [])))
         if actions not in {tuple(sorted(expected)) for expected in CUSTOM_ROLE_ACTIONS.values()}:
             problems.append(f"{where}: actions {list(actions)}, expected serverfarms read and write only, Service Bus "
-                            "queues/read and topics/subscriptions/read only, or autoscalesettings/read only")
+                            "queues/read and topics/subscriptions/read only, autoscalesettings/read only, or Event Hubs "
+                            "namespaces read and write only")
         for key in ("notActions", "dataActions", "notDataActions"):
             if any(p.get(key) for p in permissions):
                 problems.append(f"{where}: {key} must be empty")
@@ -464,6 +473,8 @@ TELEMETRY_METRICS: dict[str, frozenset[str]] = {
     "autoscaler.dead_letters": frozenset({"function"}),
     "autoscaler.arm_writes": frozenset({"target", "outcome"}),
     "autoscaler.arm_write_duration_ms": frozenset({"target"}),
+    "autoscaler.throughput_units": frozenset({"target"}),
+    "autoscaler.throttled_requests": frozenset({"target"}),
 }
 WORKBOOK = "Microsoft.Insights/workbooks"
 QUERY_RULE = "Microsoft.Insights/scheduledQueryRules"

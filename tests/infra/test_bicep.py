@@ -19,6 +19,7 @@ import pytest
 from tests.infra.bicep_rules import (
     ACTION_GROUP,
     CUSTOM,
+    EVENT_HUBS_NAMESPACE,
     EXPECTED_ROLES,
     PLAN_SCALER,
     QUERY_RULE,
@@ -29,6 +30,7 @@ from tests.infra.bicep_rules import (
     SERVICE_BUS_QUEUE,
     SERVICE_BUS_READER,
     TELEMETRY_METRICS,
+    TU_SCALER,
     UPPER_SNAKE,
     WORKBOOK,
     Template,
@@ -137,6 +139,7 @@ def test_the_expected_files_exist() -> None:
         "app/servicebus-queue-receiver.bicep",
         "app/servicebus-metrics-reader.bicep",
         "app/plan-scaler.bicep",
+        "app/eventhubs-tu-scaler.bicep",
     }
 
 
@@ -216,7 +219,8 @@ def test_role_guids_in_the_table_are_well_formed() -> None:
     assert all(re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", guid) for guid in guids)
 
 
-@pytest.mark.parametrize(("role", "scope_type"), [(PLAN_SCALER, SERVER_FARM), (SERVICE_BUS_READER, SERVICE_BUS_NAMESPACE)])
+@pytest.mark.parametrize(("role", "scope_type"), [(PLAN_SCALER, SERVER_FARM), (SERVICE_BUS_READER, SERVICE_BUS_NAMESPACE),
+                                                  (TU_SCALER, EVENT_HUBS_NAMESPACE)])
 def test_custom_roles_are_scoped_to_their_resources_only(templates: dict[str, Template], role: str, scope_type: str) -> None:
     custom = [a for t in templates.values() for a in role_assignments(t)[0] if a.role == role]
     assert custom, f"no assignment of {role}"
@@ -230,8 +234,8 @@ def role_definition(main: Template, first_action: str) -> tuple[str, dict]:
     return symbol, body
 
 
-def test_custom_role_definitions_are_the_three_narrow_ones(main: Template) -> None:
-    assert len(main.of_type("Microsoft.Authorization/roleDefinitions")) == 3
+def test_custom_role_definitions_are_the_four_narrow_ones(main: Template) -> None:
+    assert len(main.of_type("Microsoft.Authorization/roleDefinitions")) == 4
     assert custom_role_definitions(main) == []
 
 
@@ -262,6 +266,7 @@ def test_watched_resources_get_modules_in_their_own_resource_group(main: Templat
         "app/servicebus-metrics-reader.bicep": "serviceBusSloNamespaceIds",
         "app/servicebus-queue-receiver.bicep": "serviceBusSloQueueIds",
         "app/plan-scaler.bicep": "targetPlanIds",
+        "app/eventhubs-tu-scaler.bicep": "eventHubsTuNamespaceIds",
     }
     for path, array in expected.items():
         modules = [m for m in main.modules.values() if m["detail"]["path"] == path]
@@ -272,7 +277,8 @@ def test_watched_resources_get_modules_in_their_own_resource_group(main: Templat
         assert scope[1]["subscription_id"] is not None and scope[1]["resource_group_name"] is not None, path
 
 
-@pytest.mark.parametrize("name", ["serviceBusNamespaceIds", "serviceBusSloNamespaceIds", "serviceBusSloQueueIds"])
+@pytest.mark.parametrize("name", ["serviceBusNamespaceIds", "serviceBusSloNamespaceIds", "serviceBusSloQueueIds",
+                                  "eventHubsTuNamespaceIds"])
 def test_service_bus_is_optional(main: Template, name: str) -> None:
     assert main.parameters[name]["type"] == "array"
     assert main.parameters[name]["default"] == []
@@ -294,6 +300,69 @@ def test_custom_service_bus_reader_role_definition(main: Template) -> None:
     assert module_body(module)["dependsOn"] == [symbol]
 
 
+def role_json(body: dict) -> dict:
+    """A role definition as ARM stores it (roleName, permissions, assignableScopes), from the parsed Bicep."""
+    return json.loads(json.dumps({"properties": body["properties"]}, default=str))["properties"]
+
+
+#: What a role holding these actions could do to an Event Hubs namespace beyond its SKU, each a
+#: separate ARM action: deleting it, its keys, its child resources, and every event.
+NAMESPACE_ESCAPES = (
+    "Microsoft.EventHub/namespaces/delete",
+    "Microsoft.EventHub/namespaces/listKeys/action",
+    "Microsoft.EventHub/namespaces/authorizationRules/write",
+    "Microsoft.EventHub/namespaces/authorizationRules/listKeys/action",
+    "Microsoft.EventHub/namespaces/eventhubs/write",
+    "Microsoft.EventHub/namespaces/eventhubs/delete",
+    "Microsoft.EventHub/namespaces/eventhubs/consumergroups/write",
+    "Microsoft.EventHub/namespaces/networkRuleSets/write",
+    "Microsoft.EventHub/namespaces/privateEndpointConnections/write",
+    "Microsoft.EventHub/namespaces/messages/receive/action",
+    "Microsoft.EventHub/namespaces/messages/send/action",
+    "Microsoft.Authorization/roleAssignments/write",
+    "Microsoft.Resources/deployments/write",
+)
+
+
+def grants(actions: list[str], action: str) -> bool:
+    """Whether an action pattern list grants ``action`` (ARM wildcards: ``*`` matches any run)."""
+    return any(re.fullmatch(re.escape(pattern).replace(r"\*", ".*"), action, re.IGNORECASE) for pattern in actions)
+
+
+def test_custom_tu_scaler_role_can_change_nothing_but_the_namespace(main: Template) -> None:
+    """The role JSON: namespace read and write only (ARM has no SKU-only action; main.bicep says
+    why and what else write covers), no wildcard, no delete, no keys, no child resource, no data
+    action, no role or deployment writes; assignable in the namespaces' resource groups only and
+    handed to the module that assigns it on each namespace resource."""
+    symbol, body = role_definition(main, "Microsoft.EventHub/namespaces/read")
+    role = role_json(body)
+    [permission] = role["permissions"]
+    assert sorted(permission["actions"]) == ["Microsoft.EventHub/namespaces/read", "Microsoft.EventHub/namespaces/write"]
+    assert not any("*" in action for action in permission["actions"])
+    assert permission["dataActions"] == [] and permission["notActions"] == [] and permission["notDataActions"] == []
+    for action in NAMESPACE_ESCAPES:
+        assert not grants(permission["actions"], action), action
+    assert grants(permission["actions"], "Microsoft.EventHub/namespaces/write")
+    condition = main.resources[symbol]["config"]["condition"]
+    assert function(operator(condition)[1]["bool_value"]) == ("empty", {"item_to_test": "eventHubsTuNamespaceIds"})
+    loops = [main.resolve(node) for node in walk(role["assignableScopes"]) if isinstance(node, str) and node in main.variables]
+    assert any(isinstance(v, dict) and v.get("loop_type", {}).get("detail", {}).get("array_name") == "eventHubsTuNamespaceIds"
+               for v in loops)
+    (module,) = [m for m in main.modules.values() if m["detail"]["path"] == "app/eventhubs-tu-scaler.bicep"]
+    assert module_body(module)["params"]["roleDefinitionName"] == body["name"] == "tuScalerRoleName"
+    assert module_body(module)["dependsOn"] == [symbol]
+    assert "ARM has no action narrower" in main.text
+
+
+@pytest.mark.parametrize(("actions", "escape"), [
+    (["Microsoft.EventHub/namespaces/*"], "Microsoft.EventHub/namespaces/delete"),
+    (["Microsoft.EventHub/*"], "Microsoft.EventHub/namespaces/eventhubs/write"),
+    (["*"], "Microsoft.Authorization/roleAssignments/write"),
+])
+def test_the_escape_check_catches_wildcards(actions: list[str], escape: str) -> None:
+    assert grants(actions, escape)
+
+
 def test_service_bus_grants_counts_and_single_queue_peeks_only(templates: dict[str, Template]) -> None:
     """The acceptance of least privilege on Service Bus, over every role assignment of the
     deployment (each to the app's identity): no data-plane Send or Manage (so no Data Owner or
@@ -303,7 +372,9 @@ def test_service_bus_grants_counts_and_single_queue_peeks_only(templates: dict[s
     assert service_bus_rights(assignments) == []
     data_roles = [(a.role, a.scope_type) for a in assignments if a.role_guid in SERVICE_BUS_DATA_RIGHTS]
     assert data_roles == [("Azure Service Bus Data Receiver", SERVICE_BUS_QUEUE)]
-    assert {a.scope_type for a in assignments if a.role in (SERVICE_BUS_READER, "Monitoring Reader")} == {SERVICE_BUS_NAMESPACE}
+    assert {a.scope_type for a in assignments if a.role == SERVICE_BUS_READER} == {SERVICE_BUS_NAMESPACE}
+    # Monitoring Reader: on Service Bus namespaces (queue rates) and Event Hubs namespaces (TU sizing) only.
+    assert {a.scope_type for a in assignments if a.role == "Monitoring Reader"} == {SERVICE_BUS_NAMESPACE, EVENT_HUBS_NAMESPACE}
     # Belt and braces on the raw text: neither role's GUID appears anywhere under infra/.
     for path in sorted(INFRA.rglob("*")):
         if path.is_file():
@@ -464,7 +535,9 @@ def access_problems(parameters: dict) -> list[str]:
     service_bus = {sb_id.lower() for sb_id in values("serviceBusNamespaceIds")}
     slo_namespaces = {sb_id.lower() for sb_id in values("serviceBusSloNamespaceIds")}
     slo_queues = {queue_id.lower() for queue_id in values("serviceBusSloQueueIds")}
-    problems = []
+    tu_namespaces = {ns_id.lower() for ns_id in values("eventHubsTuNamespaceIds")}
+    problems = [f"{namespace.name}: namespace not in eventHubsTuNamespaceIds" for namespace in policy.namespaces
+                if namespace.resource_id.lower() not in tu_namespaces]
     for target in policy.targets:
         if target.plan.resource_id.lower() not in plans:
             problems.append(f"{target.name}: plan not in targetPlanIds")
@@ -835,6 +908,7 @@ ALERTS = {
     "dead-letters": {"autoscaler.dead_letters"},
     "partition-problem": {"autoscaler.decisions"},
     "controller-conflict": {"autoscaler.decisions"},
+    "namespace-throttled": {"autoscaler.throttled_requests", "autoscaler.throughput_units"},
 }
 #: Workbook charts and the metrics each must show (issue 12: per target, arrivals vs serving
 #: capacity, backlog and oldest age against the SLO, capacity with decisions, reasons table,
@@ -845,6 +919,8 @@ CHARTS = {
     "age": {"autoscaler.oldest_event_age_seconds", "autoscaler.slo_seconds"},
     "capacity": {"autoscaler.capacity_desired", "autoscaler.capacity_requested", "autoscaler.capacity_observed",
                  "autoscaler.decisions"},
+    # a namespace target (issue 34): its TUs and its throttled requests
+    "namespace": {"autoscaler.throughput_units", "autoscaler.throttled_requests"},
     "reasons": {"autoscaler.decisions"},
     "failures": {"autoscaler.collection_failures", "autoscaler.dead_letters"},
 }

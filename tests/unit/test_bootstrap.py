@@ -74,3 +74,46 @@ def test_external_changes_per_hour_is_validated_naming_the_setting(value, expect
     else:
         with pytest.raises(SettingsError, match=f"EXTERNAL_CHANGES_PER_HOUR must be .*{expected}|EXTERNAL_CHANGES_PER_HOUR {expected}"):
             Settings.from_environment(environ)
+
+
+NAMESPACE_POLICY = json.dumps({**json.loads(POLICY), "namespaces": [{
+    "name": "orders-ns", "resource_id": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.EventHub/namespaces/orders",
+    "consumer_targets": [json.loads(POLICY)["targets"][0]["name"]]}]})
+
+
+def test_host_start_up_names_a_bad_namespace_setting() -> None:
+    bad = json.loads(NAMESPACE_POLICY)
+    bad["namespaces"][0]["max_tus"] = 41
+    completed = import_function_app({"FUNCTIONS_WORKER_RUNTIME": "python", "AzureWebJobsStorage": AZURITE,
+                                     "AUTOSCALER_POLICY": json.dumps(bad)})
+    assert completed.returncode != 0 and "AUTOSCALER_POLICY: namespaces[0].max_tus" in completed.stderr
+
+
+def test_a_policy_with_namespaces_wires_their_evaluate_collect_and_write() -> None:
+    """The composition root: namespace samples go to the namespace service, scale writes through
+    the router (plans to azure-mgmt-web, namespaces to azure-mgmt-eventhub), collect reads both."""
+    import asyncio
+
+    from scaling.bootstrap import evaluate_service_for, namespace_collector_for, scale_service_for
+    from scaling.plans.eventhub_namespace import RoutingPlanAdapter
+    from scaling.plans.local_arm import StaticTokenCredential
+    from scaling.services.namespace import NamespaceCollector, NamespaceEvaluateService
+    from scaling.settings import Settings
+    from scaling.storage.memory import MemoryStorage
+
+    settings = Settings.from_environment({"AzureWebJobsStorage": AZURITE, "AUTOSCALER_POLICY": NAMESPACE_POLICY})
+    store = MemoryStorage()
+    assert isinstance(evaluate_service_for(settings, store=store).namespaces, NamespaceEvaluateService)
+    scale = scale_service_for(settings, StaticTokenCredential(), store=store)
+    assert isinstance(scale.plans, RoutingPlanAdapter)
+    scale.plans.close()
+
+    class NoMetrics:
+        async def close(self) -> None:
+            pass
+
+    collector = namespace_collector_for(settings, StaticTokenCredential(), metrics_client=NoMetrics())
+    assert isinstance(collector, NamespaceCollector)
+    asyncio.run(collector.aclose())
+    plain = Settings.from_environment({"AzureWebJobsStorage": AZURITE, "AUTOSCALER_POLICY": POLICY})
+    assert evaluate_service_for(plain, store=store).namespaces is None

@@ -19,13 +19,16 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from scaling import bootstrap
+from scaling.domain.namespace_samples import NamespaceSample
 from scaling.domain.policy import policy_from_dict
 from scaling.domain.samples import SampleError, parse_sample
 from scaling.domain.telemetry import DECISION_ID_ATTRIBUTE, METRICS
+from scaling.domain.throughput_units import NamespaceMinute
 from scaling.plans.memory import InMemoryPlans
 from scaling.services.collect import Collector
 from scaling.services.dead_letters import DeadLetterService, LastErrors
 from scaling.services.evaluate import EvaluateService
+from scaling.services.namespace import NamespaceEvaluateService
 from scaling.services.scale import ScaleService
 from scaling.services.telemetry import NO_TELEMETRY
 from scaling.sources.checkpoints import CheckpointSnapshot
@@ -41,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 5, 4, 3, 0, tzinfo=UTC)
 PLAN = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Web/serverfarms/{}"
 NAMESPACE = "NS.servicebus.windows.net"
+EH_NAMESPACE = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.EventHub/namespaces/NS"
 PARTITIONS = 4
 ARRIVALS_PER_MINUTE = 6000  # per partition
 PROCESSED_PER_MINUTE = 5000  # per partition: the checkpoints advance this much
@@ -94,7 +98,7 @@ def scripted_run() -> Run:
     policy = policy_from_dict({"targets": [
         {"name": "orders", "plan": {"resource_id": PLAN.format("orders")}, "sources": [eventhub("orders")]},
         {"name": "billing", "plan": {"resource_id": PLAN.format("billing")}, "sources": [eventhub("billing")]},
-    ]})
+    ], "namespaces": [{"name": "orders-ns", "resource_id": EH_NAMESPACE, "consumer_targets": ["orders"]}]})
     hubs = {"orders": StandInHub.uniform(PARTITIONS), "billing": StandInHub(fail_with=ConnectionError("hub unreachable"))}
     checkpoints = MovingCheckpoints()
     plans = InMemoryPlans()
@@ -106,7 +110,8 @@ def scripted_run() -> Run:
     collector = Collector(policy, [EventHubReader(lambda source: EventHubBinding(hubs[source.name], checkpoints, NAMESPACE),
                                                   ownership_expiry_seconds=60)],
                           plans, clock=clock, telemetry=telemetry)
-    evaluate = EvaluateService(store, policy, clock=clock, telemetry=telemetry)
+    namespaces = NamespaceEvaluateService(store, policy, clock=clock, telemetry=telemetry)
+    evaluate = EvaluateService(store, policy, clock=clock, telemetry=telemetry, namespaces=namespaces)
     scale = ScaleService(store, plans, policy, clock=clock, telemetry=telemetry, timer=lambda: next(ticks) / 1000)
 
     first_action = first_sample = None
@@ -117,6 +122,9 @@ def scripted_run() -> Run:
         checkpoints.at = PROCESSED_PER_MINUTE * minute
         clock.now = now
         messages = asyncio.run(collector.collect_messages(now))
+        # the namespace target: 2 TUs, throttled 7 times in its latest minute
+        messages.append(NamespaceSample("orders-ns", now, 2, minutes=(NamespaceMinute(now - timedelta(minutes=1),
+                                                                                       throttled_requests=7.0),)).to_json())
         clock.now = now + timedelta(seconds=5)
         for message in messages:
             for action in evaluate.handle(message).messages:
@@ -174,6 +182,10 @@ def test_the_metric_values_are_the_run_s(run: Run) -> None:
     assert ("autoscaler.backlog", frozenset({"target": "billing", "source": "billing"}.items())) not in points
     assert ("autoscaler.collection_failures", frozenset({"target": "orders", "source": "orders"}.items())) not in points
     assert value("dead_letters", function="evaluate") == 1
+    # the namespace target's TUs and throttling (issue 34)
+    assert value("throughput_units", target="orders-ns") == 2
+    assert value("throttled_requests", target="orders-ns") == 7.0
+    assert value("samples", target="orders-ns") == MINUTES
     assert value("dead_letters", function="scale") == 1
 
 
