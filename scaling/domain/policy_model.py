@@ -215,6 +215,9 @@ class SloSettings:
     scale_in_peak_seconds: Annotated[float, Field(ge=0, le=MAX_SECONDS,
         description="a scale-in must also hold at the busiest collection interval's arrivals of this "
                     "last stretch (0: at the rate window's only; the engine reads no further back than history_seconds)"), NUMBER] = 480.0
+    scale_in_noise_sigmas: Annotated[Annotated[float, Field(ge=0, le=10), NUMBER] | None, Field(
+        description="the busiest interval a scale-in holds at counts only up to the forecast raised by this many "
+                    "measured noise fractions (the rates' spread about their trend); null: not capped")] = None
 
     _document = document_keys()
 

@@ -247,6 +247,41 @@ def test_scale_out_need_and_calm_rates() -> None:
     assert kernel.calm_rates(one(10.0), one(5.0), 1.1, 1 / 1200, 1200.0)[0] == pytest.approx(15.0)  # rising: halfway
 
 
+@pytest.mark.parametrize(
+    ("rates", "expected"),
+    [
+        pytest.param([10.0, 10.0, 10.0, 10.0], 0.0, id="steady"),
+        pytest.param([10.0, 12.0, 14.0, 16.0], 0.0, id="a clean ramp is trend, not noise"),
+        # residuals +-1 about a flat 10/s: sqrt(4 / (4 - 2)) / 10
+        pytest.param([9.0, 11.0, 11.0, 9.0], math.sqrt(2.0) / 10.0, id="noisy about a flat rate"),
+        pytest.param([10.0, 10.0], 0.0, id="too few intervals"),
+        pytest.param([0.0, 0.0, 0.0, 0.0], 0.0, id="no rate"),
+    ],
+)
+def test_noise_fraction(rates, expected) -> None:
+    """The spread of the intervals' rates about their trend line, over their mean rate."""
+    times = 60.0 * np.arange(len(rates) + 1)
+    totals = np.concatenate(([0.0], np.cumsum(np.asarray(rates) * 60.0)))
+    assert kernel.noise_fraction(times, totals) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("peak", "noise", "sigmas", "expected"),
+    [
+        pytest.param(20.0, 0.1, math.nan, 22.0, id="not capped: the peak with headroom"),
+        pytest.param(20.0, 0.1, 2.0, 12.0, id="capped at the forecast plus two noise fractions"),
+        pytest.param(10.5, 0.1, 2.0, 11.55, id="a peak under the cap still counts"),
+        pytest.param(20.0, 0.0, 2.0, 10.0, id="quiet traffic: the forecast alone"),
+    ],
+)
+def test_calm_rates_cap_the_peak_by_the_measured_noise(peak, noise, sigmas, expected) -> None:
+    """A scale-in after a passing rise held at the busiest interval of 8 minutes ago (a trend,
+    not noise); capped at the forecast (10/s) raised by the measured noise, it holds only against
+    what the noise can bring back."""
+    calm = kernel.calm_rates(one(10.0), one(peak), 1.1, 0.0, 1200.0, noise, np.array([sigmas]))
+    assert calm[0] == pytest.approx(expected)
+
+
 # --- sizing by owner load (sizing.py's tables) ---------------------------------------------------------------------
 
 # The worked example of sizing.py's docstring, and a variant where the exact load beats the bound.
