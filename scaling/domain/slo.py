@@ -63,6 +63,8 @@ class SourceOutlook:
     #: How fast the source's arrivals are rising, as a fraction of their rate per second
     #: (``rising_fraction``; 0 when flat, falling or unclear).
     rise: float = 0.0
+    #: How noisy the source's arrivals are, as a fraction of their rate (``noise_fraction``).
+    noise: float = 0.0
 
     @property
     def partitions(self) -> int:
@@ -120,6 +122,7 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
             peak_arrival_rate=peak,
             owners=tuple(p.owner for p in source.partitions) if source.owners else None,
             rise=kernel.rising_fraction(times_array, positions.sum(axis=1)),
+            noise=kernel.noise_fraction(times_array, positions.sum(axis=1)),
         )
     return outlooks
 
@@ -265,7 +268,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     # While the arrivals clearly rise, it must hold at the rate halfway through the dwell if the
     # rise goes on (the dwell's average under a linear rise): no scale-in into a rising edge.
     calm = [kernel.calm_rates(forecast, np.zeros_like(forecast) if o.peak_arrival_rate is None else o.peak_arrival_rate[:, None],
-                              1.0 + slo.headroom, o.rise, slo.min_dwell_seconds)
+                              1.0 + slo.headroom, o.rise, slo.min_dwell_seconds, o.noise, slo.scale_in_peak_min_noise)
             for o, forecast in zip(outlooks, forecasts, strict=True)]
     calm_loads = owner_loads(calm)
     reaction = np.array([interval + slo.provisioning_delay_seconds])

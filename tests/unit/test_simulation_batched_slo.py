@@ -34,7 +34,8 @@ from tests.helpers import (
 def hand_made(scenario: Scenario) -> list:
     """SLO targets that take the engine's other paths: a configured throughput (right and far too
     low), a tight action budget with cooldowns, narrow unbalanced bounds with a percent step, a
-    strict SLO with a short provisioning delay, a long provisioning delay with a loose budget."""
+    strict SLO with a short provisioning delay, a long provisioning delay with a loose budget, the
+    busiest interval held at whatever the noise."""
     base = simulated_target(scenario, name="hand")
     slo = base.slo
     rate = scenario.events_per_instance_per_minute / 60
@@ -49,6 +50,7 @@ def hand_made(scenario: Scenario) -> list:
         replace(base, name="strict", slo=replace(slo, max_event_age_seconds=180.0, safety_seconds=30.0, headroom=0.2,
                                                  min_dwell_seconds=600.0, provisioning_delay_seconds=60.0)),
         replace(base, name="slow-start", slo=replace(slo, provisioning_delay_seconds=300.0, max_actions_per_hour=12.0)),
+        replace(base, name="peak-always", slo=replace(slo, scale_in_peak_min_noise=0.0)),
     ]
 
 
