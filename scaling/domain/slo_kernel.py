@@ -294,8 +294,8 @@ def calm_rates(forecast, peak, headroom_factor, rise, dwell, noise=0.0, peak_min
     The busiest interval counts only where the arrivals' measured ``noise`` (``noise_fraction``)
     is at least ``peak_min_noise`` (per candidate): on noisy traffic a lull is no reason to scale
     in and out again at the next burst, but on quiet traffic a busier interval a few minutes ago is
-    a trend that has passed, and holding at it only pays for capacity (issue 32's family: up to
-    17% dearer at 10% noise, for no action saved that 30 minutes per action needs)."""
+    a trend that has passed, and holding at it only pays for capacity (on issue 32's trace family
+    up to 17% dearer at 10% noise; docs/policy-experiments.md)."""
     held = np.where(noise >= peak_min_noise, peak * headroom_factor, 0.0)
     return np.maximum(forecast, held) * rising_factor(rise, dwell)
 
