@@ -28,6 +28,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from operator import attrgetter
 
 import numpy as np
 
@@ -35,7 +36,7 @@ from scaling.domain import slo_kernel as kernel
 from scaling.domain.decisions import DOWN, HOLD, UP
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.proposal import Proposal, Situation, timing
-from scaling.domain.samples import MetricSample
+from scaling.domain.samples import MetricSample, SourceReading
 from scaling.domain.sizing import OWNER_LOAD, WORST_CASE
 
 #: How many unowned partitions a decision names (the count says the rest).
@@ -73,6 +74,21 @@ def _seconds(moment: datetime) -> float:
     return moment.timestamp()
 
 
+_PARTITION_ID = attrgetter("partition_id")
+_LAST_ENQUEUED = attrgetter("last_enqueued")
+
+
+def _positions(reading: SourceReading, ids: tuple[str, ...]) -> list:
+    """The last-enqueued sequence numbers of ``ids`` in ``reading`` (NaN where one is missing:
+    a partition missing from an older sample counts as not having moved since then). Read off in
+    one pass when the reading lists the same partitions in the same order, as it nearly always
+    does (the dictionary is for the rest)."""
+    if tuple(map(_PARTITION_ID, reading.partitions)) == ids:
+        return list(map(_LAST_ENQUEUED, reading.partitions))
+    by_id = {p.partition_id: p.last_enqueued for p in reading.partitions}
+    return [by_id.get(partition_id, np.nan) for partition_id in ids]
+
+
 def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: float,
                        peak_seconds: float = 0.0) -> dict[str, SourceOutlook]:
     """Per Event Hubs source of the latest sample, its partitions' rates, backlog and ages, and the
@@ -83,15 +99,13 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
     for source in latest.sources:
         if not source.ok or not source.partitions:
             continue
-        ids = [p.partition_id for p in source.partitions]
+        ids = tuple(map(_PARTITION_ID, source.partitions))
         times, rows = [], []
         for sample in samples:
             reading = next((x for x in sample.sources if x.name == source.name and x.ok), None)
             if reading is None:
                 continue
-            by_id = {p.partition_id: p.last_enqueued for p in reading.partitions}
-            # A partition missing from an older sample counts as not having moved since then.
-            rows.append([by_id.get(partition_id, np.nan) for partition_id in ids])
+            rows.append(_positions(reading, ids))
             times.append(_seconds(sample.collected_at))
         positions = np.asarray(rows, dtype=float)
         current = positions[-1]
