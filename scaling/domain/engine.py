@@ -18,6 +18,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from operator import attrgetter
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from scaling.domain.pause import Hold, paused_reason
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.profiles import BoundsInForce, bounds_in_force, with_bounds
 from scaling.domain.proposal import Proposal, Situation, sample_interval
-from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample
+from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample, PartitionReading, SourceReading
 
 
 def window_samples(history: Iterable[MetricSample], target: str, now: datetime, window_seconds: float,
@@ -107,11 +108,11 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
     if not any(source.partitions for source in later.sources):
         # A queue has no sequence numbers: its completions per minute tell the rate.
         return slo_queue.interval_throughput(samples, ready_capacity)
-    before = {f"{s.name}/{p.partition_id}": p for s in earlier.sources for p in s.partitions}
+    earlier_sources = {source.name: source for source in earlier.sources}
     done, busy, unmeasured, owners = [], [], [], []  # per partition of the later sample
     for source in later.sources:
-        for partition in source.partitions:
-            start = before.get(f"{source.name}/{partition.partition_id}")
+        for partition, start in zip(source.partitions, _earlier_readings(earlier_sources.get(source.name), source),
+                                    strict=True):
             owners.append(partition.owner)
             if start is None or partition.checkpoint is None:  # its processed events are unknown
                 done.append(0)
@@ -130,6 +131,21 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
         np.array([float(sum(done))]), elapsed, np.array([float(ready_capacity)]), np.array(done, dtype=float)[:, None],
         np.array(busy)[:, None], np.array(unmeasured)[:, None], slo_kernel.Owners.of(tuple(owners), len(owners)) if by_owner else None)
     return float(observed[0]), bool(saturated[0])
+
+
+def _earlier_readings(earlier: SourceReading | None, later: SourceReading) -> Sequence[PartitionReading | None]:
+    """Each of ``later``'s partitions as ``earlier`` read it (``None``: not there). Paired in order
+    when both list the same partitions, each once, in the same order, as they nearly always do."""
+    if earlier is None:
+        return [None] * len(later.partitions)
+    ids = tuple(map(_PARTITION_ID, later.partitions))
+    if tuple(map(_PARTITION_ID, earlier.partitions)) == ids and len(set(ids)) == len(ids):
+        return earlier.partitions
+    by_id = {partition.partition_id: partition for partition in earlier.partitions}
+    return [by_id.get(partition.partition_id) for partition in later.partitions]
+
+
+_PARTITION_ID = attrgetter("partition_id")
 
 
 def serving_owners(samples: Sequence[MetricSample]) -> int | None:

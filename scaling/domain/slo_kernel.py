@@ -156,8 +156,8 @@ def rate_since(times: np.ndarray, positions: np.ndarray, index: int) -> np.ndarr
 def later_peaks(times: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """Row ``j``: each partition's busiest interval rate among the intervals from ``j`` on
     (intervals x partitions); a scale-in holds against the one its peak window starts at."""
-    steps = np.diff(times)
-    rates = np.maximum(np.diff(positions, axis=0), 0.0) / np.where(steps > 0, steps, np.inf)[:, None]
+    steps = times[1:] - times[:-1]  # (np.diff, without its overhead: this runs at every evaluation)
+    rates = np.maximum(positions[1:] - positions[:-1], 0.0) / np.where(steps > 0, steps, np.inf)[:, None]
     return np.maximum.accumulate(rates[::-1], axis=0)[::-1]
 
 
@@ -169,15 +169,15 @@ def rising_fraction(times: np.ndarray, totals: np.ndarray) -> float:
     so that only a rise the history shows beyond its noise counts; 0 when it shows none, or with
     fewer than three intervals.
     """
-    steps = np.diff(times)
-    if len(steps) < 3 or not np.all(steps > 0):
+    steps = times[1:] - times[:-1]  # (np.diff and np.mean, without their overhead)
+    if len(steps) < 3 or not (steps > 0).all():
         return 0.0
-    rates = np.diff(totals) / steps
+    rates = (totals[1:] - totals[:-1]) / steps
     middles = (times[1:] + times[:-1]) / 2.0
-    centred = middles - middles.mean()
+    centred = middles - middles.sum() / len(middles)
     spread = float(np.dot(centred, centred))
     slope = float(np.dot(centred, rates)) / spread
-    mean_rate = float(rates.mean())
+    mean_rate = float(rates.sum() / len(rates))
     residuals = rates - (mean_rate + slope * centred)
     error = math.sqrt(float(np.dot(residuals, residuals)) / (len(rates) - 2) / spread)
     rise = slope - TREND_CONFIDENCE * error
@@ -212,7 +212,7 @@ def oldest_event_ages(times: np.ndarray, positions: np.ndarray, oldest: np.ndarr
     # The first sample that reached it: where the running highest position first does (the
     # positions never decrease but for a partition missing from a sample, read as the newest).
     running = np.maximum.accumulate(positions, axis=0)
-    first = (running[:, :, None] < oldest[None]).sum(axis=0, dtype=np.int16)
+    first = np.add.reduce(running[:, :, None] < oldest[None], axis=0, dtype=np.int16)  # (.sum's wrapper costs more)
     first = np.where(first < samples, first, 0)
     # Gathers from the flattened (partition, sample) history.
     flat = np.ascontiguousarray(positions.T).ravel()
@@ -273,7 +273,8 @@ def distinct_shares(forecast: np.ndarray) -> np.ndarray:
     scale-out to size its newcomers by the draw (``NEWCOMER_MARGIN``): at least half of them
     distinct. Partitions with equal shares see equal sequence numbers, so then the draw and the
     bound differ only by the backlogs, and the bound stays."""
-    return 2 * ((np.diff(np.sort(forecast, axis=0), axis=0) != 0).sum(axis=0) + 1) >= forecast.shape[0]
+    ranked = np.sort(forecast, axis=0)
+    return 2 * ((ranked[1:] - ranked[:-1] != 0).sum(axis=0) + 1) >= forecast.shape[0]  # (np.diff, without its overhead)
 
 
 # --- sizing by owner load ---------------------------------------------------------------------
@@ -381,10 +382,22 @@ def _owners_of(owners: tuple[str | None, ...] | None, partitions: int) -> Owners
     return Owners(np.asarray(index, dtype=np.int64)[:, None], np.asarray([len(seen)], dtype=np.int64))
 
 
+@functools.lru_cache(maxsize=64)
 def per_instance_table(partitions: int, top: int) -> np.ndarray:
     """Partitions the busiest instance owns at 0..``top`` + 1 instances (as the float the
-    division uses)."""
-    return np.array([float(-(-partitions // max(instances, 1))) for instances in range(top + 2)])
+    division uses). Made once per (partitions, top) and read-only: the engine asks for the same
+    table at every evaluation."""
+    table = np.array([float(-(-partitions // max(instances, 1))) for instances in range(top + 2)])
+    table.flags.writeable = False
+    return table
+
+
+@functools.lru_cache(maxsize=16)
+def _columns(count: int) -> np.ndarray:
+    """0..``count`` - 1, read-only (each candidate's column), made once per batch size."""
+    columns = np.arange(count)
+    columns.flags.writeable = False
+    return columns
 
 
 class OwnerLoads:
@@ -416,7 +429,7 @@ class OwnerLoads:
         self.ownership, self.exact_count = owners.ownership, owners.exact_count
         self.rate, self.per_instance = rate, per_instance
         self._per_owner = per_instance.astype(np.int64)
-        self.index = np.arange(count)
+        self.index = _columns(count)
         self._owners = owners
         self._spread: tuple[np.ndarray, np.ndarray] | None = None
         self._kept_by: list | None = None
@@ -573,14 +586,14 @@ def scale_in_counts(levels: np.ndarray, below: np.ndarray, capacity: np.ndarray,
     columns = np.arange(count)
     counts = np.minimum(levels, top + 1)
     width = levels.shape[1]
-    chosen_hold = np.full(count, np.nan)
 
     def hold(level: np.ndarray, chosen: np.ndarray | slice = slice(None)) -> np.ndarray:
         at = counts[columns[chosen], level]
-        shortest = np.full(len(at), np.inf)
+        shortest = None  # (the first source's, then the shortest: as from infinity, one np.minimum fewer)
         for loads, calm, age in sources:
-            shortest = np.minimum(shortest, hold_seconds(loads, calm, age, at, limit[chosen], reaction[chosen], chosen))
-        return shortest
+            seconds = hold_seconds(loads, calm, age, at, limit[chosen], reaction[chosen], chosen)
+            shortest = seconds if shortest is None else np.minimum(shortest, seconds)
+        return np.full(len(at), np.inf) if shortest is None else shortest
 
     if int(below.sum()) <= EVERY_COUNT_PAIRS:
         pairs = np.flatnonzero(np.arange(width)[None, :] < below[:, None])  # (candidate, level) below the capacity
