@@ -201,7 +201,7 @@ def ready_from_owners(expected: int, serving: int | None, pending_ready_at: date
     if serving is None:
         return expected
     just_due = pending_ready_at is not None and now < pending_ready_at + timedelta(seconds=interval)
-    return int(slo_kernel.ready_instances(expected, serving, np.bool_(just_due)))
+    return int(slo_kernel.ready_instances(expected, serving, just_due))
 
 
 def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_capacity: int | None) -> ScalerState:
@@ -220,11 +220,22 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
     observed, saturated = interval_throughput(samples, owners or ready_capacity, by_owner=owners is not None)
     if observed is None:
         return state
-    throughput, floor, waits, learned = slo_kernel.learned_throughput(
-        _values(state.throughput_per_instance), _values(state.throughput_floor), _values(held_back), _values(observed),
-        np.array([saturated]), np.array([True]))
-    return replace(state, throughput_per_instance=_value(throughput), throughput_floor=_value(floor),
-                   throughput_unconfirmed=_value(waits), throughput_observations=state.throughput_observations + int(learned[0]))
+    throughput, floor, waits, learned = slo_kernel.learned_throughput(  # (a batch of one as plain numbers)
+        _number(state.throughput_per_instance), _number(state.throughput_floor), _number(held_back), float(observed),
+        bool(saturated), True)
+    return replace(state, throughput_per_instance=_known(throughput), throughput_floor=_known(floor),
+                   throughput_unconfirmed=_known(waits), throughput_observations=state.throughput_observations + int(learned))
+
+
+def _number(value: float | None) -> float:
+    """A state value as the kernel's batch of one, a plain number (NaN: none)."""
+    return math.nan if value is None else float(value)
+
+
+def _known(value: float) -> float | None:
+    """The kernel's plain number as a state value (``None``: none)."""
+    value = float(value)
+    return None if math.isnan(value) else value
 
 
 def _values(value: float | None) -> np.ndarray:

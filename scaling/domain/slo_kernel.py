@@ -52,6 +52,48 @@ TREND_CONFIDENCE = 1.0
 NEWCOMER_MARGIN = 0.75
 
 
+# --- a batch of one as plain numbers ---------------------------------------------------------------
+# The per-candidate rules below are written with these four instead of their numpy names, so
+# that one implementation serves both callers: the batched simulator passes arrays (numpy does
+# the work), the engine passes a batch of one as plain Python numbers, and then the same
+# selection and the same IEEE arithmetic run without numpy's overhead per call (a few
+# microseconds each, most of such a rule's cost in a batch of one). NaN propagates as in numpy.
+
+_PLAIN = frozenset((bool, int, float))
+
+
+def where(condition, yes, no):
+    """``np.where``; for plain numbers, the one chosen."""
+    if type(condition) in _PLAIN and type(yes) in _PLAIN and type(no) in _PLAIN:
+        return yes if condition else no
+    return np.where(condition, yes, no)
+
+
+def minimum(first, second):
+    """``np.minimum``; for plain numbers, the smaller (NaN if either is, the first NaN first)."""
+    if type(first) in _PLAIN and type(second) in _PLAIN:
+        return first if first < second or first != first else second
+    return np.minimum(first, second)
+
+
+def maximum(first, second):
+    """``np.maximum``; for plain numbers, the larger (NaN if either is, the first NaN first)."""
+    if type(first) in _PLAIN and type(second) in _PLAIN:
+        return first if first > second or first != first else second
+    return np.maximum(first, second)
+
+
+def negation(flags):
+    """``~flags`` for boolean arrays; ``not flags`` for a plain bool (``~True`` is -2)."""
+    return (not flags) if type(flags) is bool else ~flags
+
+
+def is_nan(values):
+    """``np.isnan``, as ``values != values`` (NaN is the one value unequal to itself), which
+    plain numbers answer too."""
+    return values != values
+
+
 # --- who serves ---------------------------------------------------------------------------------------------
 
 
@@ -59,22 +101,22 @@ def serving_count(capacity, live_owners, partitions):
     """How many of ``capacity`` instances serve, as the collected ownership shows: all of them once
     the source has as many live owners (or every partition has one, when there are more instances
     than partitions), else its live owners."""
-    return np.where(live_owners >= np.minimum(capacity, partitions), capacity, live_owners)
+    return where(live_owners >= minimum(capacity, partitions), capacity, live_owners)
 
 
 def ready_instances(expected, serving, just_due):
     """The instances ready now: those the owners show serving, unless fewer show while a scale-out
     is ``just_due`` (until an interval past its provisioning delay: the collection sees the new
     instances' claims up to an interval late); then the ``expected`` count."""
-    return np.where((serving >= expected) | ~just_due, serving, expected)
+    return where((serving >= expected) | negation(just_due), serving, expected)
 
 
 def pending_seconds(ready, capacity, due, interval, provisioning):
     """How long the instances not serving yet still need: until the scale-out is ``due`` (NaN:
     none in flight), or, late or lost, the next collection (``interval``); a provisioning delay
     when none serves at all (the restart); none when all serve."""
-    waiting = np.where(due > 0, due, interval)  # (NaN: False)
-    return np.where(ready < capacity, np.where(ready <= 0, np.maximum(waiting, provisioning), waiting), 0.0)
+    waiting = where(due > 0, due, interval)  # (NaN: False)
+    return where(ready < capacity, where(ready <= 0, maximum(waiting, provisioning), waiting), 0.0)
 
 
 # --- the budget and what is learned --------------------------------------------------------------
@@ -122,12 +164,12 @@ def learned_throughput(throughput: np.ndarray, floor: np.ndarray, held_back: np.
     interval only raises the lower bound (``floor``). Returns the throughput, the floor, what waits
     (NaN: nothing) and where a reading was learned."""
     rows = learning & saturated
-    doubtful = rows & np.isnan(held_back) & (observed < throughput * (1 - UNCONFIRMED_DROP))  # (NaN: False)
-    rows = rows & ~doubtful
+    doubtful = rows & is_nan(held_back) & (observed < throughput * (1 - UNCONFIRMED_DROP))  # (NaN: False)
+    rows = rows & negation(doubtful)
     blended = (1 - THROUGHPUT_LEARNING_RATE) * throughput + THROUGHPUT_LEARNING_RATE * observed
-    throughput = np.where(rows, np.where(np.isnan(throughput), observed, blended), throughput)
-    raised = learning & ~saturated & (observed > np.where(np.isnan(floor), 0.0, floor))
-    return throughput, np.where(raised, observed, floor), np.where(doubtful, observed, np.nan), rows
+    throughput = where(rows, where(is_nan(throughput), observed, blended), throughput)
+    raised = learning & negation(saturated) & (observed > where(is_nan(floor), 0.0, floor))
+    return throughput, where(raised, observed, floor), where(doubtful, observed, math.nan), rows
 
 
 def learned_checkpoint_delay(worst_age, previous, interval, ceiling):
@@ -136,9 +178,9 @@ def learned_checkpoint_delay(worst_age, previous, interval, ceiling):
     Checkpoints trail the consumers, so even idle ones show an oldest event as old as the delay:
     it is the floor of the ages seen. It may creep up by ``CHECKPOINT_DELAY_DRIFT`` only while the
     ages are as low as checkpoints alone explain (within ``interval`` of it), never past ``ceiling``."""
-    creep = np.where(worst_age <= previous + interval, CHECKPOINT_DELAY_DRIFT, 0.0)  # (NaN: 0)
-    delay = np.where(np.isnan(previous), worst_age, np.minimum(worst_age, previous + creep))
-    return np.minimum(delay, ceiling)
+    creep = where(worst_age <= previous + interval, CHECKPOINT_DELAY_DRIFT, 0.0)  # (NaN: 0)
+    delay = where(is_nan(previous), worst_age, minimum(worst_age, previous + creep))
+    return minimum(delay, ceiling)
 
 
 # --- rates and ages from the sequence-number history ---------------------------------------------
