@@ -238,25 +238,14 @@ def _known(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
-def _values(value: float | None) -> np.ndarray:
-    """A state value as the kernel's batch of one (NaN: none)."""
-    return np.array([math.nan if value is None else value], dtype=float)
-
-
-def _value(values: np.ndarray) -> float | None:
-    """The kernel's batch of one as a state value (``None``: none)."""
-    value = float(values[0])
-    return None if math.isnan(value) else value
-
-
 # --- the engine ------------------------------------------------------------------------------
 
 
 def action_tokens(target: TargetPolicy, state: ScalerState, now: datetime) -> float:
     """Tokens left in the action budget: refilled at ``max_actions_per_hour``, at most that many."""
     elapsed = None if state.action_tokens_at is None else (now - state.action_tokens_at).total_seconds()
-    return float(slo_kernel.action_tokens(float(target.slo.max_actions_per_hour), _values(state.action_tokens),
-                                          _values(elapsed))[0])
+    return float(slo_kernel.action_tokens(float(target.slo.max_actions_per_hour), _number(state.action_tokens),
+                                          _number(elapsed)))
 
 
 def _bounded(proposal: Proposal, in_force: BoundsInForce, capacity: int, counts: Sequence[int]) -> Proposal:

@@ -125,8 +125,8 @@ def pending_seconds(ready, capacity, due, interval, provisioning):
 def action_tokens(budget, tokens, elapsed_seconds):
     """Tokens left in the action budget: refilled at ``budget`` per hour since the last action
     (``elapsed_seconds``), at most ``budget``; the whole budget when nothing was spent yet (NaN)."""
-    refilled = np.minimum(budget, tokens + np.maximum(elapsed_seconds, 0.0) / 3600.0 * budget)
-    return np.where(np.isnan(tokens) | np.isnan(elapsed_seconds), budget, refilled)
+    refilled = minimum(budget, tokens + maximum(elapsed_seconds, 0.0) / 3600.0 * budget)
+    return where(is_nan(tokens) | is_nan(elapsed_seconds), budget, refilled)
 
 
 def observed_throughput(processed: np.ndarray, elapsed: float, serving: np.ndarray, done: np.ndarray, busy: np.ndarray,
