@@ -7,8 +7,8 @@ evaluation a minute), and reports simulated minutes per CPU-second of the proces
 With ``--against REF`` the same loop also runs on REF, checked out into a temporary git
 worktree (removed afterwards). The two trees run in their own processes and take turns, round
 by round (``--rounds``), so that other work on a shared machine slows both alike; each tree's
-fastest round counts (other work only ever slows a run down), and the load average is printed
-beside the figures. The runs' cost and action counts are compared: a speed-up that changed a
+fastest round counts (other work only ever slows a run down), its median beside it (one lucky
+round on a busy machine moves the fastest), and the load average is printed beside the figures. The runs' cost and action counts are compared: a speed-up that changed a
 decision shows here (the equivalence tests say which).
 
 The loop uses only what every tree since the batched simulators has (``simulate``,
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -76,6 +77,9 @@ class Replayer:
     def best(self) -> dict:
         return max(self.rounds, key=lambda measured: measured["minutes_per_cpu_second"])
 
+    def median(self) -> float:
+        return statistics.median(measured["minutes_per_cpu_second"] for measured in self.rounds)
+
     def close(self) -> None:
         if self.process.stdin is not None:
             self.process.stdin.close()
@@ -118,19 +122,20 @@ def run(args: argparse.Namespace) -> int:
             if args.against:
                 _git(here, "worktree", "remove", "--force", str(Path(scratch) / "ref"))
     print(f"engine in the loop: {trace.name} of {trace.parent.name}, first {minutes:,} minutes, project-default, "
-          f"standard world; fastest of {args.rounds} rounds, the trees taking turns")
+          f"standard world; fastest and median of {args.rounds} rounds, the trees taking turns")
     print(f"load average before {[round(x, 2) for x in load_before]}, after {[round(x, 2) for x in load_after]} "
           f"({os.cpu_count()} cores)")
     for replayer in replayers:
         best = replayer.best()
         rounds = ", ".join(f"{measured['minutes_per_cpu_second']:,.0f}" for measured in replayer.rounds)
-        print(f"  {replayer.label}: {best['minutes_per_cpu_second']:,.0f} simulated minutes per CPU-second "
-              f"(rounds: {rounds}); "
+        print(f"  {replayer.label}: {best['minutes_per_cpu_second']:,.0f} simulated minutes per CPU-second, median "
+              f"{replayer.median():,.0f} (rounds: {rounds}); "
               f"cost {best['cost']:g}, {best['scale_actions']} scale actions, {best['slo_violation_minutes']} SLO-violation minutes")
     if len(replayers) == 2:
         mine, theirs = (replayer.best() for replayer in replayers)
         same = all(mine[key] == theirs[key] for key in ("cost", "scale_actions", "slo_violation_minutes", "max_age_minutes"))
-        print(f"  this tree / {args.against}: {mine['minutes_per_cpu_second'] / theirs['minutes_per_cpu_second']:.3f}; "
+        print(f"  this tree / {args.against}: {mine['minutes_per_cpu_second'] / theirs['minutes_per_cpu_second']:.3f} fastest, "
+              f"{replayers[0].median() / replayers[1].median():.3f} median; "
               f"decisions: {'the same cost, actions and ages' if same else 'DIFFERENT cost, actions or ages'}")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
