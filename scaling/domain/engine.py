@@ -227,6 +227,23 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
                    throughput_unconfirmed=_known(waits), throughput_observations=state.throughput_observations + int(learned))
 
 
+def raise_throughput_floor(state: ScalerState, samples: Sequence[MetricSample], most_instances: int) -> ScalerState:
+    """Raise the lower bound of the per-instance rate from an interval that cannot teach the rate
+    itself (capacity changing, new instances starting) while nothing is learned yet.
+
+    A cold start (a first deployment onto a busy hub, a plan left at its minimum) adds
+    instances every interval, so no interval is steady and the rate would stay unknown while the
+    backlog grows. The events processed divided by the most instances that could have served
+    the interval (``most_instances``: the larger of the two samples' capacities) never exceed
+    what one instance can do, so they are a safe bound to size from at once."""
+    observed, _ = interval_throughput(samples, most_instances)
+    if observed is None:
+        return state
+    _, floor, _, _ = slo_kernel.learned_throughput(  # (a batch of one as plain numbers)
+        math.nan, _number(state.throughput_floor), math.nan, float(observed), False, True)
+    return replace(state, throughput_floor=_known(floor))
+
+
 def _number(value: float | None) -> float:
     """A state value as the kernel's batch of one, a plain number (NaN: none)."""
     return math.nan if value is None else float(value)
@@ -319,6 +336,8 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     trail = timedelta(seconds=state.checkpoint_delay_seconds if state.checkpoint_delay_seconds is not None else 60.0)
     if not pending and (steady_since is None or len(samples) < 2 or samples[-2].collected_at - trail >= steady_since):
         state = learn_throughput(state, samples, ready_capacity)
+    elif state.throughput_per_instance is None and len(samples) >= 2:
+        state = raise_throughput_floor(state, samples, max(capacity, samples[-2].capacity or 0))
     throughput = state.throughput_per_instance or target.slo.events_per_instance_per_second
     throughput_source = "learned" if state.throughput_per_instance else "configured" if throughput else None
     if throughput is None and state.throughput_floor:

@@ -157,6 +157,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     oldest = backlog = np.zeros((layout.count, count))
     oldest_sum = backlog_sum = np.zeros(count)
     seen = 0
+    capacity = requested.copy()
     names_before = np.full((partitions, count), -1, dtype=np.int64)
     partition_backlog = np.zeros((partitions, count))
     owned_by: slo_kernel.Owners | None = None  # the sizing's owners, as last read
@@ -195,7 +196,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             backlog_sum[ahead] = np.maximum(world.enqueued[now] - checkpoints[:, ahead], 0.0).sum(axis=0)
 
         # --- evaluate: capacity and readiness ---------------------------------------------------
-        capacity = requested.copy()
+        previous_capacity, capacity = capacity, requested.copy()
         pending = moment < pending_at
         ready = np.where(pending, np.minimum(np.where(ready_state > 0, ready_state, capacity), capacity), capacity)
         # engine.ready_from_owners: the live owners say who serves (all, once every partition or
@@ -227,6 +228,13 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 throughput, floor, waits, _ = slo_kernel.learned_throughput(throughput, floor, held_back, observed, saturated,
                                                                            learned)
                 unconfirmed = np.where(learned, waits, unconfirmed)
+            # engine.raise_throughput_floor: an unsteady interval while nothing is learned raises
+            # the lower bound, over the most instances that could have served it.
+            bounding = ~called & np.isnan(throughput) & (oldest > 0).any(axis=0)
+            if bounding.any():
+                observed = (oldest_sum - previous_oldest_sum) / interval_seconds / np.maximum(capacity, previous_capacity)
+                _, floor, _, _ = slo_kernel.learned_throughput(throughput, floor, np.full(count, np.nan), observed,
+                                                               np.zeros(count, dtype=bool), bounding)
         rate = np.where(np.isnan(throughput), np.where(np.isnan(settings.prior), floor, settings.prior), throughput)
         known = rate > 0  # (NaN compares False: not known)
 

@@ -346,11 +346,36 @@ def test_a_reading_far_below_the_learned_rate_waits_for_confirmation(samples, pr
     assert final.throughput_unconfirmed == (pytest.approx(unconfirmed) if unconfirmed is not None else None)
 
 
-def test_no_learning_while_new_instances_are_still_provisioning() -> None:
-    start = ScalerState(target="orders", capacity=2, ready_capacity=1, pending_ready_at=T0 + timedelta(minutes=3),
-                        last_action_at=T0)
-    decision = evaluate(slo_target(), start, two_samples(600, 500, 5000), T0 + timedelta(minutes=1))
+@pytest.mark.parametrize(("capacity_before", "capacity_after", "floor"), [
+    # 2,000 events processed in 60 s; only 1 of the 2 instances was ready, but 2 could have served
+    pytest.param(2, 2, 2000 / 60 / 2, id="provisioning"),
+    # the plan grew from 2 to 4 within the interval: 4 could have served, the bound divides by 4
+    pytest.param(2, 4, 2000 / 60 / 4, id="scaled-out-in-the-interval"),
+    # and after a scale-in from 4 to 2, by the 4 that served at its start
+    pytest.param(4, 2, 2000 / 60 / 4, id="scaled-in-in-the-interval"),
+])
+def test_an_unsteady_interval_bounds_the_rate_while_nothing_is_learned(capacity_before, capacity_after, floor) -> None:
+    """A cold start adds instances every interval: none is steady, so the rate is not learned,
+    and the default used to climb +1 an interval on a growing backlog (82 violation minutes on
+    WC98's busiest hour). The events processed over the most instances that could have served
+    are a safe lower bound to size from at once; the rate itself is still not learned."""
+    samples = two_samples(600, 500, 5000)
+    samples = [replace(samples[0], capacity=capacity_before), replace(samples[1], capacity=capacity_after)]
+    start = ScalerState(target="orders", capacity=capacity_after, ready_capacity=1,
+                        pending_ready_at=T0 + timedelta(minutes=3), last_action_at=T0)
+    decision = evaluate(replace(slo_target(), slo=SloSettings()), start, samples, T0 + timedelta(minutes=1))
     assert decision.state.throughput_per_instance is None
+    assert decision.state.throughput_floor == pytest.approx(floor)
+    assert decision.metrics["throughput_source"] == "lower bound"
+
+
+def test_an_unsteady_interval_leaves_a_learned_rate_alone() -> None:
+    """Once a rate is learned, unsteady intervals teach nothing: a bound from them would only
+    be stale (the learned rate already exceeds what they show)."""
+    start = ScalerState(target="orders", capacity=2, ready_capacity=1, pending_ready_at=T0 + timedelta(minutes=3),
+                        last_action_at=T0, throughput_per_instance=40.0, throughput_observations=3)
+    decision = evaluate(slo_target(), start, two_samples(600, 500, 5000), T0 + timedelta(minutes=1))
+    assert decision.state.throughput_per_instance == 40.0
     assert decision.state.throughput_floor is None
 
 
@@ -461,10 +486,11 @@ def test_flat_idle_load_learns_only_a_floor() -> None:
 
 
 def test_action_budget_in_the_loop_holds_scale_ins_but_never_scale_outs() -> None:
-    # 12 quiet minutes (2,000/min), 12 busy ones (9,000/min), eight times; a budget of 2 actions an hour
+    # 12 quiet minutes (2,000/min), 12 busy ones (9,000/min), eight times; a budget of 1.5 actions an
+    # hour (the start's first scale-out spends a token, the busy phase's must go ahead on less than one)
     scenario = Scenario()
     target = simulated_target(scenario)
-    target = replace(target, slo=replace(target.slo, max_actions_per_hour=2.0, min_dwell_seconds=300))
+    target = replace(target, slo=replace(target.slo, max_actions_per_hour=1.5, min_dwell_seconds=300))
     arrivals = np.tile(np.concatenate([np.full(12, 2000.0), np.full(12, 9000.0)]), 8)
     decisions = []
     result = simulate(arrivals, EngineAutoscaler(target, on_decision=lambda s, d: decisions.append(d)), scenario)
