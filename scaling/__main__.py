@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export-history": ("scaling.tuning.export", "export the history table to Parquet"),
     "tune": ("scaling.tuning.cli", "run the Spark tuning job over exported history"),
     "bench-tune": ("scaling.tuning.bench", "candidate-policy-minutes per second on local[1] vs local[2]"),
+    "bench-engine": ("scaling.simulation.engine_bench", "the engine in the loop: simulated minutes per CPU-second (--against REF: beside a git ref)"),
     "demo": ("scaling.local.demo", "run the whole autoscaler locally on Azurite against a simulated hub (or queue) and plan"),
 }
 

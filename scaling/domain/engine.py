@@ -18,6 +18,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from operator import attrgetter
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from scaling.domain.pause import Hold, paused_reason
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.profiles import BoundsInForce, bounds_in_force, with_bounds
 from scaling.domain.proposal import Proposal, Situation, sample_interval
-from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample
+from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample, PartitionReading, SourceReading
 
 
 def window_samples(history: Iterable[MetricSample], target: str, now: datetime, window_seconds: float,
@@ -107,11 +108,11 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
     if not any(source.partitions for source in later.sources):
         # A queue has no sequence numbers: its completions per minute tell the rate.
         return slo_queue.interval_throughput(samples, ready_capacity)
-    before = {f"{s.name}/{p.partition_id}": p for s in earlier.sources for p in s.partitions}
+    earlier_sources = {source.name: source for source in earlier.sources}
     done, busy, unmeasured, owners = [], [], [], []  # per partition of the later sample
     for source in later.sources:
-        for partition in source.partitions:
-            start = before.get(f"{source.name}/{partition.partition_id}")
+        for partition, start in zip(source.partitions, _earlier_readings(earlier_sources.get(source.name), source),
+                                    strict=True):
             owners.append(partition.owner)
             if start is None or partition.checkpoint is None:  # its processed events are unknown
                 done.append(0)
@@ -130,6 +131,21 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
         np.array([float(sum(done))]), elapsed, np.array([float(ready_capacity)]), np.array(done, dtype=float)[:, None],
         np.array(busy)[:, None], np.array(unmeasured)[:, None], slo_kernel.Owners.of(tuple(owners), len(owners)) if by_owner else None)
     return float(observed[0]), bool(saturated[0])
+
+
+def _earlier_readings(earlier: SourceReading | None, later: SourceReading) -> Sequence[PartitionReading | None]:
+    """Each of ``later``'s partitions as ``earlier`` read it (``None``: not there). Paired in order
+    when both list the same partitions, each once, in the same order, as they nearly always do."""
+    if earlier is None:
+        return [None] * len(later.partitions)
+    ids = tuple(map(_PARTITION_ID, later.partitions))
+    if tuple(map(_PARTITION_ID, earlier.partitions)) == ids and len(set(ids)) == len(ids):
+        return earlier.partitions
+    by_id = {partition.partition_id: partition for partition in earlier.partitions}
+    return [by_id.get(partition.partition_id) for partition in later.partitions]
+
+
+_PARTITION_ID = attrgetter("partition_id")
 
 
 def serving_owners(samples: Sequence[MetricSample]) -> int | None:
@@ -185,7 +201,7 @@ def ready_from_owners(expected: int, serving: int | None, pending_ready_at: date
     if serving is None:
         return expected
     just_due = pending_ready_at is not None and now < pending_ready_at + timedelta(seconds=interval)
-    return int(slo_kernel.ready_instances(expected, serving, np.bool_(just_due)))
+    return int(slo_kernel.ready_instances(expected, serving, just_due))
 
 
 def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_capacity: int | None) -> ScalerState:
@@ -204,11 +220,11 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
     observed, saturated = interval_throughput(samples, owners or ready_capacity, by_owner=owners is not None)
     if observed is None:
         return state
-    throughput, floor, waits, learned = slo_kernel.learned_throughput(
-        _values(state.throughput_per_instance), _values(state.throughput_floor), _values(held_back), _values(observed),
-        np.array([saturated]), np.array([True]))
-    return replace(state, throughput_per_instance=_value(throughput), throughput_floor=_value(floor),
-                   throughput_unconfirmed=_value(waits), throughput_observations=state.throughput_observations + int(learned[0]))
+    throughput, floor, waits, learned = slo_kernel.learned_throughput(  # (a batch of one as plain numbers)
+        _number(state.throughput_per_instance), _number(state.throughput_floor), _number(held_back), float(observed),
+        bool(saturated), True)
+    return replace(state, throughput_per_instance=_known(throughput), throughput_floor=_known(floor),
+                   throughput_unconfirmed=_known(waits), throughput_observations=state.throughput_observations + int(learned))
 
 
 def raise_throughput_floor(state: ScalerState, samples: Sequence[MetricSample], most_instances: int) -> ScalerState:
@@ -223,19 +239,19 @@ def raise_throughput_floor(state: ScalerState, samples: Sequence[MetricSample], 
     observed, _ = interval_throughput(samples, most_instances)
     if observed is None:
         return state
-    _, floor, _, _ = slo_kernel.learned_throughput(
-        _values(None), _values(state.throughput_floor), _values(None), _values(observed), np.array([False]), np.array([True]))
-    return replace(state, throughput_floor=_value(floor))
+    _, floor, _, _ = slo_kernel.learned_throughput(  # (a batch of one as plain numbers)
+        math.nan, _number(state.throughput_floor), math.nan, float(observed), False, True)
+    return replace(state, throughput_floor=_known(floor))
 
 
-def _values(value: float | None) -> np.ndarray:
-    """A state value as the kernel's batch of one (NaN: none)."""
-    return np.array([math.nan if value is None else value], dtype=float)
+def _number(value: float | None) -> float:
+    """A state value as the kernel's batch of one, a plain number (NaN: none)."""
+    return math.nan if value is None else float(value)
 
 
-def _value(values: np.ndarray) -> float | None:
-    """The kernel's batch of one as a state value (``None``: none)."""
-    value = float(values[0])
+def _known(value: float) -> float | None:
+    """The kernel's plain number as a state value (``None``: none)."""
+    value = float(value)
     return None if math.isnan(value) else value
 
 
@@ -245,8 +261,8 @@ def _value(values: np.ndarray) -> float | None:
 def action_tokens(target: TargetPolicy, state: ScalerState, now: datetime) -> float:
     """Tokens left in the action budget: refilled at ``max_actions_per_hour``, at most that many."""
     elapsed = None if state.action_tokens_at is None else (now - state.action_tokens_at).total_seconds()
-    return float(slo_kernel.action_tokens(float(target.slo.max_actions_per_hour), _values(state.action_tokens),
-                                          _values(elapsed))[0])
+    return float(slo_kernel.action_tokens(float(target.slo.max_actions_per_hour), _number(state.action_tokens),
+                                          _number(elapsed)))
 
 
 def _bounded(proposal: Proposal, in_force: BoundsInForce, capacity: int, counts: Sequence[int]) -> Proposal:

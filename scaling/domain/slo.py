@@ -25,9 +25,11 @@ per second) and:
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from operator import attrgetter
 
 import numpy as np
 
@@ -35,7 +37,7 @@ from scaling.domain import slo_kernel as kernel
 from scaling.domain.decisions import DOWN, HOLD, UP
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.proposal import Proposal, Situation, timing
-from scaling.domain.samples import MetricSample
+from scaling.domain.samples import MetricSample, SourceReading
 from scaling.domain.sizing import OWNER_LOAD, WORST_CASE
 
 #: How many unowned partitions a decision names (the count says the rest).
@@ -75,6 +77,38 @@ def _seconds(moment: datetime) -> float:
     return moment.timestamp()
 
 
+_PARTITION_ID = attrgetter("partition_id")
+_LAST_ENQUEUED = attrgetter("last_enqueued")
+
+
+#: The rows ``_positions`` read last, by the reading's identity (the reading is kept with its
+#: row, so the identity stays its own): each sample stays in the window for a window's worth of
+#: evaluations (the simulated loop, a warm host), and its readings never change.
+_ROWS: dict[int, tuple[SourceReading, tuple[str, ...], list]] = {}
+_ROWS_KEPT = 64
+_ROWS_LOCK = threading.Lock()
+
+
+def _positions(reading: SourceReading, ids: tuple[str, ...]) -> list:
+    """The last-enqueued sequence numbers of ``ids`` in ``reading`` (NaN where one is missing:
+    a partition missing from an older sample counts as not having moved since then). Read off in
+    one pass when the reading lists the same partitions, each once, in the same order, as it
+    nearly always does (the dictionary is for the rest). The caller copies the row."""
+    kept = _ROWS.get(id(reading))
+    if kept is not None and kept[0] is reading and kept[1] == ids:
+        return kept[2]
+    if tuple(map(_PARTITION_ID, reading.partitions)) == ids and len(set(ids)) == len(ids):
+        row = list(map(_LAST_ENQUEUED, reading.partitions))
+    else:
+        by_id = {p.partition_id: p.last_enqueued for p in reading.partitions}
+        row = [by_id.get(partition_id, np.nan) for partition_id in ids]
+    with _ROWS_LOCK:
+        if len(_ROWS) >= _ROWS_KEPT:
+            del _ROWS[next(iter(_ROWS))]
+        _ROWS[id(reading)] = (reading, ids, row)
+    return row
+
+
 def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: float,
                        peak_seconds: float = 0.0) -> dict[str, SourceOutlook]:
     """Per Event Hubs source of the latest sample, its partitions' rates, backlog and ages, and the
@@ -85,15 +119,13 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
     for source in latest.sources:
         if not source.ok or not source.partitions:
             continue
-        ids = [p.partition_id for p in source.partitions]
+        ids = tuple(map(_PARTITION_ID, source.partitions))
         times, rows = [], []
         for sample in samples:
             reading = next((x for x in sample.sources if x.name == source.name and x.ok), None)
             if reading is None:
                 continue
-            by_id = {p.partition_id: p.last_enqueued for p in reading.partitions}
-            # A partition missing from an older sample counts as not having moved since then.
-            rows.append([by_id.get(partition_id, np.nan) for partition_id in ids])
+            rows.append(_positions(reading, ids))
             times.append(_seconds(sample.collected_at))
         positions = np.asarray(rows, dtype=float)
         current = positions[-1]
@@ -171,7 +203,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
            for o in outlooks]
     hot_notes = [f"{key} receives {rate:.1f}/s, more than one instance serves ({throughput:.1f}/s)"
                  for outlook, mask in zip(outlooks, hot, strict=True)
-                 for key, rate in zip(np.asarray(outlook.keys)[mask], outlook.arrival_rate[mask], strict=True)]
+                 if mask.any() for key, rate in zip(np.asarray(outlook.keys)[mask], outlook.arrival_rate[mask], strict=True)]
     if hot_notes:
         outlooks = [_set_aside(outlook, mask) for outlook, mask in zip(outlooks, hot, strict=True)]
         hot_notes.append(f"sized for the other {sum(o.partitions for o in outlooks) - len(hot_notes)} partitions")
@@ -214,7 +246,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         served = load.service(forecast[:, [0, 0]], both, np.array([0, 0]))
         then = kernel.predicted_age(age, backlog, forecast, served[:, :1], first)
         then = kernel.predicted_age(then, backlog, forecast, served[:, 1:], react - first)
-        worst_predicted = max(worst_predicted, float(np.max(then)))
+        worst_predicted = max(worst_predicted, float(then.max()))
     owned = all(bool(reading.ownership[0]) for reading in owners)
     busiest_now = busiest(loads, capacity)
     sizing_note = (f"sizing: {OWNER_LOAD}, busiest owner {busiest_now:.1f}/s now "

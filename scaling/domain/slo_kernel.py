@@ -52,6 +52,48 @@ TREND_CONFIDENCE = 1.0
 NEWCOMER_MARGIN = 0.75
 
 
+# --- a batch of one as plain numbers ---------------------------------------------------------------
+# The per-candidate rules below are written with these four instead of their numpy names, so
+# that one implementation serves both callers: the batched simulator passes arrays (numpy does
+# the work), the engine passes a batch of one as plain Python numbers, and then the same
+# selection and the same IEEE arithmetic run without numpy's overhead per call (a few
+# microseconds each, most of such a rule's cost in a batch of one). NaN propagates as in numpy.
+
+_PLAIN = frozenset((bool, int, float))
+
+
+def where(condition, yes, no):
+    """``np.where``; for plain numbers, the one chosen."""
+    if type(condition) in _PLAIN and type(yes) in _PLAIN and type(no) in _PLAIN:
+        return yes if condition else no
+    return np.where(condition, yes, no)
+
+
+def minimum(first, second):
+    """``np.minimum``; for plain numbers, the smaller (NaN if either is, the first NaN first)."""
+    if type(first) in _PLAIN and type(second) in _PLAIN:
+        return first if first < second or first != first else second
+    return np.minimum(first, second)
+
+
+def maximum(first, second):
+    """``np.maximum``; for plain numbers, the larger (NaN if either is, the first NaN first)."""
+    if type(first) in _PLAIN and type(second) in _PLAIN:
+        return first if first > second or first != first else second
+    return np.maximum(first, second)
+
+
+def negation(flags):
+    """``~flags`` for boolean arrays; ``not flags`` for a plain bool (``~True`` is -2)."""
+    return (not flags) if type(flags) is bool else ~flags
+
+
+def is_nan(values):
+    """``np.isnan``, as ``values != values`` (NaN is the one value unequal to itself), which
+    plain numbers answer too."""
+    return values != values
+
+
 # --- who serves ---------------------------------------------------------------------------------------------
 
 
@@ -59,22 +101,22 @@ def serving_count(capacity, live_owners, partitions):
     """How many of ``capacity`` instances serve, as the collected ownership shows: all of them once
     the source has as many live owners (or every partition has one, when there are more instances
     than partitions), else its live owners."""
-    return np.where(live_owners >= np.minimum(capacity, partitions), capacity, live_owners)
+    return where(live_owners >= minimum(capacity, partitions), capacity, live_owners)
 
 
 def ready_instances(expected, serving, just_due):
     """The instances ready now: those the owners show serving, unless fewer show while a scale-out
     is ``just_due`` (until an interval past its provisioning delay: the collection sees the new
     instances' claims up to an interval late); then the ``expected`` count."""
-    return np.where((serving >= expected) | ~just_due, serving, expected)
+    return where((serving >= expected) | negation(just_due), serving, expected)
 
 
 def pending_seconds(ready, capacity, due, interval, provisioning):
     """How long the instances not serving yet still need: until the scale-out is ``due`` (NaN:
     none in flight), or, late or lost, the next collection (``interval``); a provisioning delay
     when none serves at all (the restart); none when all serve."""
-    waiting = np.where(due > 0, due, interval)  # (NaN: False)
-    return np.where(ready < capacity, np.where(ready <= 0, np.maximum(waiting, provisioning), waiting), 0.0)
+    waiting = where(due > 0, due, interval)  # (NaN: False)
+    return where(ready < capacity, where(ready <= 0, maximum(waiting, provisioning), waiting), 0.0)
 
 
 # --- the budget and what is learned --------------------------------------------------------------
@@ -83,8 +125,8 @@ def pending_seconds(ready, capacity, due, interval, provisioning):
 def action_tokens(budget, tokens, elapsed_seconds):
     """Tokens left in the action budget: refilled at ``budget`` per hour since the last action
     (``elapsed_seconds``), at most ``budget``; the whole budget when nothing was spent yet (NaN)."""
-    refilled = np.minimum(budget, tokens + np.maximum(elapsed_seconds, 0.0) / 3600.0 * budget)
-    return np.where(np.isnan(tokens) | np.isnan(elapsed_seconds), budget, refilled)
+    refilled = minimum(budget, tokens + maximum(elapsed_seconds, 0.0) / 3600.0 * budget)
+    return where(is_nan(tokens) | is_nan(elapsed_seconds), budget, refilled)
 
 
 def observed_throughput(processed: np.ndarray, elapsed: float, serving: np.ndarray, done: np.ndarray, busy: np.ndarray,
@@ -122,12 +164,12 @@ def learned_throughput(throughput: np.ndarray, floor: np.ndarray, held_back: np.
     interval only raises the lower bound (``floor``). Returns the throughput, the floor, what waits
     (NaN: nothing) and where a reading was learned."""
     rows = learning & saturated
-    doubtful = rows & np.isnan(held_back) & (observed < throughput * (1 - UNCONFIRMED_DROP))  # (NaN: False)
-    rows = rows & ~doubtful
+    doubtful = rows & is_nan(held_back) & (observed < throughput * (1 - UNCONFIRMED_DROP))  # (NaN: False)
+    rows = rows & negation(doubtful)
     blended = (1 - THROUGHPUT_LEARNING_RATE) * throughput + THROUGHPUT_LEARNING_RATE * observed
-    throughput = np.where(rows, np.where(np.isnan(throughput), observed, blended), throughput)
-    raised = learning & ~saturated & (observed > np.where(np.isnan(floor), 0.0, floor))
-    return throughput, np.where(raised, observed, floor), np.where(doubtful, observed, np.nan), rows
+    throughput = where(rows, where(is_nan(throughput), observed, blended), throughput)
+    raised = learning & negation(saturated) & (observed > where(is_nan(floor), 0.0, floor))
+    return throughput, where(raised, observed, floor), where(doubtful, observed, math.nan), rows
 
 
 def learned_checkpoint_delay(worst_age, previous, interval, ceiling):
@@ -136,9 +178,9 @@ def learned_checkpoint_delay(worst_age, previous, interval, ceiling):
     Checkpoints trail the consumers, so even idle ones show an oldest event as old as the delay:
     it is the floor of the ages seen. It may creep up by ``CHECKPOINT_DELAY_DRIFT`` only while the
     ages are as low as checkpoints alone explain (within ``interval`` of it), never past ``ceiling``."""
-    creep = np.where(worst_age <= previous + interval, CHECKPOINT_DELAY_DRIFT, 0.0)  # (NaN: 0)
-    delay = np.where(np.isnan(previous), worst_age, np.minimum(worst_age, previous + creep))
-    return np.minimum(delay, ceiling)
+    creep = where(worst_age <= previous + interval, CHECKPOINT_DELAY_DRIFT, 0.0)  # (NaN: 0)
+    delay = where(is_nan(previous), worst_age, minimum(worst_age, previous + creep))
+    return minimum(delay, ceiling)
 
 
 # --- rates and ages from the sequence-number history ---------------------------------------------
@@ -156,8 +198,8 @@ def rate_since(times: np.ndarray, positions: np.ndarray, index: int) -> np.ndarr
 def later_peaks(times: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """Row ``j``: each partition's busiest interval rate among the intervals from ``j`` on
     (intervals x partitions); a scale-in holds against the one its peak window starts at."""
-    steps = np.diff(times)
-    rates = np.maximum(np.diff(positions, axis=0), 0.0) / np.where(steps > 0, steps, np.inf)[:, None]
+    steps = times[1:] - times[:-1]  # (np.diff, without its overhead: this runs at every evaluation)
+    rates = np.maximum(positions[1:] - positions[:-1], 0.0) / np.where(steps > 0, steps, np.inf)[:, None]
     return np.maximum.accumulate(rates[::-1], axis=0)[::-1]
 
 
@@ -165,15 +207,15 @@ def _rate_fit(times: np.ndarray, totals: np.ndarray):
     """The least-squares line through the intervals' rates (from ``totals``, events enqueued so far at
     ``times``): the centred middles, the slope, the mean rate and the residuals; ``None`` with fewer
     than three intervals or a time that does not advance."""
-    steps = np.diff(times)
-    if len(steps) < 3 or not np.all(steps > 0):
+    steps = times[1:] - times[:-1]  # (np.diff and np.mean, without their overhead)
+    if len(steps) < 3 or not (steps > 0).all():
         return None
-    rates = np.diff(totals) / steps
+    rates = (totals[1:] - totals[:-1]) / steps
     middles = (times[1:] + times[:-1]) / 2.0
-    centred = middles - middles.mean()
+    centred = middles - middles.sum() / len(middles)
     spread = float(np.dot(centred, centred))
     slope = float(np.dot(centred, rates)) / spread
-    mean_rate = float(rates.mean())
+    mean_rate = float(rates.sum() / len(rates))
     residuals = rates - (mean_rate + slope * centred)
     return centred, spread, slope, mean_rate, residuals
 
@@ -237,7 +279,7 @@ def oldest_event_ages(times: np.ndarray, positions: np.ndarray, oldest: np.ndarr
     # The first sample that reached it: where the running highest position first does (the
     # positions never decrease but for a partition missing from a sample, read as the newest).
     running = np.maximum.accumulate(positions, axis=0)
-    first = (running[:, :, None] < oldest[None]).sum(axis=0, dtype=np.int16)
+    first = np.add.reduce(running[:, :, None] < oldest[None], axis=0, dtype=np.int16)  # (.sum's wrapper costs more)
     first = np.where(first < samples, first, 0)
     # Gathers from the flattened (partition, sample) history.
     flat = np.ascontiguousarray(positions.T).ravel()
@@ -305,7 +347,8 @@ def distinct_shares(forecast: np.ndarray) -> np.ndarray:
     scale-out to size its newcomers by the draw (``NEWCOMER_MARGIN``): at least half of them
     distinct. Partitions with equal shares see equal sequence numbers, so then the draw and the
     bound differ only by the backlogs, and the bound stays."""
-    return 2 * ((np.diff(np.sort(forecast, axis=0), axis=0) != 0).sum(axis=0) + 1) >= forecast.shape[0]
+    ranked = np.sort(forecast, axis=0)
+    return 2 * ((ranked[1:] - ranked[:-1] != 0).sum(axis=0) + 1) >= forecast.shape[0]  # (np.diff, without its overhead)
 
 
 # --- sizing by owner load ---------------------------------------------------------------------
@@ -413,10 +456,22 @@ def _owners_of(owners: tuple[str | None, ...] | None, partitions: int) -> Owners
     return Owners(np.asarray(index, dtype=np.int64)[:, None], np.asarray([len(seen)], dtype=np.int64))
 
 
+@functools.lru_cache(maxsize=64)
 def per_instance_table(partitions: int, top: int) -> np.ndarray:
     """Partitions the busiest instance owns at 0..``top`` + 1 instances (as the float the
-    division uses)."""
-    return np.array([float(-(-partitions // max(instances, 1))) for instances in range(top + 2)])
+    division uses). Made once per (partitions, top) and read-only: the engine asks for the same
+    table at every evaluation."""
+    table = np.array([float(-(-partitions // max(instances, 1))) for instances in range(top + 2)])
+    table.flags.writeable = False
+    return table
+
+
+@functools.lru_cache(maxsize=16)
+def _columns(count: int) -> np.ndarray:
+    """0..``count`` - 1, read-only (each candidate's column), made once per batch size."""
+    columns = np.arange(count)
+    columns.flags.writeable = False
+    return columns
 
 
 class OwnerLoads:
@@ -448,7 +503,7 @@ class OwnerLoads:
         self.ownership, self.exact_count = owners.ownership, owners.exact_count
         self.rate, self.per_instance = rate, per_instance
         self._per_owner = per_instance.astype(np.int64)
-        self.index = np.arange(count)
+        self.index = _columns(count)
         self._owners = owners
         self._spread: tuple[np.ndarray, np.ndarray] | None = None
         self._kept_by: list | None = None
@@ -605,14 +660,14 @@ def scale_in_counts(levels: np.ndarray, below: np.ndarray, capacity: np.ndarray,
     columns = np.arange(count)
     counts = np.minimum(levels, top + 1)
     width = levels.shape[1]
-    chosen_hold = np.full(count, np.nan)
 
     def hold(level: np.ndarray, chosen: np.ndarray | slice = slice(None)) -> np.ndarray:
         at = counts[columns[chosen], level]
-        shortest = np.full(len(at), np.inf)
+        shortest = None  # (the first source's, then the shortest: as from infinity, one np.minimum fewer)
         for loads, calm, age in sources:
-            shortest = np.minimum(shortest, hold_seconds(loads, calm, age, at, limit[chosen], reaction[chosen], chosen))
-        return shortest
+            seconds = hold_seconds(loads, calm, age, at, limit[chosen], reaction[chosen], chosen)
+            shortest = seconds if shortest is None else np.minimum(shortest, seconds)
+        return np.full(len(at), np.inf) if shortest is None else shortest
 
     if int(below.sum()) <= EVERY_COUNT_PAIRS:
         pairs = np.flatnonzero(np.arange(width)[None, :] < below[:, None])  # (candidate, level) below the capacity

@@ -117,3 +117,14 @@ def test_a_policy_with_namespaces_wires_their_evaluate_collect_and_write() -> No
     asyncio.run(collector.aclose())
     plain = Settings.from_environment({"AzureWebJobsStorage": AZURITE, "AUTOSCALER_POLICY": POLICY})
     assert evaluate_service_for(plain, store=store).namespaces is None
+
+
+def test_host_start_up_leaves_numpy_to_the_first_evaluation() -> None:
+    """The cold start (issue 31: under 0.6 s and 60 MB) does not pay for numpy: the SLO kernel
+    loads it on the first evaluation."""
+    environ = {"FUNCTIONS_WORKER_RUNTIME": "python", "AzureWebJobsStorage": AZURITE, "AUTOSCALER_POLICY": POLICY}
+    clean = {key: value for key, value in os.environ.items() if key not in ("AUTOSCALER_POLICY_FILE", "COLLECT_SCHEDULE")}
+    completed = subprocess.run([sys.executable, "-c", "import sys, function_app; print('numpy' in sys.modules)"], cwd=REPO,
+                               env={**clean, **environ}, capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "False"
