@@ -187,7 +187,7 @@ class SloSettings:
     ``events_per_instance_per_second`` is a prior; the engine learns the real throughput from
     saturated periods. ``provisioning_delay_seconds`` is how long new instances take to serve.
     ``min_dwell_seconds`` is the shortest time a scale-in must be expected to hold, at the
-    forecast and, on noisy traffic (``scale_in_peak_min_noise``), at the busiest collection interval
+    forecast and, on noisy traffic (``scale_in_peak_full_noise``), at the busiest collection interval
     of the last ``scale_in_peak_seconds`` (a lull between bursts is no reason to scale in, and scale
     out again at the next burst; on quiet traffic a busier interval minutes ago is a passed trend).
     ``max_actions_per_hour`` is an action budget (a token bucket): scale-outs are never held
@@ -217,9 +217,10 @@ class SloSettings:
     scale_in_peak_seconds: Annotated[float, Field(ge=0, le=MAX_SECONDS,
         description="a scale-in must also hold at the busiest collection interval's arrivals of this "
                     "last stretch (0: at the rate window's only; the engine reads no further back than history_seconds)"), NUMBER] = 480.0
-    scale_in_peak_min_noise: Annotated[float, Field(ge=0, le=10,
-        description="the busiest interval holds a scale-in only while the arrivals' measured noise (the spread of the "
-                    "history's interval rates about their trend, over their mean) is at least this; 0: always"), NUMBER] = 0.22
+    scale_in_peak_full_noise: Annotated[float, Field(ge=0, le=10,
+        description="the busiest interval holds a scale-in wholly once the arrivals' measured noise (the spread of the "
+                    "history's interval rates about their trend, over their mean) reaches this, not at all below half "
+                    "of it, in proportion between; 0: always wholly"), NUMBER] = 0.25
 
     _document = document_keys()
 

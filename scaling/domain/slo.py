@@ -300,7 +300,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     # While the arrivals clearly rise, it must hold at the rate halfway through the dwell if the
     # rise goes on (the dwell's average under a linear rise): no scale-in into a rising edge.
     calm = [kernel.calm_rates(forecast, np.zeros_like(forecast) if o.peak_arrival_rate is None else o.peak_arrival_rate[:, None],
-                              1.0 + slo.headroom, o.rise, slo.min_dwell_seconds, o.noise, slo.scale_in_peak_min_noise)
+                              1.0 + slo.headroom, o.rise, slo.min_dwell_seconds, o.noise, slo.scale_in_peak_full_noise)
             for o, forecast in zip(outlooks, forecasts, strict=True)]
     calm_loads = owner_loads(calm)
     reaction = np.array([interval + slo.provisioning_delay_seconds])

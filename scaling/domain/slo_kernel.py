@@ -328,17 +328,20 @@ def scale_out_need(forecast, backlog, provisioning, since, safety, drain):
     return forecast + np.maximum(backlog + forecast * (provisioning + since) - forecast * safety, 0.0) / drain
 
 
-def calm_rates(forecast, peak, headroom_factor, rise, dwell, noise=0.0, peak_min_noise=0.0):
+def calm_rates(forecast, peak, headroom_factor, rise, dwell, noise=0.0, full_noise=0.0):
     """The rates a scale-in must hold at: the forecast or, on noisy traffic, the busiest recent
     interval (with the headroom), whichever is higher, raised to the rate halfway through the dwell
     while the arrivals clearly rise.
 
-    The busiest interval counts only where the arrivals' measured ``noise`` (``noise_fraction``)
-    is at least ``peak_min_noise`` (per candidate): on noisy traffic a lull is no reason to scale
-    in and out again at the next burst, but on quiet traffic a busier interval a few minutes ago is
-    a trend that has passed, and holding at it only pays for capacity (on issue 32's trace family
-    up to 17% dearer at 10% noise; docs/policy-experiments.md)."""
-    held = np.where(noise >= peak_min_noise, peak * headroom_factor, 0.0)
+    How much the busiest interval counts follows the arrivals' measured ``noise``
+    (``noise_fraction``): not at all up to half of ``full_noise`` (per candidate), wholly from
+    ``full_noise`` on, in proportion between (0: always wholly). On noisy traffic a lull is no
+    reason to scale in and out again at the next burst; on quiet traffic a busier interval a few
+    minutes ago is a trend that has passed, and holding at it only pays for capacity (on issue
+    32's trace family up to 17% dearer at 10% noise). The ramp keeps a noise estimate from ten
+    intervals, which wanders, from switching the hold on and off (docs/policy-experiments.md)."""
+    weight = np.clip(np.where(full_noise > 0, 2.0 * noise / np.where(full_noise > 0, full_noise, 1.0) - 1.0, 1.0), 0.0, 1.0)
+    held = forecast + weight * (peak * headroom_factor - forecast)
     return np.maximum(forecast, held) * rising_factor(rise, dwell)
 
 

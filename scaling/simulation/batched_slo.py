@@ -91,7 +91,7 @@ class _Candidates:
         self.budget = np.array([float(s.max_actions_per_hour) for s in slo])
         self.provisioning = np.array([float(s.provisioning_delay_seconds) for s in slo])
         self.peak = np.array([float(s.scale_in_peak_seconds) for s in slo])
-        self.peak_min_noise = np.array([float(s.scale_in_peak_min_noise) for s in slo])
+        self.peak_full_noise = np.array([float(s.scale_in_peak_full_noise) for s in slo])
         self.prior = np.array([np.nan if s.events_per_instance_per_second is None else s.events_per_instance_per_second
                                for s in slo])
         self.cooldown_up = np.array([float(t.scale_up.cooldown_seconds) for t in targets])
@@ -314,7 +314,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                     totals = enqueued_total[now - interval * (samples - 1): now + 1: interval] - partitions
                     rise = slo_kernel.rising_fraction(times, totals)
                     calm = slo_kernel.calm_rates(forecast, peak, settings.headroom_factor, rise, settings.dwell,
-                                                 slo_kernel.noise_fraction(times, totals), settings.peak_min_noise)
+                                                 slo_kernel.noise_fraction(times, totals), settings.peak_full_noise)
                     if any_hot:
                         calm = np.where(hot, 0.0, calm)
                     rows = np.flatnonzero(eligible)  # loads and counts for these candidates only

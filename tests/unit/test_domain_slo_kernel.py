@@ -266,21 +266,24 @@ def test_noise_fraction(rates, expected) -> None:
 
 
 @pytest.mark.parametrize(
-    ("peak", "noise", "peak_min_noise", "expected"),
+    ("peak", "noise", "full_noise", "expected"),
     [
-        pytest.param(20.0, 0.30, 0.22, 22.0, id="noisy: the busiest interval with headroom"),
-        pytest.param(20.0, 0.22, 0.22, 22.0, id="at the threshold: held"),
-        pytest.param(20.0, 0.10, 0.22, 10.0, id="quiet: the forecast alone"),
-        pytest.param(20.0, 0.0, 0.0, 22.0, id="threshold 0: always held"),
-        pytest.param(5.0, 0.30, 0.22, 10.0, id="a busiest interval under the forecast changes nothing"),
+        pytest.param(20.0, 0.30, 0.25, 22.0, id="noisy: the busiest interval with headroom"),
+        pytest.param(20.0, 0.25, 0.25, 22.0, id="at full noise: wholly"),
+        pytest.param(20.0, 0.1875, 0.25, 16.0, id="halfway up the ramp: halfway between forecast and peak"),
+        pytest.param(20.0, 0.125, 0.25, 10.0, id="at half the full noise: the forecast alone"),
+        pytest.param(20.0, 0.05, 0.25, 10.0, id="quiet: the forecast alone"),
+        pytest.param(20.0, 0.0, 0.0, 22.0, id="full noise 0: always wholly"),
+        pytest.param(5.0, 0.30, 0.25, 10.0, id="a busiest interval under the forecast changes nothing"),
     ],
 )
-def test_calm_rates_hold_at_the_busiest_interval_only_on_noisy_traffic(peak, noise, peak_min_noise, expected) -> None:
+def test_calm_rates_hold_at_the_busiest_interval_only_on_noisy_traffic(peak, noise, full_noise, expected) -> None:
     """On quiet traffic a busier interval a few minutes ago is a trend that has passed: holding a
     scale-in at it cost the family's 10%-noise diurnal member 1.355 of the fluid bound against
     1.122 without. On noisy traffic it is the next burst: without it, the 35% member cost 1.373
-    against 1.235 and acted every 15 minutes instead of 89."""
-    calm = kernel.calm_rates(one(10.0), one(peak), 1.1, 0.0, 1200.0, noise, np.array([peak_min_noise]))
+    against 1.235 and acted every 15 minutes instead of 89. Between, in proportion, so that a
+    noise estimate that wanders does not switch the hold on and off."""
+    calm = kernel.calm_rates(one(10.0), one(peak), 1.1, 0.0, 1200.0, noise, np.array([full_noise]))
     assert calm[0] == pytest.approx(expected)
 
 

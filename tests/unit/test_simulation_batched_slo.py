@@ -50,7 +50,7 @@ def hand_made(scenario: Scenario) -> list:
         replace(base, name="strict", slo=replace(slo, max_event_age_seconds=180.0, safety_seconds=30.0, headroom=0.2,
                                                  min_dwell_seconds=600.0, provisioning_delay_seconds=60.0)),
         replace(base, name="slow-start", slo=replace(slo, provisioning_delay_seconds=300.0, max_actions_per_hour=12.0)),
-        replace(base, name="peak-always", slo=replace(slo, scale_in_peak_min_noise=0.0)),
+        replace(base, name="peak-always", slo=replace(slo, scale_in_peak_full_noise=0.0)),
     ]
 
 
