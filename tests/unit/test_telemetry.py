@@ -162,21 +162,21 @@ def test_the_metric_values_are_the_run_s(run: Run) -> None:
     assert value("arrival_rate", source="orders", **orders) == pytest.approx(PARTITIONS * ARRIVALS_PER_MINUTE / 60)
     last = ARRIVALS_PER_MINUTE * MINUTES - PROCESSED_PER_MINUTE * (MINUTES - 1)
     assert value("backlog", source="orders", **orders) == PARTITIONS * last
-    assert value("oldest_event_age_seconds", **orders) == pytest.approx(55.0)
-    assert value("predicted_age_seconds", **orders) == pytest.approx(108.6)
+    assert value("oldest_event_age_seconds", **orders) == pytest.approx(57.0)
+    assert value("predicted_age_seconds", **orders) == pytest.approx(110.2)
     assert value("slo_seconds", **orders) == 300.0
-    assert value("throughput_per_instance", **orders) == pytest.approx(PROCESSED_PER_MINUTE / 60)
-    # Scaled 1 -> 2 -> 4 (the partitions spread evenly over at most 4 instances).
-    assert value("capacity_desired", **orders) == 4
-    assert value("capacity_requested", **orders) == 4
-    assert value("capacity_observed", **orders) == 4
+    assert value("throughput_per_instance", **orders) == pytest.approx(PARTITIONS * PROCESSED_PER_MINUTE / 60 / 2)  # over 2
+    # Scaled 1 -> 2 once: the next interval, unsteady, bounds the rate from below (the cold start),
+    # and at that bound 2 instances keep the oldest event within the SLO's limit.
+    assert value("capacity_desired", **orders) == 2
+    assert value("capacity_requested", **orders) == 2
+    assert value("capacity_observed", **orders) == 2
     assert value("samples", **orders) == MINUTES
-    assert value("decisions", direction="up", reason="throughput_unknown_backlog_growing", **orders) == 2
-    assert value("decisions", direction="none", reason="throughput_unknown_waiting", **orders) == 2
-    assert value("decisions", direction="none", reason="at_max_bound", **orders) == 3
-    assert value("decisions", direction="none", reason="slo_steady", **orders) == 1
-    assert value("arm_writes", outcome="applied", **orders) == 2
-    assert value("arm_write_duration_ms", **orders) == (2, pytest.approx(50.0))
+    assert value("decisions", direction="up", reason="throughput_unknown_backlog_growing", **orders) == 1
+    assert value("decisions", direction="none", reason="too_few_samples", **orders) == 2
+    assert value("decisions", direction="none", reason="slo_steady", **orders) == 5
+    assert value("arm_writes", outcome="applied", **orders) == 1
+    assert value("arm_write_duration_ms", **orders) == (1, pytest.approx(25.0))
     # billing's hub fails every minute: one failure per collect, no backlog or arrivals reported.
     assert value("collection_failures", target="billing", source="billing") == MINUTES
     assert ("autoscaler.backlog", frozenset({"target": "billing", "source": "billing"}.items())) not in points
