@@ -8,9 +8,9 @@ the policy (``SourceSettings.kind``); the collector dispatches on ``kind``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
-from datetime import UTC, datetime
-from typing import Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol, TypeVar
 
 from scaling.domain.policy import SourceSettings
 from scaling.domain.samples import SourceReading
@@ -94,3 +94,24 @@ class SourceReader(Protocol):
     async def read(self, source: SourceSettings, gate: CallGate, now: datetime) -> SourceReading: ...
 
     async def aclose(self) -> None: ...
+
+
+def minute_totals(result: Any, names: Sequence[str], now: datetime,
+                  value: Callable[[Any], float] = float) -> dict[str, dict[datetime, float]]:
+    """Per metric of ``names``, the complete minutes' totals (UTC minute -> ``value`` of each point,
+    summed over the time series) of an Azure Monitor ``MetricsQueryResult``. A minute Azure Monitor
+    has not ingested yet has no total, and one that has not ended by ``now`` is left out."""
+    totals: dict[str, dict[datetime, float]] = {name: {} for name in names}
+    for metric in getattr(result, "metrics", None) or ():
+        per_minute = totals.get(getattr(metric, "name", None))
+        if per_minute is None:
+            continue
+        for series in getattr(metric, "timeseries", None) or ():
+            for point in getattr(series, "data", None) or ():
+                total, stamp = getattr(point, "total", None), getattr(point, "timestamp", None)
+                if total is None or stamp is None:
+                    continue
+                stamp = stamp.replace(tzinfo=UTC) if stamp.tzinfo is None else stamp.astimezone(UTC)
+                if stamp + timedelta(minutes=1) <= now:
+                    per_minute[stamp] = per_minute.get(stamp, 0.0) + value(total)
+    return totals

@@ -10,10 +10,11 @@ no totals and is left out; only minutes that ended by ``now`` count.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from scaling.domain.throughput_units import NamespaceMinute
+from scaling.sources.base import minute_totals
 
 INCOMING_BYTES = "IncomingBytes"
 INCOMING_MESSAGES = "IncomingMessages"
@@ -32,19 +33,7 @@ class NamespaceMetricsReader(Protocol):
 def minutes_from_metrics(result: Any, now: datetime) -> tuple[NamespaceMinute, ...]:
     """The complete minutes of a ``MetricsQueryResult`` (oldest first) in which every one of the
     five metrics has a total (several time series are summed)."""
-    totals: dict[str, dict[datetime, float]] = {name: {} for name in NAMESPACE_METRICS}
-    for metric in getattr(result, "metrics", None) or ():
-        per_minute = totals.get(getattr(metric, "name", None))
-        if per_minute is None:
-            continue
-        for series in getattr(metric, "timeseries", None) or ():
-            for point in getattr(series, "data", None) or ():
-                total, stamp = getattr(point, "total", None), getattr(point, "timestamp", None)
-                if total is None or stamp is None:
-                    continue
-                stamp = stamp.replace(tzinfo=UTC) if stamp.tzinfo is None else stamp.astimezone(UTC)
-                if stamp + timedelta(minutes=1) <= now:
-                    per_minute[stamp] = per_minute.get(stamp, 0.0) + max(float(total), 0.0)
+    totals = minute_totals(result, NAMESPACE_METRICS, now, value=lambda total: max(float(total), 0.0))
     complete = sorted(set.intersection(*(set(values) for values in totals.values())))
     return tuple(NamespaceMinute(stamp, *(totals[name][stamp] for name in NAMESPACE_METRICS)) for stamp in complete)
 

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from scaling.domain.policy import SourceSettings
 from scaling.domain.policy_model import ServiceBusNamespaceId
 from scaling.domain.samples import SourceReading
-from scaling.sources.base import CallGate, ReadError, connection_from_env, error_text
+from scaling.sources.base import CallGate, ReadError, connection_from_env, error_text, minute_totals
 from scaling.sources.eventhub import normalize_namespace
 
 KIND = "servicebus"
@@ -88,19 +88,7 @@ def rates_from_metrics(result: Any, now: datetime) -> QueueRates:
     ``TimeSeriesElement`` whose ``data`` are ``MetricValue`` with ``timestamp`` and ``total``).
     A minute Azure Monitor has not ingested yet has no total; several time series (the filter
     matched more than one entity) are summed."""
-    totals: dict[str, dict[datetime, float]] = {INCOMING: {}, COMPLETED: {}}
-    for metric in getattr(result, "metrics", None) or ():
-        per_minute = totals.get(getattr(metric, "name", None))
-        if per_minute is None:
-            continue
-        for series in getattr(metric, "timeseries", None) or ():
-            for point in getattr(series, "data", None) or ():
-                total, stamp = getattr(point, "total", None), getattr(point, "timestamp", None)
-                if total is None or stamp is None:
-                    continue
-                stamp = stamp.replace(tzinfo=UTC) if stamp.tzinfo is None else stamp.astimezone(UTC)
-                if stamp + timedelta(minutes=1) <= now:
-                    per_minute[stamp] = per_minute.get(stamp, 0.0) + float(total)
+    totals = minute_totals(result, (INCOMING, COMPLETED), now)
     both = sorted(set(totals[INCOMING]) & set(totals[COMPLETED]))
     if not both:
         return QueueRates(None, None)
