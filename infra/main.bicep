@@ -34,6 +34,9 @@ param serviceBusNamespaceIds array = []
 @description('Optional Event Hubs namespaces whose throughput units the autoscaler sizes (the policy\'s namespaces[].resource_id). A custom role (namespace read and write) and Monitoring Reader are assigned on each namespace only.')
 param eventHubsTuNamespaceIds array = []
 
+@description('With eventHubsTuNamespaceIds: deny, on each of those namespaces, any change of a pinned setting (all but the few without a policy alias, docs/deploy.md) and any sku.capacity outside its target\'s min_tus..max_tus (a custom Azure Policy definition and assignment per namespace, pinning the values the namespace has at deployment time), so the TU scaler role\'s namespaces/write can change little but the capacity. It binds everyone, owners too: false turns the deny into report-only (DoNotEnforce) to change a setting; deploy again with true to pin the new values.')
+param pinEventHubsNamespaceSettings bool = true
+
 @description('Optional Service Bus namespaces whose queues feed mode slo (resource ids, each also in serviceBusNamespaceIds; the policy names it as metricsResourceId). Monitoring Reader is assigned on each: the queue rates come from Azure Monitor (IncomingMessages, CompleteMessage).')
 param serviceBusSloNamespaceIds array = []
 
@@ -173,17 +176,23 @@ resource serviceBusReaderRole 'Microsoft.Authorization/roleDefinitions@2022-04-0
 }
 
 // Custom role: read an Event Hubs namespace and change its throughput units (sku.capacity).
-// The limit: ARM has no action narrower than Microsoft.EventHub/namespaces/write for a SKU change
-// (capacity is a property of the namespace resource, written by the same PUT/PATCH as its other
-// properties), so this role could also change other namespace properties (tags, network
-// settings, auto-inflate). What it cannot do: delete the namespace (no /delete), read or rotate
-// keys (no listKeys/action, no authorizationRules), touch event hubs, consumer groups or network
-// rule sets (each child has its own write action, not included: namespaces/write does not imply
-// them), or read or send any event (no data actions). It is assignable in the namespaces'
-// resource groups only and assigned on each namespace resource alone (app/eventhubs-tu-scaler.bicep).
-// Narrower is not possible with RBAC: role-assignment conditions (ABAC) apply to data actions
-// of a few services, not to Microsoft.EventHub control-plane writes, and Azure Policy cannot tell
-// the autoscaler's identity from an operator's.
+// ARM has no action narrower than Microsoft.EventHub/namespaces/write for a SKU change (capacity
+// is a property of the namespace resource, written by the same PUT/PATCH as its other
+// properties), and RBAC conditions (ABAC) apply to data actions of a few services, not to
+// Microsoft.EventHub control-plane writes. So the role alone could also change the namespace's
+// other settings (TLS minimum, local auth, network access, auto-inflate, tags...). What narrows it
+// to sku.capacity is a deny Azure Policy assigned on each namespace (app/eventhubs-tu-pin.bicep,
+// pinEventHubsNamespaceSettings): every other writable setting Azure Policy can read is pinned to
+// its value at deployment time (docs/deploy.md lists the few it cannot: no alias, or changed
+// through another API), and the capacity to the target's min_tus..max_tus. The pin binds every caller,
+// owners included; Azure Policy can tell callers apart (requestContext().identity), but it sees
+// the namespace as it would be after the write, not the change, so a pin on the autoscaler alone
+// would go stale at the owner's first change and then refuse the autoscaler's own writes.
+// What the role cannot do at all: delete the namespace (no /delete), read or rotate keys (no
+// listKeys/action, no authorizationRules), touch event hubs, consumer groups or network rule sets
+// (each child has its own write action, not included: namespaces/write does not imply them), or
+// read or send any event (no data actions). It is assignable in the namespaces' resource groups
+// only and assigned on each namespace resource alone (app/eventhubs-tu-scaler.bicep).
 resource tuScalerRole 'Microsoft.Authorization/roleDefinitions@2022-04-01' = if (!empty(eventHubsTuNamespaceIds)) {
   name: tuScalerRoleName
   properties: {
@@ -344,6 +353,19 @@ module tuAccess 'app/eventhubs-tu-scaler.bicep' = [for (nsId, i) in eventHubsTuN
     namespaceName: last(split(nsId, '/'))
     roleDefinitionName: tuScalerRoleName
     principalId: identity.outputs.principalId
+  }
+}]
+
+// The pin that narrows the TU scaler role to sku.capacity (see the role above), one per namespace,
+// deployed at the namespace's subscription (a policy definition lives at a subscription).
+module tuPin 'app/eventhubs-tu-pin.bicep' = [for (nsId, i) in eventHubsTuNamespaceIds: {
+  name: take('${environmentName}-eventhubs-tu-pin-${i}', 64)
+  scope: subscription(split(nsId, '/')[2])
+  params: {
+    namespaceId: nsId
+    namespacePolicies: autoscalerPolicy.?namespaces ?? []
+    resourceToken: resourceToken
+    enforce: pinEventHubsNamespaceSettings
   }
 }]
 

@@ -140,6 +140,8 @@ def test_the_expected_files_exist() -> None:
         "app/servicebus-metrics-reader.bicep",
         "app/plan-scaler.bicep",
         "app/eventhubs-tu-scaler.bicep",
+        "app/eventhubs-tu-pin.bicep",
+        "app/eventhubs-tu-pin-assignment.bicep",
     }
 
 
