@@ -145,6 +145,7 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
         oldest = np.asarray([(p.checkpoint + 1) if p.checkpoint is not None and p.checkpoint >= 0 else max(p.beginning, 0)
                              for p in source.partitions], dtype=float)
         ages = kernel.oldest_event_ages(times_array, positions, oldest, np.maximum(arrival, recent_rate))
+        rise, noise = kernel.trend(times_array, positions.sum(axis=1))
         outlooks[source.name] = SourceOutlook(
             keys=tuple(f"{source.name}/{partition_id}" for partition_id in ids),
             arrival_rate=arrival,
@@ -153,8 +154,8 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
             age_seconds=ages,
             peak_arrival_rate=peak,
             owners=tuple(p.owner for p in source.partitions) if source.owners else None,
-            rise=kernel.rising_fraction(times_array, positions.sum(axis=1)),
-            noise=kernel.noise_fraction(times_array, positions.sum(axis=1)),
+            rise=rise,
+            noise=noise,
         )
     return outlooks
 

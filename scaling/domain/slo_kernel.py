@@ -220,6 +220,20 @@ def _rate_fit(times: np.ndarray, totals: np.ndarray):
     return centred, spread, slope, mean_rate, residuals
 
 
+def trend(times: np.ndarray, totals: np.ndarray) -> tuple[float, float]:
+    """``(rising_fraction, noise_fraction)`` of the arrivals, from one fit of their line (both
+    rules read the same history at every evaluation)."""
+    fit = _rate_fit(times, totals)
+    if fit is None:
+        return 0.0, 0.0
+    centred, spread, slope, mean_rate, residuals = fit
+    variance = float(np.dot(residuals, residuals)) / (len(residuals) - 2)
+    rise = slope - TREND_CONFIDENCE * math.sqrt(variance / spread)
+    fitted_now = mean_rate + slope * float(centred[-1])
+    rising = rise / fitted_now if rise > 0 and fitted_now > NO_RATE else 0.0
+    return rising, (math.sqrt(variance) / mean_rate if mean_rate > NO_RATE else 0.0)
+
+
 def rising_fraction(times: np.ndarray, totals: np.ndarray) -> float:
     """How fast the arrivals rise, per second, as a fraction of their fitted rate at the last
     sample, from ``totals`` (events enqueued so far, all partitions, at ``times``).
@@ -228,14 +242,7 @@ def rising_fraction(times: np.ndarray, totals: np.ndarray) -> float:
     so that only a rise the history shows beyond its noise counts; 0 when it shows none, or with
     fewer than three intervals.
     """
-    fit = _rate_fit(times, totals)
-    if fit is None:
-        return 0.0
-    centred, spread, slope, mean_rate, residuals = fit
-    error = math.sqrt(float(np.dot(residuals, residuals)) / (len(residuals) - 2) / spread)
-    rise = slope - TREND_CONFIDENCE * error
-    fitted_now = mean_rate + slope * float(centred[-1])
-    return rise / fitted_now if rise > 0 and fitted_now > NO_RATE else 0.0
+    return trend(times, totals)[0]
 
 
 def noise_fraction(times: np.ndarray, totals: np.ndarray) -> float:
@@ -243,13 +250,7 @@ def noise_fraction(times: np.ndarray, totals: np.ndarray) -> float:
     trend line, as a fraction of their mean rate (0 with fewer than three intervals or no rate).
     A scale-in held against the busiest recent interval pays for that interval's noise; this
     measures how much of it is noise at all (``calm_rates``)."""
-    fit = _rate_fit(times, totals)
-    if fit is None:
-        return 0.0
-    _, _, _, mean_rate, residuals = fit
-    if mean_rate <= NO_RATE:
-        return 0.0
-    return math.sqrt(float(np.dot(residuals, residuals)) / (len(residuals) - 2)) / mean_rate
+    return trend(times, totals)[1]
 
 
 def rising_factor(rise, dwell_seconds):

@@ -312,9 +312,9 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                     peak = slo_kernel.later_peaks(times, window)[start, :].T  # (rows, candidates)
                     # ... and, while the arrivals clearly rise, at the rate halfway through the dwell.
                     totals = enqueued_total[now - interval * (samples - 1): now + 1: interval] - partitions
-                    rise = slo_kernel.rising_fraction(times, totals)
+                    rise, noise = slo_kernel.trend(times, totals)
                     calm = slo_kernel.calm_rates(forecast, peak, settings.headroom_factor, rise, settings.dwell,
-                                                 slo_kernel.noise_fraction(times, totals), settings.peak_full_noise)
+                                                 noise, settings.peak_full_noise)
                     if any_hot:
                         calm = np.where(hot, 0.0, calm)
                     rows = np.flatnonzero(eligible)  # loads and counts for these candidates only
