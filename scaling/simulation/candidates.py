@@ -18,12 +18,18 @@ from scaling.simulation import batched, batched_slo
 from scaling.simulation.peers import EngineAutoscaler
 from scaling.simulation.world import RunResult, Scenario, simulate
 
-#: Grid sizes: how many values each SLO-mode parameter takes.
+#: The rule knobs (issue 32): the scale-in's peak hold (0: none), the action budget and a short
+#: dwell, around the default's margins. On the trace family no one setting of them is cheapest
+#: everywhere (docs/policy-experiments.md, "The tuner's rule knobs"): the hold pays on smooth
+#: noisy traffic and costs on bursty traffic, so the tuner chooses them from the target's history.
+RULE_KNOBS = {"safety_seconds": (90.0, 120.0), "headroom": (0.0, 0.05), "min_dwell_seconds": (1200.0,),
+              "scale_in_peak_seconds": (0.0, 480.0), "max_actions_per_hour": (4.0, 8.0)}
+#: Grid sizes: how many values each SLO-mode parameter takes (a tuple of grids: their union).
 GRIDS = {
     "small": {"safety_seconds": (60.0, 90.0, 120.0), "headroom": (0.05,), "min_dwell_seconds": (1200.0, 2400.0)},
     "medium": {"safety_seconds": (60.0, 90.0, 120.0), "headroom": (0.0, 0.05, 0.1), "min_dwell_seconds": (1200.0, 2400.0, 3600.0)},
-    "large": {"safety_seconds": (45.0, 60.0, 90.0, 120.0, 150.0), "headroom": (0.0, 0.05, 0.1, 0.2),
-              "min_dwell_seconds": (900.0, 1800.0, 2400.0, 3600.0)},
+    "large": ({"safety_seconds": (45.0, 60.0, 90.0, 120.0, 150.0), "headroom": (0.0, 0.05, 0.1, 0.2),
+               "min_dwell_seconds": (900.0, 1800.0, 2400.0, 3600.0)}, RULE_KNOBS),
 }
 #: Threshold-rule candidates: backlog-per-instance thresholds (events) and windows (seconds).
 RULE_GRIDS = {
@@ -39,16 +45,22 @@ class Candidate:
     target: TargetPolicy
 
 
-def slo_candidates(base: TargetPolicy, grid: str | dict = "small") -> list[Candidate]:
+def slo_candidates(base: TargetPolicy, grid: str | dict | Sequence[dict] = "small") -> list[Candidate]:
     """SLO-mode candidates over a grid: a name in ``GRIDS``, or the values of ``SloSettings``
-    fields to combine."""
+    fields to combine, or several such products (their union, each setting once, in order)."""
     values = GRIDS[grid] if isinstance(grid, str) else grid
-    names = list(values)
-    candidates = []
-    for combination in itertools.product(*(values[name] for name in names)):
-        changes = dict(zip(names, combination, strict=True))
-        label = "slo " + " ".join(f"{name}={value:g}" for name, value in changes.items())
-        candidates.append(Candidate(label, replace(base, mode="slo", rules=(), slo=replace(base.slo, **changes))))
+    products = (values,) if isinstance(values, dict) else tuple(values)
+    candidates, seen = [], set()
+    for product in products:
+        names = list(product)
+        for combination in itertools.product(*(product[name] for name in names)):
+            changes = dict(zip(names, combination, strict=True))
+            slo = replace(base.slo, **changes)
+            if slo in seen:
+                continue
+            seen.add(slo)
+            label = "slo " + " ".join(f"{name}={value:g}" for name, value in changes.items())
+            candidates.append(Candidate(label, replace(base, mode="slo", rules=(), slo=slo)))
     return candidates
 
 

@@ -7,7 +7,7 @@ generated, a file is read), ``keeps`` (which of a member's jobs run: each peer's
 the benchmark's ordinary rows with ``trace`` = ``family/NAME``.
 
 Why the family's sweeps are shorter than the public traces' (``FAMILY_SWEEPS``): 30 members in
-two scenarios are 15 times the public traces' work, and ``make benchmark`` has 25 minutes. Once
+two scenarios are 15 times the public traces' work, and ``make benchmark`` must stay a run one waits for. Once
 a trace is scaled to the standard peak a peer's best setting moves little from trace to trace,
 so each peer keeps its documented default (the setting a user gets) and the region of its best
 settings on the public traces with one value beyond it either side; ``sweep_edges`` counts, in
@@ -46,8 +46,8 @@ FAMILY_SWEEPS: dict[str, tuple] = {
 }
 #: The scenarios in which ``project-tuned`` runs on the family. Its tuning (every candidate of the
 #: job's grid on the first 30%, then the stress replays) costs a stressed world's run of every
-#: candidate: in ``realistic`` a quarter of the family's whole time, which the 25 minutes of
-#: ``make benchmark`` do not have. The public traces run it in every scenario.
+#: candidate: in ``realistic`` a quarter of the family's whole time, which ``make benchmark``
+#: cannot afford. The public traces run it in every scenario.
 TUNED_SCENARIOS = ("standard",)
 
 #: Algorithms of one setting: their cost counts in the tables whether or not it meets the SLO.

@@ -247,7 +247,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--history", required=True, help="Parquet history (directory or abfss:// URI)")
     parser.add_argument("--out", required=True, help="recommendations policy file (evidence goes to OUT.evidence.json)")
     parser.add_argument("--report", help="directory for the Pareto plots and summary.md")
-    parser.add_argument("--grid", choices=GRIDS, default="large", help="candidate grid size (large: 80 SLO-mode and 18 rule candidates per target)")
+    parser.add_argument("--grid", choices=GRIDS, default="large", help="candidate grid size (large: 96 SLO-mode (the rule knobs among them) and 18 rule candidates per target)")
     parser.add_argument("--master", help="Spark master (default: local[*] when run embedded; spark-submit's otherwise)")
     parser.add_argument("--policy", help="the current policy file: candidates start from it and it is the baseline")
     parser.add_argument("--train-fraction", type=float, default=0.4,
