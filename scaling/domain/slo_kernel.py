@@ -630,13 +630,15 @@ def hold_seconds(loads: OwnerLoads, calm: np.ndarray, age: np.ndarray, counts: n
                  reaction: np.ndarray, columns: np.ndarray | slice = slice(None)) -> np.ndarray:
     """How long ``counts`` (one per chosen column) keep every partition's oldest event under
     ``limit``, at the ``calm`` rates from ``age`` now, a scale-out ``reaction`` seconds away
-    (infinite where no partition fills)."""
+    (infinite where no partition fills). Not at all where a partition's oldest event is past the
+    limit and still would be after ``reaction`` seconds of draining at that count: an old backlog
+    that drains slowly is no surplus (scaled in on it, the SLO was missed until the next scale-out)."""
     calm = calm[:, columns]
     serve = loads.service(calm, counts, columns)
     growth = np.where(calm > NO_RATE, 1.0 - serve / np.maximum(calm, NO_RATE), -1.0)
     filling = growth > 0
     margin = limit - growth * reaction - age[:, columns]
-    return np.where(filling, np.where(margin > 0, margin / np.where(filling, growth, 1.0), 0.0), np.inf).min(axis=0)
+    return np.where(margin > 0, np.where(filling, margin / np.where(filling, growth, 1.0), np.inf), 0.0).min(axis=0)
 
 
 #: Up to this many (candidate, count) pairs, ``scale_in_counts`` tries every count below the

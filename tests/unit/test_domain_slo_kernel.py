@@ -423,6 +423,9 @@ def test_scale_out_counts(scale, capacity, expected) -> None:
         pytest.param(1.25, 5, 0.0, 1200.0, 4, id="filling-too-fast-at-three"),
         pytest.param(1.25, 5, 0.0, 300.0, 2, id="a-short-dwell-takes-two"),
         pytest.param(3.0, 5, 0.0, 1200.0, -1, id="none-below-holds"),
+        # every partition served its forecast at 3 (none fills), but the oldest events are 200 s
+        # old against a 180 s limit and do not drain: no count below holds, however much it serves
+        pytest.param(1.0, 4, 200.0, 900.0, -1, id="past-the-limit-nothing-holds"),
     ],
 )
 def test_scale_in_counts(scale, capacity, age, dwell, expected) -> None:
@@ -484,3 +487,27 @@ def test_a_candidate_in_a_batch_gets_what_it_gets_alone(partitions: int, candida
         alone = run(np.array([column]))
         for batched, single in zip(together, alone, strict=True):
             np.testing.assert_array_equal(batched[..., column], single[..., 0])
+
+
+@pytest.mark.parametrize(
+    ("served", "age", "expected"),
+    [
+        # one partition, 10/s arriving, limit 180 s, a scale-out 120 s away
+        pytest.param(10.0, 100.0, math.inf, id="keeping-up-under-the-limit"),
+        pytest.param(10.0, 200.0, 0.0, id="keeping-up-past-the-limit"),
+        # served 20/s: the oldest event gets younger by 1 s a second: 300 - 120 = 180, not under
+        pytest.param(20.0, 300.0, 0.0, id="draining-not-under-the-limit-in-time"),
+        pytest.param(20.0, 290.0, math.inf, id="draining-under-the-limit-in-time"),
+        # served 5/s: 0.5 s a second older; (180 - 60 - 100) / 0.5 = 40 s
+        pytest.param(5.0, 100.0, 40.0, id="filling"),
+    ],
+)
+def test_hold_seconds_of_a_backlog_past_the_limit(served, age, expected) -> None:
+    """An old backlog that a count only keeps from growing is no surplus: the count holds for 0 s."""
+
+    class Served:
+        def service(self, calm, counts, columns):
+            return np.full_like(calm, served)
+
+    got = kernel.hold_seconds(Served(), np.array([[10.0]]), np.array([[age]]), np.array([1]), one(180.0), one(120.0))
+    assert got[0] == pytest.approx(expected)
