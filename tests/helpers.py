@@ -72,7 +72,7 @@ def noisy_diurnal(minutes: int = 1440, seed: int = 7) -> np.ndarray:
 
 def ramps(seed: int = 3) -> np.ndarray:
     """A plateau, a slow rise to near the peak and a fall, with Poisson noise: the rise is where
-    a scale-in must hold at the arrivals it leads to (slo.rising_fraction)."""
+    a scale-in must hold at the arrivals it leads to (slo_kernel.trend)."""
     mu = 1000.0
     shape = np.concatenate((np.full(90, 5.0 * mu), np.linspace(5.0 * mu, 22.0 * mu, 150), np.linspace(22.0 * mu, 6.0 * mu, 120)))
     return np.random.default_rng(seed).poisson(shape).astype(float)

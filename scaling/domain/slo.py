@@ -63,9 +63,9 @@ class SourceOutlook:
     #: Partitions set aside as hotter than one instance (``_set_aside``); ``None``: none.
     set_aside: np.ndarray | None = None
     #: How fast the source's arrivals are rising, as a fraction of their rate per second
-    #: (``rising_fraction``; 0 when flat, falling or unclear).
+    #: (``slo_kernel.trend``; 0 when flat, falling or unclear).
     rise: float = 0.0
-    #: How noisy the source's arrivals are, as a fraction of their rate (``noise_fraction``).
+    #: How noisy the source's arrivals are, as a fraction of their rate (``slo_kernel.trend``).
     noise: float = 0.0
 
     @property

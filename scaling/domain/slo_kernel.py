@@ -16,7 +16,7 @@ The rules, in the order an evaluation meets them:
 - the action budget (``action_tokens``), the learned per-instance throughput and its confirmation
   (``learned_throughput``), the learned checkpoint delay (``learned_checkpoint_delay``);
 - rates and ages from the sequence-number history (``rate_since``, ``later_peaks``,
-  ``rising_fraction``, ``oldest_event_ages``) and the fluid model's prediction (``predicted_age``);
+  ``trend``, ``oldest_event_ages``) and the fluid model's prediction (``predicted_age``);
 - each partition's service rate at a count, by its owner's load (``OwnerLoads``, ``sizing.py``
   says why), and the counts: the scale-out that drains (``scale_out_counts``) and the scale-in
   that holds for the dwell (``scale_in_counts``, ``hold_seconds``).
@@ -203,13 +203,21 @@ def later_peaks(times: np.ndarray, positions: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(rates[::-1], axis=0)[::-1]
 
 
-def _rate_fit(times: np.ndarray, totals: np.ndarray):
-    """The least-squares line through the intervals' rates (from ``totals``, events enqueued so far at
-    ``times``): the centred middles, the slope, the mean rate and the residuals; ``None`` with fewer
-    than three intervals or a time that does not advance."""
+def trend(times: np.ndarray, totals: np.ndarray) -> tuple[float, float]:
+    """How fast the arrivals rise and how noisy they are, from one least-squares line through the
+    intervals' rates (``totals``: events enqueued so far, all partitions, at ``times``); both
+    ``(0, 0)`` with fewer than three intervals or a time that does not advance.
+
+    - The rise, per second, as a fraction of the fitted rate at the last sample: the slope less
+      ``TREND_CONFIDENCE`` standard errors, so that only a rise the history shows beyond its noise
+      counts (0 when it shows none).
+    - The noise: the standard deviation of the rates about the line, over their mean rate (0 with
+      no rate). A scale-in held against the busiest recent interval pays for that interval's
+      noise; this measures how much of it is noise at all (``calm_rates``).
+    """
     steps = times[1:] - times[:-1]  # (np.diff and np.mean, without their overhead)
     if len(steps) < 3 or not (steps > 0).all():
-        return None
+        return 0.0, 0.0
     rates = (totals[1:] - totals[:-1]) / steps
     middles = (times[1:] + times[:-1]) / 2.0
     centred = middles - middles.sum() / len(middles)
@@ -217,40 +225,11 @@ def _rate_fit(times: np.ndarray, totals: np.ndarray):
     slope = float(np.dot(centred, rates)) / spread
     mean_rate = float(rates.sum() / len(rates))
     residuals = rates - (mean_rate + slope * centred)
-    return centred, spread, slope, mean_rate, residuals
-
-
-def trend(times: np.ndarray, totals: np.ndarray) -> tuple[float, float]:
-    """``(rising_fraction, noise_fraction)`` of the arrivals, from one fit of their line (both
-    rules read the same history at every evaluation)."""
-    fit = _rate_fit(times, totals)
-    if fit is None:
-        return 0.0, 0.0
-    centred, spread, slope, mean_rate, residuals = fit
     variance = float(np.dot(residuals, residuals)) / (len(residuals) - 2)
     rise = slope - TREND_CONFIDENCE * math.sqrt(variance / spread)
     fitted_now = mean_rate + slope * float(centred[-1])
     rising = rise / fitted_now if rise > 0 and fitted_now > NO_RATE else 0.0
     return rising, (math.sqrt(variance) / mean_rate if mean_rate > NO_RATE else 0.0)
-
-
-def rising_fraction(times: np.ndarray, totals: np.ndarray) -> float:
-    """How fast the arrivals rise, per second, as a fraction of their fitted rate at the last
-    sample, from ``totals`` (events enqueued so far, all partitions, at ``times``).
-
-    The least-squares slope of the intervals' rates, less ``TREND_CONFIDENCE`` standard errors,
-    so that only a rise the history shows beyond its noise counts; 0 when it shows none, or with
-    fewer than three intervals.
-    """
-    return trend(times, totals)[0]
-
-
-def noise_fraction(times: np.ndarray, totals: np.ndarray) -> float:
-    """How noisy the arrivals are: the standard deviation of the intervals' rates about their
-    trend line, as a fraction of their mean rate (0 with fewer than three intervals or no rate).
-    A scale-in held against the busiest recent interval pays for that interval's noise; this
-    measures how much of it is noise at all (``calm_rates``)."""
-    return trend(times, totals)[1]
 
 
 def rising_factor(rise, dwell_seconds):
@@ -335,7 +314,7 @@ def calm_rates(forecast, peak, headroom_factor, rise, dwell, noise=0.0, full_noi
     while the arrivals clearly rise.
 
     How much the busiest interval counts follows the arrivals' measured ``noise``
-    (``noise_fraction``): not at all up to half of ``full_noise`` (per candidate), wholly from
+    (``trend``): not at all up to half of ``full_noise`` (per candidate), wholly from
     ``full_noise`` on, in proportion between (0: always wholly). On noisy traffic a lull is no
     reason to scale in and out again at the next burst; on quiet traffic a busier interval a few
     minutes ago is a trend that has passed, and holding at it only pays for capacity (on issue

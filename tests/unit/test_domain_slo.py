@@ -18,7 +18,7 @@ from scaling.domain.engine import action_tokens, evaluate, interval_throughput
 from scaling.domain.lag import effective_capacity
 from scaling.domain.policy import Bounds, PlanSettings, SloSettings, SourceSettings, TargetPolicy
 from scaling.domain.samples import MetricSample, PartitionReading, SourceReading
-from scaling.domain.slo_kernel import TREND_CONFIDENCE, rising_fraction
+from scaling.domain.slo_kernel import TREND_CONFIDENCE, trend
 from scaling.simulation.peers import EngineAutoscaler, simulated_target
 from scaling.simulation.world import Scenario, simulate
 
@@ -157,9 +157,9 @@ def totals_from(rates: list[float]) -> tuple[np.ndarray, np.ndarray]:
         pytest.param([100.0, 110.0], 0.0, id="too-few-intervals"),
     ],
 )
-def test_rising_fraction(rates, expected) -> None:
+def test_trend_rise(rates, expected) -> None:
     """Only a rise the history shows beyond its noise counts, as a fraction of the rate now."""
-    assert rising_fraction(*totals_from(rates)) == pytest.approx(expected)
+    assert trend(*totals_from(rates))[0] == pytest.approx(expected)
 
 
 def test_a_noisy_rise_counts_less_than_its_slope() -> None:
@@ -167,7 +167,7 @@ def test_a_noisy_rise_counts_less_than_its_slope() -> None:
     clean = [100.0 + 10 * k for k in range(9)]
     noisy = [rate + (15.0 if k % 2 else -15.0) for k, rate in enumerate(clean)]
     assert TREND_CONFIDENCE > 0
-    assert 0.0 < rising_fraction(*totals_from(noisy)) < rising_fraction(*totals_from(clean))
+    assert 0.0 < trend(*totals_from(noisy))[0] < trend(*totals_from(clean))[0]
 
 
 def ramp(first: float, last: float, *, minutes: int = 10) -> list[MetricSample]:

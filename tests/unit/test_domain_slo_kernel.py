@@ -258,11 +258,11 @@ def test_scale_out_need_and_calm_rates() -> None:
         pytest.param([0.0, 0.0, 0.0, 0.0], 0.0, id="no rate"),
     ],
 )
-def test_noise_fraction(rates, expected) -> None:
+def test_trend_noise(rates, expected) -> None:
     """The spread of the intervals' rates about their trend line, over their mean rate."""
     times = 60.0 * np.arange(len(rates) + 1)
     totals = np.concatenate(([0.0], np.cumsum(np.asarray(rates) * 60.0)))
-    assert kernel.noise_fraction(times, totals) == pytest.approx(expected)
+    assert kernel.trend(times, totals)[1] == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(
