@@ -120,8 +120,10 @@ def _learns(trail: np.ndarray, steady: np.ndarray, previous_time: float) -> np.n
 
 
 def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenario: Scenario, *,
-                       score_from: int = 0, algorithm: str = "candidate", knobs: Sequence[str] | None = None) -> list[RunResult]:
-    """One ``RunResult`` per target, as ``simulate(arrivals, EngineAutoscaler(target), scenario)``."""
+                       score_from: int | Sequence[int] = 0, algorithm: str = "candidate",
+                       knobs: Sequence[str] | None = None) -> list[RunResult]:
+    """One ``RunResult`` per target, as ``simulate(arrivals, EngineAutoscaler(target), scenario)``
+    (``score_from``: one minute for all, or one per target)."""
     targets, knobs = checked_batch(targets, knobs, supports, "simulate_slo_batch")
     if not targets:
         return []

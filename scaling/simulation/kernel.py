@@ -38,6 +38,8 @@ looped or batched, then sees it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from scaling.simulation.scenario import RunResult, Scenario, scored_result
@@ -591,9 +593,9 @@ class Kernel:
         if now:
             self.action_series[now - 1, rows] += 1
 
-    def results(self, *, algorithm: str, knobs: list[str], score_from: int) -> list[RunResult]:
-        """Each candidate's run over the minutes processed so far, scored from ``score_from``;
-        checks that no event was lost."""
+    def results(self, *, algorithm: str, knobs: list[str], score_from: int | Sequence[int]) -> list[RunResult]:
+        """Each candidate's run over the minutes processed so far, scored from ``score_from`` (one
+        minute for all, or one per candidate); checks that no event was lost."""
         minutes = self.minute
         final_backlog = self.total_backlog()
         arrived = self.cumulative[minutes]
@@ -603,12 +605,13 @@ class Kernel:
         capacity_series, serving_series = self.capacity_series[:minutes].T.copy(), self.serving_series[:minutes].T.copy()
         backlog_series, age_series = self.backlog_series[:minutes].T.copy(), self.age_series[:minutes].T.copy()
         servable_ages = self.servable_age_series[:minutes].T.copy() if self.servable_age_series is not None else None
-        actions = self.action_series[score_from:minutes].sum(axis=0)
+        starts = [int(start) for start in np.broadcast_to(np.asarray(score_from, dtype=np.int64), (self.count,))]
         return [
-            scored_result(self.scenario, algorithm=algorithm, knob=knobs[column], score_from=score_from,
+            scored_result(self.scenario, algorithm=algorithm, knob=knobs[column], score_from=starts[column],
                           arrivals=self.arrivals[:minutes], capacity=capacity_series[column],
                           serving=serving_series[column], backlog=backlog_series[column], age=age_series[column],
-                          scale_actions=int(actions[column]), final_backlog=float(final_backlog[column]),
+                          scale_actions=int(self.action_series[starts[column]:minutes, column].sum()),
+                          final_backlog=float(final_backlog[column]),
                           servable_age=servable_ages[column] if servable_ages is not None else None)
             for column in range(self.count)
         ]

@@ -9,7 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scaling.simulation.benchmark import FLINK_SWEEP, Job, jobs_for, mark_best, run_job, summary_table
+from scaling.simulation.benchmark import (
+    FLINK_SWEEP,
+    TRAIN_FRACTION,
+    Job,
+    jobs_for,
+    mark_best,
+    run_job,
+    summary_table,
+    tuned_window,
+)
 from scaling.simulation.cold import BUSY_FRACTION, COLD, COLD_MINUTES, cold_starts
 from scaling.simulation.flink import FLINK_DEFAULTS
 
@@ -260,6 +269,25 @@ def test_the_project_pair_unit_gives_the_rows_run_job_gives_alone(tiny_trace: Pa
     alone = {job.algorithm: {**run_job(job), "seconds": 0} for job in jobs}
     assert paired == alone
     assert paired["project-tuned"]["minutes"] == 84
+
+
+@pytest.mark.parametrize("scenario", ["standard", "realistic"])
+def test_the_default_row_is_the_engine_in_the_loop(tiny_trace: Path, scenario: str) -> None:
+    """The benchmark runs project-default through the batched SLO driver (faster); its row must be
+    the one the engine in the loop gives, minute for minute."""
+    from scaling.simulation import peers
+    from scaling.simulation.world import Scenario, load_trace, scale_trace, simulate
+
+    world = Scenario.named(scenario)
+    arrivals = scale_trace(load_trace(tiny_trace), world)
+    engine = simulate(arrivals, peers.EngineAutoscaler(peers.simulated_target(world, name="default")), world,
+                      algorithm="project-default", knob="default")
+    job = next(job for job in jobs_for(str(tiny_trace), scenario) if job.algorithm == "project-default")
+    row = run_job(job)
+    expected = engine.summary(world)
+    assert {key: row[key] for key in expected if key not in ("cost", "fluid_lower_bound")} == {
+        key: value for key, value in expected.items() if key not in ("cost", "fluid_lower_bound")}
+    assert row["tuned_window"] == tuned_window(engine, world, int(len(arrivals) * TRAIN_FRACTION))
 
 
 def test_the_project_pair_runs_the_tuned_candidate_when_the_tuning_chooses_another(tiny_trace: Path) -> None:
