@@ -9,7 +9,7 @@ DEMO_ARGS ?=
 # cold starts every trace at 1 instance with nothing learned at busy minutes (seconds)
 BENCHMARK_SCENARIOS ?= standard realistic cold
 
-.PHONY: install test test-deep lint demo benchmark gate optimum stress docs-benchmark clean chromium
+.PHONY: install test test-deep lint demo benchmark gate optimum stress clean chromium
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)

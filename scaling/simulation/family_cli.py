@@ -97,8 +97,8 @@ noise level (`flash-seed3-noise10`).
 
 Every member runs in every scenario of the run with every algorithm, with two cuts that keep
 its share of `make benchmark` down (30 members in two scenarios are 15 times the public traces'
-work; even so, a whole run with the family and `cold` takes well over an hour on two cores: one on
-2026-11-26 had done 390 of its 2,817 runs after 21 minutes): the peers' sweeps keep only the values that matter
+work; even so, a whole run with the family and `cold` takes about twice the 25 minutes it was planned
+to fit on two cores: its wall time is the last line of this page): the peers' sweeps keep only the values that matter
 (`FAMILY_SWEEPS` in `scaling/simulation/family.py`: each peer's documented default, KEDA's 64 and
 the Functions extension's 100, and the region of its best settings on the public traces: KEDA and
 Functions 200, 400 and 1000, Azure Monitor 200 at steps 1 and 4, the seed rule its own 1000; the
