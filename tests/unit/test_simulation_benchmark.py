@@ -274,7 +274,7 @@ def test_the_project_pair_unit_gives_the_rows_run_job_gives_alone(tiny_trace: Pa
 @pytest.mark.parametrize("scenario", ["standard", "realistic"])
 def test_the_default_row_is_the_engine_in_the_loop(tiny_trace: Path, scenario: str) -> None:
     """The benchmark runs project-default through the batched SLO driver (faster); its row must be
-    the one the engine in the loop gives, minute for minute."""
+    the one the engine in the loop gives, number for number."""
     from scaling.simulation import peers
     from scaling.simulation.world import Scenario, load_trace, scale_trace, simulate
 
