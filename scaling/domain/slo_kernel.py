@@ -301,6 +301,14 @@ def hot_partitions(arrival_rate: np.ndarray, recent_rate: np.ndarray, throughput
     return (np.minimum(arrival_rate, recent_rate)[:, None] > throughput[None, :]) & measured[None, :]
 
 
+def drain_seconds(drain, max_age, measured, predicted_age):
+    """Over how many seconds a scale-out plans to drain the backlog: ``drain``, or within the SLO
+    itself (``max_age``, when that is sooner) while the throughput is only a lower bound (nothing
+    measured: a cold start) and the oldest event is predicted past the SLO, not only past its
+    safety margin: the count is a guess from a bound then, and the SLO is already at stake."""
+    return where(measured | (predicted_age <= max_age), drain, minimum(drain, max_age))
+
+
 def scale_out_need(forecast, backlog, provisioning, since, safety, drain):
     """What each partition must be served to serve its forecast and drain, over ``drain``
     seconds, what will have piled up (less the safety margin's worth) by the time new instances

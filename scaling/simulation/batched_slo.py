@@ -295,8 +295,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 rows = np.flatnonzero(risk)
                 since = learned_delay[rows]
                 wanted_rate = forecast[:, rows]
+                drain = slo_kernel.drain_seconds(settings.drain[rows], settings.max_age[rows], measured[rows],
+                                                 worst_predicted[rows])
                 need = slo_kernel.scale_out_need(wanted_rate, waiting[:, rows], settings.provisioning[rows], since,
-                                                 settings.safety[rows], settings.drain[rows])
+                                                 settings.safety[rows], drain)
                 proposal[rows] = slo_kernel.scale_out_counts(settings.levels[rows], settings.valid_level[rows], capacity[rows],
                                                              settings.highest[rows], settings.top,
                                                              [(_owner_loads(need, rows, *sizing), need)])

@@ -385,6 +385,20 @@ FLAT, SURGE = 3000.0, 12000.0  # events a minute: 3 and 12 instances' worth
 SURGE_START, SURGE_END = 60, 120
 
 
+@pytest.mark.parametrize(("spike", "after"), [(19_400, 1_200), (15_000, 1_200), (25_000, 1_500)])
+def test_a_cold_start_on_a_spike_drains_within_the_slo(spike: float, after: float) -> None:
+    """A first deployment (1 instance, nothing learned) whose first minute is a spike of 15-25
+    instances' worth (the family's spikes members started on one in ``cold``). Sized from a lower
+    bound of the rate with the dwell's 600 s drain the default climbed 2 -> 6 -> 7 -> 8 and the
+    oldest event passed the SLO (5.0-5.2 minutes); with the SLO itself at stake the drain plans
+    within the SLO: one sized step after the first, and the SLO holds."""
+    result, decisions = run_engine(Scenario.named("standard"), np.array([spike] + [after] * 119, dtype=float))
+    scale_outs = [d.target_capacity for d in decisions if d.acts and d.direction == UP]
+    assert len(scale_outs) == 2, scale_outs  # +1 with nothing measured, then the sized one
+    assert result.slo_violation_minutes == 0
+    assert result.max_age_minutes < 5
+
+
 def surge_trace() -> np.ndarray:
     return np.array([FLAT] * SURGE_START + [SURGE] * (SURGE_END - SURGE_START) + [FLAT] * 120)
 

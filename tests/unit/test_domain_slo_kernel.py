@@ -238,6 +238,22 @@ def test_rising_factor_is_the_rate_halfway_through_the_dwell() -> None:
     assert np.allclose(kernel.rising_factor(1 / 1200, np.array([0.0, 1200.0])), [1.0, 1.5])
 
 
+@pytest.mark.parametrize(
+    ("measured", "predicted", "expected"),
+    [
+        (True, 900.0, 600.0),  # the rate is measured: the dwell's drain, however old the backlog
+        (False, 250.0, 600.0),  # a lower bound, past the safety margin (210 s) but within the SLO
+        (False, 300.0, 600.0),  # exactly at the SLO: still within it
+        (False, 301.0, 300.0),  # a lower bound and the SLO itself at stake: drain within the SLO
+    ],
+)
+def test_drain_seconds(measured, predicted, expected) -> None:
+    assert kernel.drain_seconds(600.0, 300.0, measured, predicted) == expected
+    batch = kernel.drain_seconds(np.array([600.0, 240.0]), np.array([300.0, 300.0]), np.array([measured, measured]),
+                                 np.array([predicted, predicted]))
+    assert batch.tolist() == [expected, 240.0]  # never longer than the dwell's drain
+
+
 def test_scale_out_need_and_calm_rates() -> None:
     # 10/s forecast, 1,200 waiting: by the time new instances serve (60 s + 30 s) 2,100 piled up,
     # less 60 s of safety margin: 1,500 to drain over 300 s on top of the forecast.
