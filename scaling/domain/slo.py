@@ -280,8 +280,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
 
     if worst_predicted > limit:
         # Serve the forecast and drain what will have piled up by the time new instances serve.
-        drain_seconds = kernel.drain_seconds(max(slo.min_dwell_seconds / 2, slo.max_event_age_seconds),
-                                             slo.max_event_age_seconds, measured, worst_predicted)
+        drain_seconds = kernel.drain_seconds(slo.min_dwell_seconds, slo.max_event_age_seconds, measured, worst_predicted)
         needed = [kernel.scale_out_need(forecast, backlog, slo.provisioning_delay_seconds, since_latest, slo.safety_seconds,
                                         drain_seconds) for forecast, backlog in zip(forecasts, backlogs, strict=True)]
         wanted = int(kernel.scale_out_counts(levels, np.ones(levels.shape, dtype=bool), np.array([capacity]),

@@ -301,11 +301,13 @@ def hot_partitions(arrival_rate: np.ndarray, recent_rate: np.ndarray, throughput
     return (np.minimum(arrival_rate, recent_rate)[:, None] > throughput[None, :]) & measured[None, :]
 
 
-def drain_seconds(drain, max_age, measured, predicted_age):
-    """Over how many seconds a scale-out plans to drain the backlog: ``drain``, or within the SLO
-    itself (``max_age``, when that is sooner) while the throughput is only a lower bound (nothing
-    measured: a cold start) and the oldest event is predicted past the SLO, not only past its
-    safety margin: the count is a guess from a bound then, and the SLO is already at stake."""
+def drain_seconds(dwell, max_age, measured, predicted_age):
+    """Over how many seconds a scale-out plans to drain the backlog: half the ``dwell`` or the
+    SLO (``max_age``), whichever is longer; within the SLO itself while the throughput is only a
+    lower bound (nothing measured: a cold start) and the oldest event is predicted past the SLO,
+    not only past its safety margin: the count is a guess from a bound then, and the SLO is
+    already at stake."""
+    drain = maximum(dwell / 2, max_age)
     return where(measured | (predicted_age <= max_age), drain, minimum(drain, max_age))
 
 

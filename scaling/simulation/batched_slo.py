@@ -97,7 +97,6 @@ class _Candidates:
         self.cooldown_up = np.array([float(t.scale_up.cooldown_seconds) for t in targets])
         self.cooldown_down = np.array([float(t.scale_down.cooldown_seconds) for t in targets])
         self.limit = self.max_age - self.safety
-        self.drain = np.maximum(self.dwell / 2, self.max_age)
         self.delay_ceiling = self.max_age * slo_kernel.CHECKPOINT_DELAY_CEILING
 
 
@@ -295,7 +294,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 rows = np.flatnonzero(risk)
                 since = learned_delay[rows]
                 wanted_rate = forecast[:, rows]
-                drain = slo_kernel.drain_seconds(settings.drain[rows], settings.max_age[rows], measured[rows],
+                drain = slo_kernel.drain_seconds(settings.dwell[rows], settings.max_age[rows], measured[rows],
                                                  worst_predicted[rows])
                 need = slo_kernel.scale_out_need(wanted_rate, waiting[:, rows], settings.provisioning[rows], since,
                                                  settings.safety[rows], drain)

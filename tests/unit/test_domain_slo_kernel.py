@@ -248,10 +248,11 @@ def test_rising_factor_is_the_rate_halfway_through_the_dwell() -> None:
     ],
 )
 def test_drain_seconds(measured, predicted, expected) -> None:
-    assert kernel.drain_seconds(600.0, 300.0, measured, predicted) == expected
-    batch = kernel.drain_seconds(np.array([600.0, 240.0]), np.array([300.0, 300.0]), np.array([measured, measured]),
+    # a 1,200 s dwell drains over 600 s; a 300 s dwell over the SLO, never less
+    assert kernel.drain_seconds(1200.0, 300.0, measured, predicted) == expected
+    batch = kernel.drain_seconds(np.array([1200.0, 300.0]), np.array([300.0, 300.0]), np.array([measured, measured]),
                                  np.array([predicted, predicted]))
-    assert batch.tolist() == [expected, 240.0]  # never longer than the dwell's drain
+    assert batch.tolist() == [expected, 300.0]
 
 
 def test_scale_out_need_and_calm_rates() -> None:
