@@ -23,6 +23,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from scaling.domain import slo_kernel as kernel
 from scaling.domain.decisions import DOWN, HOLD, UP
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.proposal import Proposal, Situation, timing
@@ -177,9 +178,11 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
 
     if predicted > limit:
         # Serve the forecast and drain what will have piled up by the time new instances serve.
-        drain_seconds = max(slo.min_dwell_seconds / 2, slo.max_event_age_seconds)
-        piled = outlook.backlog + forecast * (slo.provisioning_delay_seconds + since_latest) - forecast * slo.safety_seconds
-        needed = forecast + max(piled, 0.0) / drain_seconds
+        # (the kernel's rules, on plain numbers: the drain and the need are the Event Hubs mode's)
+        measured = situation.throughput_source in ("learned", "configured")
+        drain_seconds = kernel.drain_seconds(slo.min_dwell_seconds, slo.max_event_age_seconds, measured, predicted)
+        needed = float(kernel.scale_out_need(forecast, outlook.backlog, slo.provisioning_delay_seconds, since_latest,
+                                             slo.safety_seconds, drain_seconds))
         wanted = next((count for count in counts if count > capacity and count * throughput >= needed), counts[-1])
         return Proposal(wanted, UP, "slo_at_risk",
                         (f"oldest message would be {predicted:.0f}s old in {react:.0f}s (limit {limit:.0f}s); {rates}",),

@@ -81,6 +81,25 @@ def test_an_aging_queue_scales_out_to_serve_arrivals_and_drain() -> None:
     assert decision.metrics["predicted_age_seconds"] > decision.metrics["age_limit_seconds"]
 
 
+def test_on_a_lower_bound_of_the_rate_an_aging_queue_drains_within_the_slo() -> None:
+    """Nothing learned or configured, only the lower bound of the rate (a cold start): the
+    oldest message is predicted past the SLO itself, so the scale-out drains within the SLO
+    (``slo_kernel.drain_seconds``, the Event Hubs mode's rule) instead of half the dwell, and
+    asks for more instances than the same rate known for sure would."""
+    samples = steady(4, 2, active=6000, age=280, incoming=1800, completed=None)
+    bound = decide(target(None), samples, ScalerState(target="jobs", throughput_floor=10.0))
+    known = decide(target(10.0), samples)
+    slo = target(None).slo
+    assert slo.min_dwell_seconds / 2 > slo.max_event_age_seconds  # (the two drains differ)
+    assert bound.metrics["throughput_source"] == "lower bound"
+    assert bound.metrics["predicted_age_seconds"] > slo.max_event_age_seconds
+    forecast = 30 * (1 + slo.headroom)
+    piled = 6000 + forecast * slo.provisioning_delay_seconds - forecast * slo.safety_seconds  # (decided as sampled)
+    assert (bound.direction, known.direction) == (UP, UP)
+    assert bound.target_capacity == math.ceil((forecast + piled / slo.max_event_age_seconds) / 10)
+    assert bound.target_capacity > known.target_capacity
+
+
 def test_a_queue_with_surplus_scales_in_to_the_smallest_count_that_holds() -> None:
     policy = target()
     decision = decide(policy, steady(5, 10, active=3, age=1, incoming=2100, completed=2100))
