@@ -380,12 +380,12 @@ def _trace_table(scenario: str, trace: str, trace_rows: list[dict]) -> list[str]
     reference = best.get("clairvoyant")
     hot = scenario in JUDGED_ON_SERVABLE
     optimum = optimum_column(trace_rows, trace)
-    other = " servable-partitions violation min |" if hot else ""
+    other = " servable-partitions violation min | avoidable violation min |" if hot else ""
     lines = [f"### {trace} ({scenario})", "",
              "| algorithm | best setting | cost / fluid bound | cost / clairvoyant | SLO-violation min |" + other +
              " scale actions | min per action | p99 age (min) | max age (min) | settings meeting SLO |"
              + (" cost / offline optimum |" if optimum else ""),
-             "|---|---|---:|---:|---:|" + ("---:|" if hot else "") + "---:|---:|---:|---:|---:|" + ("---:|" if optimum else "")]
+             "|---|---|---:|---:|---:|" + ("---:|---:|" if hot else "") + "---:|---:|---:|---:|---:|" + ("---:|" if optimum else "")]
     for algorithm in ORDER:
         group = [row for row in trace_rows if row["algorithm"] == algorithm]
         if not group:
@@ -395,14 +395,15 @@ def _trace_table(scenario: str, trace: str, trace_rows: list[dict]) -> list[str]
         if row is None:
             key = "servable_partitions_violation_minutes" if hot else "slo_violation_minutes"
             closest = min(group, key=lambda r: r.get(key, r["slo_violation_minutes"]))
-            dashes = " – |" * (8 if hot else 7)
+            dashes = " – |" * (9 if hot else 7)
             lines.append(f"| {algorithm} | none meets the SLO (closest: {closest['knob']}, "
                          f"{closest.get(key, closest['slo_violation_minutes'])} min) |{dashes[:-1]}| 0/{len(group)} |"
                          .replace("|| 0/", "| 0/") + (" – |" if optimum else ""))
             continue
         versus = f"{row['cost_ratio'] / reference['cost_ratio']:.3f}" if reference else "–"
         per_action = f"{row['minutes'] / row['scale_actions']:.1f}" if row["scale_actions"] else "∞"
-        others = f" {row.get('servable_partitions_violation_minutes', '–')} |" if hot else ""
+        others = (f" {row.get('servable_partitions_violation_minutes', '–')} | {row.get('avoidable_violation_minutes', '–')} |"
+                  if hot else "")
         lines.append(f"| {algorithm} | {row['knob']}{_against_default(row, best)} | {row['cost_ratio']:.3f} | {versus} | {row['slo_violation_minutes']} |"
                      f"{others} {row['scale_actions']} | {per_action} | {row['p99_age_minutes']:.2f} | "
                      f"{row['max_age_minutes']:.2f} | {meeting}/{len(group)} |"

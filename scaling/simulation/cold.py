@@ -52,6 +52,7 @@ def merged(results: list[RunResult], scenario: Scenario) -> RunResult:
     summed, ages concatenated (the p99 and the maximum over all of them)."""
     ages = np.concatenate([result.age for result in results])
     servable = [result.servable_partitions_violation_minutes for result in results]
+    avoidable = [result.avoidable_violation_minutes for result in results]
     return RunResult(
         algorithm=results[0].algorithm, knob=results[0].knob, minutes=sum(result.minutes for result in results),
         cost=sum(result.cost for result in results), fluid_lower_bound=sum(result.fluid_lower_bound for result in results),
@@ -63,7 +64,8 @@ def merged(results: list[RunResult], scenario: Scenario) -> RunResult:
         serving=np.concatenate([result.serving for result in results]),
         backlog=np.concatenate([result.backlog for result in results]), age=ages,
         arrivals=np.concatenate([result.arrivals for result in results]),
-        servable_partitions_violation_minutes=None if None in servable else sum(servable))
+        servable_partitions_violation_minutes=None if None in servable else sum(servable),
+        avoidable_violation_minutes=None if None in avoidable else sum(avoidable))
 
 
 def windows(starts: list[int], results: list[RunResult]) -> list[dict]:

@@ -48,6 +48,33 @@ from scaling.simulation.scenario import RunResult, Scenario, scored_result
 DRAINED = 0.5
 
 
+def dedicated_ages(shares: np.ndarray, service: np.ndarray) -> np.ndarray:
+    """(minute, partition): the oldest event's age (minutes) at the end of each minute if every
+    partition had an instance of its own from the start, serving ``service`` events a minute
+    (per minute): the least any count achieves, since a partition is served by one instance at
+    most. ``shares``: (minute, partition) arrivals."""
+    minutes, partitions = shares.shape
+    backlog, done = np.zeros(partitions), np.zeros((minutes, partitions))
+    processed = np.zeros(partitions)
+    for minute in range(minutes):
+        demand = backlog + shares[minute]
+        served = np.minimum(demand, service[minute])
+        backlog = demand - served
+        processed = processed + served
+        done[minute] = processed
+    curves = np.concatenate((np.zeros((1, partitions)), np.cumsum(shares, axis=0)))
+    ages = np.zeros((minutes, partitions))
+    now = np.arange(1, minutes + 1, dtype=float)
+    for partition in range(partitions):
+        curve, position = curves[:, partition], done[:, partition]
+        waiting = curve[1:] - position > DRAINED
+        index = np.clip(np.searchsorted(curve, position, side="right"), 1, minutes)
+        low, high = curve[index - 1], curve[index]
+        arrived = index - 1 + np.where(high > low, (position - low) / np.maximum(high - low, 1e-12), 0.0)
+        ages[:, partition] = np.where(waiting, now - arrived, 0.0)
+    return ages
+
+
 def arrival_minutes(cumulative: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """When the event at each (fractional) position of the cumulative arrivals curve arrived, in
     minutes: arrivals are spread evenly within a minute."""
@@ -333,6 +360,12 @@ class Kernel:
         #: The oldest event's age over the servable partitions (BENCHMARK.md's ``hot`` scenario);
         #: only when some partition is not servable.
         self.servable_age_series = None if self.servable.all() else np.zeros((minutes, count))
+        #: Per minute and partition, whether an instance of its own would have kept it within the
+        #: SLO (``dedicated_ages``): the most any count can do for it. Only when some partition is
+        #: not servable; with it, the oldest event's age over those partitions in each minute.
+        self._within_reach = None if self.servable.all() else (
+            dedicated_ages(shares, self.rate * self.speed) <= scenario.slo_minutes)
+        self.reachable_age_series = None if self.servable.all() else np.zeros((minutes, count))
         self._arrival_shares = shares[:, :, None]  # (minute, partition, 1)
         #: Per partition, events arrived by the start of each minute (minute + 1, partition).
         self.partition_cumulative = np.concatenate((np.zeros((1, partitions)), np.cumsum(shares, axis=0)))
@@ -441,6 +474,9 @@ class Kernel:
                 servable = waiting & self.servable[:, None]
                 if servable.any():
                     self.servable_age_series[minute] = now - self._oldest_arrival(servable, processed)
+                reachable = waiting & self._within_reach[minute][:, None]
+                if reachable.any():
+                    self.reachable_age_series[minute] = now - self._oldest_arrival(reachable, processed)
         self.capacity_series[minute] = self.requested
         self.serving_series[minute] = serving
         self.backlog_series[minute] = self.total_backlog()
@@ -605,6 +641,7 @@ class Kernel:
         capacity_series, serving_series = self.capacity_series[:minutes].T.copy(), self.serving_series[:minutes].T.copy()
         backlog_series, age_series = self.backlog_series[:minutes].T.copy(), self.age_series[:minutes].T.copy()
         servable_ages = self.servable_age_series[:minutes].T.copy() if self.servable_age_series is not None else None
+        reachable_ages = self.reachable_age_series[:minutes].T.copy() if self.reachable_age_series is not None else None
         starts = [int(start) for start in np.broadcast_to(np.asarray(score_from, dtype=np.int64), (self.count,))]
         return [
             scored_result(self.scenario, algorithm=algorithm, knob=knobs[column], score_from=starts[column],
@@ -612,6 +649,7 @@ class Kernel:
                           serving=serving_series[column], backlog=backlog_series[column], age=age_series[column],
                           scale_actions=int(self.action_series[starts[column]:minutes, column].sum()),
                           final_backlog=float(final_backlog[column]),
-                          servable_age=servable_ages[column] if servable_ages is not None else None)
+                          servable_age=servable_ages[column] if servable_ages is not None else None,
+                          reachable_age=reachable_ages[column] if reachable_ages is not None else None)
             for column in range(self.count)
         ]

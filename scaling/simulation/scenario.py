@@ -158,6 +158,10 @@ class RunResult:
     #: SLO-violation minutes over the partitions whose arrivals stay within one instance's
     #: throughput in every minute (``Kernel.servable``); ``None`` when every partition is.
     servable_partitions_violation_minutes: int | None = None
+    #: Minutes in which a partition's oldest event is past the SLO while an instance of its own
+    #: would have kept it within (``Kernel``'s dedicated ages): the violations some count could
+    #: have avoided. ``None`` when every partition is servable.
+    avoidable_violation_minutes: int | None = None
 
     @property
     def cost_ratio(self) -> float:
@@ -183,12 +187,15 @@ class RunResult:
                 "servable_partitions_violation_minutes": self.servable_partitions_violation_minutes,
                 "servable_partitions_meet_slo": self.servable_partitions_violation_minutes
                 <= scenario.max_violation_fraction * self.minutes}),
+            **({} if self.avoidable_violation_minutes is None else {
+                "avoidable_violation_minutes": self.avoidable_violation_minutes}),
         }
 
 
 def scored_result(scenario: Scenario, *, algorithm: str, knob: str, score_from: int, arrivals: np.ndarray,
                   capacity: np.ndarray, serving: np.ndarray, backlog: np.ndarray, age: np.ndarray,
-                  scale_actions: int, final_backlog: float, servable_age: np.ndarray | None = None) -> RunResult:
+                  scale_actions: int, final_backlog: float, servable_age: np.ndarray | None = None,
+                  reachable_age: np.ndarray | None = None) -> RunResult:
     """A run's numbers from its minute series, scoring only the minutes from ``score_from``:
     cost is billed per requested instance-minute, a minute violates the SLO when its oldest
     unprocessed event is older than ``slo_minutes``."""
@@ -212,4 +219,6 @@ def scored_result(scenario: Scenario, *, algorithm: str, knob: str, score_from: 
         arrivals=arrivals,
         servable_partitions_violation_minutes=(int((servable_age[scored] > scenario.slo_minutes).sum())
                                                if servable_age is not None else None),
+        avoidable_violation_minutes=(int((reachable_age[scored] > scenario.slo_minutes).sum())
+                                     if reachable_age is not None else None),
     )

@@ -189,10 +189,13 @@ def test_a_row_where_no_setting_meets_the_slo_has_as_many_cells_as_the_header(sc
     rows = [{"scenario": scenario, "trace": "t/per_minute.csv", "algorithm": algorithm, "knob": "k", "cost_ratio": 1.2,
              "minutes": 600, "scale_actions": 10, "best": best, "meets_slo": best, "slo_violation_minutes": 0 if best else 9,
              "servable_partitions_violation_minutes": 0 if best else 9, "servable_partitions_meet_slo": best,
-             "p99_age_minutes": 1.0, "max_age_minutes": 2.0}
+             "avoidable_violation_minutes": 7, "p99_age_minutes": 1.0, "max_age_minutes": 2.0}
             for algorithm, best in (("clairvoyant", True), ("seed", False))]
     lines = [line for line in summary_table(rows).splitlines() if line.startswith("|")]
     assert len({line.count("|") for line in lines}) == 1, lines
+    if scenario == "hot":  # the servable partitions' SLO, then the avoidable violations, side by side
+        assert "servable-partitions violation min | avoidable violation min |" in lines[0]
+        assert "| 0 | 0 | 7 |" in lines[2]
 
 
 # --- the cold scenario: 1 instance, nothing learned, at busy minutes -----------------------------------------------

@@ -5,12 +5,14 @@ property, and that a candidate's stressed world does not depend on the batch it 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scaling.simulation.kernel import Kernel, Ownership, rebalance
+from scaling.simulation.kernel import Kernel, Ownership, dedicated_ages, rebalance
 from scaling.simulation.scenario import NAMED_SCENARIOS, Scenario
 from scaling.simulation.world import World
 from tests.helpers import drive_plans
@@ -301,6 +303,41 @@ def test_the_hot_scenario_scores_the_servable_partitions_apart() -> None:
     assert result.slo_violation_minutes > 0
     assert result.servable_partitions_violation_minutes == 0
     assert result.summary(scenario)["servable_partitions_meet_slo"] is True
+
+
+@pytest.mark.parametrize(
+    ("arrivals", "service", "expected"),
+    [
+        pytest.param([20.0, 0.0, 0.0], 10.0, [0.5, 0.0, 0.0], id="half-served-then-drained"),
+        pytest.param([30.0, 30.0, 30.0], 10.0, [2 / 3, 4 / 3, 2.0], id="falling-behind-ages-by-two-thirds-a-minute"),
+        pytest.param([10.0, 10.0], 10.0, [0.0, 0.0], id="kept-up"),
+    ],
+)
+def test_dedicated_ages(arrivals, service, expected) -> None:
+    shares = np.array(arrivals)[:, None]
+    np.testing.assert_allclose(dedicated_ages(shares, np.full(len(arrivals), service))[:, 0], expected)
+
+
+def test_avoidable_violations_count_a_partition_in_the_minutes_its_own_instance_would_keep_it() -> None:
+    """Four partitions with shares 8, 4, 2 and 1 of 15 and 1,000 events a minute per instance:
+    the hottest receives 1,760 a minute (no count serves it), the second 880 after a first minute
+    at 1,067, so the judge of the servable partitions leaves it out too. An instance of its own
+    would keep it within the SLO after that minute; two instances (each with two partitions)
+    leave it 780 a minute and it falls behind: those minutes are avoidable violations. With four
+    instances there are none."""
+    scenario = Scenario(partitions=4, skew=1.0, initial_capacity=2)
+    arrivals = np.concatenate(([4000.0], np.full(120, 3300.0)))
+    results = {}
+    for count in (2, 4):
+        world = World(arrivals, replace(scenario, initial_capacity=count))
+        while not world.done:
+            world.advance()
+        results[count] = world.result()
+    assert results[2].servable_partitions_violation_minutes == results[4].servable_partitions_violation_minutes == 0
+    assert results[2].avoidable_violation_minutes > 30
+    assert results[4].avoidable_violation_minutes == 0
+    assert results[4].slo_violation_minutes > 100  # (the hottest partition, at any count)
+    assert results[2].summary(scenario)["avoidable_violation_minutes"] == results[2].avoidable_violation_minutes
 
 
 @pytest.mark.parametrize(
