@@ -281,15 +281,20 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     if worst_predicted > limit:
         # Serve the forecast and drain what will have piled up by the time new instances serve.
         drain_seconds = kernel.drain_seconds(slo.min_dwell_seconds, slo.max_event_age_seconds, measured, worst_predicted)
+        within_slo = drain_seconds < kernel.drain_seconds(slo.min_dwell_seconds, slo.max_event_age_seconds, True, worst_predicted)
+        drain_note = ((f"draining within the SLO ({drain_seconds:.0f}s): the rate is only a lower bound and the oldest "
+                       "event is predicted past the SLO itself",) if within_slo else ())
         needed = [kernel.scale_out_need(forecast, backlog, slo.provisioning_delay_seconds, since_latest, slo.safety_seconds,
                                         drain_seconds) for forecast, backlog in zip(forecasts, backlogs, strict=True)]
         wanted = int(kernel.scale_out_counts(levels, np.ones(levels.shape, dtype=bool), np.array([capacity]),
                                              np.array([counts[-1]]), top,
                                              list(zip(owner_loads(needed), needed, strict=True)))[0])
         metrics["predicted_busiest_load"] = round(busiest(loads, wanted), 3)
+        metrics["drain_seconds"] = round(float(drain_seconds), 1)
         return Proposal(wanted, UP, "slo_at_risk",
                         (f"oldest event would be {worst_predicted:.0f}s old in {react:.0f}s (limit {limit:.0f}s); "
-                         f"arrivals {total_rate:.1f}/s, {throughput:.2f}/s per instance", sizing_note, *hot_reasons),
+                         f"arrivals {total_rate:.1f}/s, {throughput:.2f}/s per instance", *drain_note, sizing_note,
+                         *hot_reasons),
                         metrics, new_state)
 
     if not enough_history:

@@ -369,6 +369,23 @@ def test_an_unsteady_interval_bounds_the_rate_while_nothing_is_learned(capacity_
     assert decision.metrics["throughput_source"] == "lower bound"
 
 
+def test_a_scale_out_on_a_lower_bound_says_it_drains_within_the_slo() -> None:
+    """Each partition receives 5 events/s and the oldest event is 300 s old: predicted past the
+    SLO itself. On a lower bound of the rate (nothing learned or configured) the scale-out
+    drains within the SLO (``slo_kernel.drain_seconds``) and the decision says so; on the same
+    rate configured it drains over half the dwell, and asks for fewer instances."""
+    samples = history(5.0, 4.0, 1500)
+    starting = {"pending_ready_at": T0 + timedelta(minutes=1), "last_action_at": T0 - timedelta(minutes=1)}  # (nothing steady to learn from)
+    bound = evaluate(replace(slo_target(), slo=SloSettings()), state(8, throughput_floor=MU, **starting), samples, T0)
+    known = evaluate(slo_target(), state(8, **starting), samples, T0)
+    assert bound.metrics["throughput_source"] == "lower bound"
+    assert (bound.direction, known.direction) == (UP, UP)
+    assert (bound.metrics["drain_seconds"], known.metrics["drain_seconds"]) == (300.0, 1200.0)
+    assert any(reason.startswith("draining within the SLO (300s)") for reason in bound.reasons), bound.reasons
+    assert not any("draining within the SLO" in reason for reason in known.reasons)
+    assert bound.target_capacity > known.target_capacity
+
+
 def test_an_unsteady_interval_leaves_a_learned_rate_alone() -> None:
     """Once a rate is learned, unsteady intervals teach nothing: a bound from them would only
     be stale (the learned rate already exceeds what they show)."""
