@@ -30,6 +30,11 @@ class Situation:
     #: Where ``throughput`` comes from: ``learned``, ``configured`` or ``lower bound`` (a floor, not a measure).
     throughput_source: str | None = None
 
+    @property
+    def throughput_measured(self) -> bool:
+        """Whether ``throughput`` is a measure (learned or configured), not only a lower bound."""
+        return self.throughput_source in ("learned", "configured")
+
 
 @dataclass(frozen=True, slots=True)
 class Proposal:

@@ -199,7 +199,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     # the rate window and the last interval alike falls behind at any count: size for the rest
     # of the hub and say so, instead of chasing it. (Not against a lower bound of the throughput.)
     total_rate = float(sum(o.arrival_rate.sum() for o in outlooks))
-    measured = situation.throughput_source in ("learned", "configured")
+    measured = situation.throughput_measured
     hot = [kernel.hot_partitions(o.arrival_rate, o.recent_arrival_rate, np.array([throughput]), np.array([measured]))[:, 0]
            for o in outlooks]
     hot_notes = [f"{key} receives {rate:.1f}/s, more than one instance serves ({throughput:.1f}/s)"

@@ -179,8 +179,8 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     if predicted > limit:
         # Serve the forecast and drain what will have piled up by the time new instances serve.
         # (the kernel's rules, on plain numbers: the drain and the need are the Event Hubs mode's)
-        measured = situation.throughput_source in ("learned", "configured")
-        drain_seconds = kernel.drain_seconds(slo.min_dwell_seconds, slo.max_event_age_seconds, measured, predicted)
+        drain_seconds = kernel.drain_seconds(slo.min_dwell_seconds, slo.max_event_age_seconds,
+                                             situation.throughput_measured, predicted)
         needed = float(kernel.scale_out_need(forecast, outlook.backlog, slo.provisioning_delay_seconds, since_latest,
                                              slo.safety_seconds, drain_seconds))
         wanted = next((count for count in counts if count > capacity and count * throughput >= needed), counts[-1])

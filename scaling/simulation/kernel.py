@@ -54,25 +54,17 @@ def dedicated_ages(shares: np.ndarray, service: np.ndarray) -> np.ndarray:
     (per minute): the least any count achieves, since a partition is served by one instance at
     most. ``shares``: (minute, partition) arrivals."""
     minutes, partitions = shares.shape
-    backlog, done = np.zeros(partitions), np.zeros((minutes, partitions))
-    processed = np.zeros(partitions)
+    backlog, served = np.zeros(partitions), np.zeros((minutes, partitions))
     for minute in range(minutes):
         demand = backlog + shares[minute]
-        served = np.minimum(demand, service[minute])
-        backlog = demand - served
-        processed = processed + served
-        done[minute] = processed
+        served[minute] = np.minimum(demand, service[minute])
+        backlog = demand - served[minute]
+    processed = np.cumsum(served, axis=0)
     curves = np.concatenate((np.zeros((1, partitions)), np.cumsum(shares, axis=0)))
-    ages = np.zeros((minutes, partitions))
-    now = np.arange(1, minutes + 1, dtype=float)
-    for partition in range(partitions):
-        curve, position = curves[:, partition], done[:, partition]
-        waiting = curve[1:] - position > DRAINED
-        index = np.clip(np.searchsorted(curve, position, side="right"), 1, minutes)
-        low, high = curve[index - 1], curve[index]
-        arrived = index - 1 + np.where(high > low, (position - low) / np.maximum(high - low, 1e-12), 0.0)
-        ages[:, partition] = np.where(waiting, now - arrived, 0.0)
-    return ages
+    now = np.arange(1, minutes + 1, dtype=float)[:, None]
+    arrived = np.column_stack([arrival_minutes(curves[:, partition], processed[:, partition])
+                               for partition in range(partitions)])
+    return np.where(curves[1:] - processed > DRAINED, now - arrived, 0.0)
 
 
 def arrival_minutes(cumulative: np.ndarray, positions: np.ndarray) -> np.ndarray:
@@ -359,13 +351,14 @@ class Kernel:
         self.servable = np.all(shares <= (self.rate * self.speed)[:, None] * (1 + 1e-9), axis=0)
         #: The oldest event's age over the servable partitions (BENCHMARK.md's ``hot`` scenario);
         #: only when some partition is not servable.
-        self.servable_age_series = None if self.servable.all() else np.zeros((minutes, count))
+        all_servable = bool(self.servable.all())
+        self.servable_age_series = None if all_servable else np.zeros((minutes, count))
         #: Per minute and partition, whether an instance of its own would have kept it within the
         #: SLO (``dedicated_ages``): the most any count can do for it. Only when some partition is
         #: not servable; with it, the oldest event's age over those partitions in each minute.
-        self._within_reach = None if self.servable.all() else (
+        self._within_reach = None if all_servable else (
             dedicated_ages(shares, self.rate * self.speed) <= scenario.slo_minutes)
-        self.reachable_age_series = None if self.servable.all() else np.zeros((minutes, count))
+        self.reachable_age_series = None if all_servable else np.zeros((minutes, count))
         self._arrival_shares = shares[:, :, None]  # (minute, partition, 1)
         #: Per partition, events arrived by the start of each minute (minute + 1, partition).
         self.partition_cumulative = np.concatenate((np.zeros((1, partitions)), np.cumsum(shares, axis=0)))
