@@ -145,13 +145,24 @@ def observed_throughput(processed: np.ndarray, elapsed: float, serving: np.ndarr
     spread = processed / elapsed / serving
     if owners is None:
         return spread, busy.all(axis=0) & ~unmeasured.any(axis=0) & (processed > 0)
-    owner_done = owners.summed(done)
-    measuring = ((owners.partitions > 0) & (owners.summed(busy) > 0) & (owners.summed(unmeasured) == 0)
+    # Only a candidate with a busy partition has an owner that measures: the sums by owner are
+    # worked out for those alone (most candidates of a sweep have none in most intervals).
+    some = np.flatnonzero(busy.any(axis=0))
+    saturated = np.zeros(len(spread), dtype=bool)
+    if not some.size:
+        return spread, saturated
+    whole = some.size == len(spread)
+    part = owners if whole else owners.of_columns(some)
+    done, busy, unmeasured = (values if whole else values[:, some] for values in (done, busy, unmeasured))
+    owner_done = part.summed(done)
+    measuring = ((part.partitions > 0) & (part.summed(busy) > 0) & (part.summed(unmeasured) == 0)
                  & (owner_done > 0))
     measured = measuring.sum(axis=0)
-    saturated = measured > 0
+    saturated[some] = measured > 0
     by_owner = np.where(measuring, owner_done, 0.0).sum(axis=0) / elapsed / np.maximum(measured, 1)
-    return np.where(saturated, by_owner, spread), saturated
+    observed = spread.copy()
+    observed[some] = np.where(measured > 0, by_owner, spread[some])
+    return observed, saturated
 
 
 def learned_throughput(throughput: np.ndarray, floor: np.ndarray, held_back: np.ndarray, observed: np.ndarray,
@@ -506,10 +517,8 @@ class OwnerLoads:
         self._some_varied = False
         if equal_shares:
             value = values[0]
-            self.heaviest = heaviest = np.empty((partitions, count))
-            heaviest[0] = value
-            for rank in range(1, partitions):  # S(k), added one at a time as the running sum does
-                np.add(heaviest[rank - 1], value, out=heaviest[rank])
+            # S(k), added one at a time as the running sum does (accumulate adds row after row)
+            self.heaviest = heaviest = np.add.accumulate(np.broadcast_to(value, (partitions, count)), axis=0)
             self.total = heaviest[-1]
             self.largest = value
             self._spread = spread = owners.spread
