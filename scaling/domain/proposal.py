@@ -82,3 +82,19 @@ def timing(target: TargetPolicy, situation: Situation) -> Timing:
                   interval=interval,
                   since_latest=max((situation.now - latest.collected_at).total_seconds(), 0.0),
                   pending_seconds=pending_seconds)
+
+
+def scale_out_drain(target: TargetPolicy, situation: Situation, predicted_age: float) -> tuple[float, tuple[str, ...]]:
+    """Over how many seconds a scale-out drains (``slo_kernel.drain_seconds``) and, when that is
+    within the SLO because the rate is only a lower bound, the reason that says so: an operator
+    sees why a cold start jumps as far as it does. Both SLO modes (partitions and queues) say it."""
+    from scaling.domain import slo_kernel
+
+    slo = target.slo
+    drain = float(slo_kernel.drain_seconds(slo.min_dwell_seconds, slo.max_event_age_seconds, situation.throughput_measured,
+                                           predicted_age))
+    usual = float(slo_kernel.drain_seconds(slo.min_dwell_seconds, slo.max_event_age_seconds, True, predicted_age))
+    if drain >= usual:
+        return drain, ()
+    return drain, (f"draining within the SLO ({drain:.0f}s): the rate is only a lower bound and the oldest event is "
+                   "predicted past the SLO itself",)

@@ -36,7 +36,7 @@ import numpy as np
 from scaling.domain import slo_kernel as kernel
 from scaling.domain.decisions import DOWN, HOLD, UP
 from scaling.domain.policy import TargetPolicy
-from scaling.domain.proposal import Proposal, Situation, timing
+from scaling.domain.proposal import Proposal, Situation, scale_out_drain, timing
 from scaling.domain.samples import MetricSample, SourceReading
 from scaling.domain.sizing import OWNER_LOAD, WORST_CASE
 
@@ -280,10 +280,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
 
     if worst_predicted > limit:
         # Serve the forecast and drain what will have piled up by the time new instances serve.
-        drain_seconds = kernel.drain_seconds(slo.min_dwell_seconds, slo.max_event_age_seconds, measured, worst_predicted)
-        within_slo = drain_seconds < kernel.drain_seconds(slo.min_dwell_seconds, slo.max_event_age_seconds, True, worst_predicted)
-        drain_note = ((f"draining within the SLO ({drain_seconds:.0f}s): the rate is only a lower bound and the oldest "
-                       "event is predicted past the SLO itself",) if within_slo else ())
+        drain_seconds, drain_note = scale_out_drain(target, situation, worst_predicted)
         needed = [kernel.scale_out_need(forecast, backlog, slo.provisioning_delay_seconds, since_latest, slo.safety_seconds,
                                         drain_seconds) for forecast, backlog in zip(forecasts, backlogs, strict=True)]
         wanted = int(kernel.scale_out_counts(levels, np.ones(levels.shape, dtype=bool), np.array([capacity]),

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from scaling.domain import slo_kernel as kernel
 from scaling.domain.decisions import DOWN, HOLD, UP
 from scaling.domain.policy import TargetPolicy
-from scaling.domain.proposal import Proposal, Situation, timing
+from scaling.domain.proposal import Proposal, Situation, scale_out_drain, timing
 from scaling.domain.samples import MetricSample, SourceReading
 
 KIND = "servicebus"
@@ -179,14 +179,14 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     if predicted > limit:
         # Serve the forecast and drain what will have piled up by the time new instances serve.
         # (the kernel's rules, on plain numbers: the drain and the need are the Event Hubs mode's)
-        drain_seconds = kernel.drain_seconds(slo.min_dwell_seconds, slo.max_event_age_seconds,
-                                             situation.throughput_measured, predicted)
+        drain_seconds, drain_note = scale_out_drain(target, situation, predicted)
         needed = float(kernel.scale_out_need(forecast, outlook.backlog, slo.provisioning_delay_seconds, since_latest,
                                              slo.safety_seconds, drain_seconds))
         wanted = next((count for count in counts if count > capacity and count * throughput >= needed), counts[-1])
+        metrics["drain_seconds"] = round(drain_seconds, 1)
         return Proposal(wanted, UP, "slo_at_risk",
-                        (f"oldest message would be {predicted:.0f}s old in {react:.0f}s (limit {limit:.0f}s); {rates}",),
-                        metrics)
+                        (f"oldest message would be {predicted:.0f}s old in {react:.0f}s (limit {limit:.0f}s); {rates}",
+                         *drain_note), metrics)
 
     if outlook.recent_arrival_rate is None:
         return Proposal(None, HOLD, "queue_rates_unknown",

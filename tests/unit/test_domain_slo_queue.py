@@ -98,6 +98,11 @@ def test_on_a_lower_bound_of_the_rate_an_aging_queue_drains_within_the_slo() -> 
     assert (bound.direction, known.direction) == (UP, UP)
     assert bound.target_capacity == math.ceil((forecast + piled / slo.max_event_age_seconds) / 10)
     assert bound.target_capacity > known.target_capacity
+    # ... and the decision says so, as the Event Hubs mode's does.
+    assert bound.metrics["drain_seconds"] == slo.max_event_age_seconds
+    assert known.metrics["drain_seconds"] == slo.min_dwell_seconds / 2
+    assert any(reason.startswith(f"draining within the SLO ({slo.max_event_age_seconds:.0f}s)") for reason in bound.reasons)
+    assert not any(reason.startswith("draining within the SLO") for reason in known.reasons)
 
 
 def test_a_queue_with_surplus_scales_in_to_the_smallest_count_that_holds() -> None:
