@@ -92,6 +92,30 @@ def test_margin_boundaries(margin: Margin, p99: float, max_age: float, violation
         assert why is not None and missed in why
 
 
+@pytest.mark.parametrize(
+    ("mine", "current", "missed"),
+    [
+        pytest.param(window(max_age=4.9), window(max_age=5.25), None, id="past-the-margin-where-the-current-is-further"),
+        pytest.param(window(max_age=5.25), window(max_age=5.25), None, id="as-far-as-the-current"),
+        pytest.param(window(max_age=5.3), window(max_age=5.25), "max age 5.30 min > 0.95 x SLO and the current policy's 5.25",
+                     id="further-than-the-current"),
+        pytest.param(window(max_age=4.9), window(max_age=4.7), "max age 4.90 min > 0.95 x SLO", id="the-current-keeps-the-margin"),
+        pytest.param(window(p99=4.6), window(p99=4.7), None, id="p99-within-the-current-s"),
+        pytest.param(window(p99=4.8, max_age=4.8), window(p99=4.7, max_age=5.0), "p99 age 4.80 min > 0.9 x SLO and the current "
+                     "policy's 4.70", id="p99-further-though-max-within"),
+        pytest.param(window(max_age=4.9, violations=3), window(max_age=5.0, violations=5), None, id="fewer-violations-than-the-current"),
+        pytest.param(window(max_age=4.9, violations=6), window(max_age=5.0, violations=5),
+                     "6 SLO-violation minutes (the current policy: 5)", id="more-violations-than-the-current"),
+        pytest.param(window(max_age=4.7, violations=2), window(max_age=4.8), "2 SLO-violation minutes", id="the-current-meets-the-slo"),
+    ],
+)
+def test_under_stress_the_margin_is_no_stricter_than_the_current_policy(mine: dict, current: dict, missed: str | None) -> None:
+    """Where the current policy misses the margin in a stress replay's block, each of its figures
+    past the margin is the limit there (not riskier than what runs now); where it keeps it, the margin."""
+    assert Margin().miss(mine, SLO, current) == missed
+    assert Margin().miss(mine, SLO) is not None or missed is None  # without the current: the margin alone
+
+
 # --- selection ---------------------------------------------------------------------------------------------
 
 
@@ -128,6 +152,21 @@ def test_a_cheaper_candidate_that_breaks_under_stress_is_not_chosen() -> None:
     assert chosen.index == 2
     assert chosen.failures[1] == "fold 2 validation under surge: max age 5.20 min > 0.95 x SLO"
     assert chosen.risk["stress"]["surge"]["worst_max_age_minutes"] == 3.0
+
+
+def test_a_cheaper_candidate_no_riskier_than_the_current_policy_under_stress_is_chosen() -> None:
+    """Under ``rough`` the current policy's maximum reaches 5.25 minutes (past 0.95 x SLO): a
+    cheaper candidate at 4.9 there is chosen, one at 5.4 is not, and the current policy's own
+    miss stays in its risk figures."""
+    base = [candidate(300.0), candidate(240.0), candidate(260.0)]
+    rough = {0: candidate(1.0, ((2.0, 5.25),) * 3), 1: candidate(1.0, ((2.0, 5.4),) * 3), 2: candidate(1.0, ((2.0, 4.9),) * 3)}
+    chosen = select(["current", "riskier", "safer"], base, {"surge": holding(3), "rough": rough}, 0, SLO)
+    assert (chosen.index, chosen.kept_current) == (2, False)
+    assert chosen.failures[1] == "fold 1 validation under rough: max age 5.40 min > 0.95 x SLO and the current policy's 5.25"
+    assert chosen.failures[0] == "fold 1 validation under rough: max age 5.25 min > 0.95 x SLO"
+    assert chosen.current_risk["stress"]["rough"]["worst_max_age_minutes"] == 5.25
+    assert robust.stress_round([0, 1, 2], {"rough": {0: rough[0], 1: rough[1]}}, 0, SLO, size=1) == [2]
+    assert robust.stress_round([0, 1, 2], {"rough": {0: rough[0], 2: rough[2]}}, 0, SLO, size=1) == []
 
 
 def test_the_spread_across_folds_is_min_median_max() -> None:
@@ -210,15 +249,22 @@ def test_shortlist_is_the_current_policy_then_cheaper_candidates_that_hold_on_th
         pytest.param({}, [0, 4, 3], id="first-round-current-and-the-cheapest"),
         pytest.param({0: True, 4: False, 3: False}, [2, 1, 5], id="none-held-all-the-rest"),
         pytest.param({0: True, 4: False, 3: True}, [], id="a-candidate-held-stop"),
-        pytest.param({0: False, 4: False, 3: False}, [2, 1, 5], id="current-fails-too"),
+        pytest.param({0: False, 4: False, 3: False}, [2, 1, 5], id="current-fails-too-and-they-further"),
+        pytest.param({0: False, 4: False, 3: "as the current"}, [], id="one-no-riskier-than-a-failing-current-stop"),
         pytest.param({0: True, 4: False, 3: False, 2: False, 1: False, 5: False}, [], id="shortlist-exhausted"),
     ],
 )
 def test_stress_rounds_replay_the_cheapest_first_then_the_rest_unless_one_held(replayed: dict, expected: list[int]) -> None:
+    """``True``: within the margin; ``False``: past it (the current policy at 5.5 minutes, the
+    others further, at 6.0); "as the current": past it as far as the current policy, which holds."""
     listed = [0, 4, 3, 2, 1, 5]
-    failing = candidate(1.0, ((2.0, 6.0),) * 3)
-    stress = {name: {index: candidate(1.0) if holds else failing for index, holds in replayed.items()}
-              for name in ("realistic", "surge")}
+
+    def scores(index: int, holds: bool | str) -> dict:
+        if holds is True:
+            return candidate(1.0)
+        return candidate(1.0, ((2.0, 5.5 if index == 0 or holds else 6.0),) * 3)
+
+    stress = {name: {index: scores(index, holds) for index, holds in replayed.items()} for name in ("realistic", "surge")}
     assert robust.stress_round(listed, stress, 0, SLO, size=2) == expected
     assert robust.stress_round(listed, {}, 0, SLO, size=2) == []  # no stress sets: nothing to replay
 
