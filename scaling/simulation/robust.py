@@ -239,7 +239,11 @@ def holds_under_stress(index: int, stress: Mapping[str, Mapping[int, Mapping]], 
     """Why candidate ``index`` fails a stress replay (or was not replayed), ``None`` when it holds in
     all. Another candidate than the current policy (``current_index``) is held to the margin or,
     where the current policy misses it in that replay, to the current policy's figures; the
-    current policy itself to the margin (its own risk is reported as it is)."""
+    current policy itself to the margin (its own risk is reported as it is). And another
+    candidate must keep its saving there: a replay in which it costs more than ``MIN_SAVING``
+    over the current policy on validation is a saving the history's world shows and a rougher one
+    takes back (on the trace family, the choices that did cost more than the default afterwards
+    were 6-10% dearer under `realistic` or `rough`; docs/policy-experiments.md)."""
     for name, replay in stress.items():
         if index not in replay:
             return "not replayed under stress: fails on the splits, costs more than the current policy, or a cheaper one holds"
@@ -247,6 +251,10 @@ def holds_under_stress(index: int, stress: Mapping[str, Mapping[int, Mapping]], 
         failed = holds_on_splits(replay[index], slo_minutes, margin, name, current)
         if failed:
             return failed
+        if current is not None and replay[index]["validation"]["cost"] > (1 + MIN_SAVING) * current["validation"]["cost"]:
+            dearer = replay[index]["validation"]["cost"] / current["validation"]["cost"] - 1
+            return (f"validation under {name}: costs {dearer:+.1%} against the current policy (more than {MIN_SAVING:.0%}: "
+                    "the saving does not hold there)")
     return None
 
 
@@ -395,7 +403,7 @@ def select(labels: Sequence[str], base: Sequence[Mapping], stress: Mapping[str, 
     if not others:
         reason = (f"no candidate that saves at least {MIN_SAVING:.0%} on validation, and on every block, meets the SLO with "
                   f"margin (p99 <= {margin.p99_fraction:g} x SLO, max <= {margin.max_fraction:g} x SLO) on every split and "
-                  f"stress replay; the current policy: {current_miss}.{note}")
+                  f"stress replay and keeps its saving there; the current policy: {current_miss}.{note}")
         return Selection(current_index, True, reason, failures, current_risk, current_risk, regime)
     safer = others[0]
     reason = (f"the current policy misses the margin ({current_miss}); the cheapest candidate that holds, "

@@ -169,6 +169,27 @@ def test_a_cheaper_candidate_no_riskier_than_the_current_policy_under_stress_is_
     assert robust.stress_round([0, 1, 2], {"rough": {0: rough[0], 2: rough[2]}}, 0, SLO, size=1) == []
 
 
+@pytest.mark.parametrize(
+    ("rough_cost", "chosen", "failure"),
+    [
+        pytest.param(306.0, 1, None, id="2%-dearer-under-rough-keeps-its-saving"),
+        pytest.param(306.3, 2, "validation under rough: costs +2.1% against the current policy (more than 2%: the saving does "
+                     "not hold there)", id="just-over-2%-dearer-does-not"),
+        pytest.param(240.0, 1, None, id="cheaper-there-too"),
+    ],
+)
+def test_a_saving_a_stress_replay_takes_back_is_not_recommended(rough_cost: float, chosen: int, failure: str | None) -> None:
+    """The cheapest candidate in the history's world, within the margin everywhere, but under
+    ``rough`` dearer than the current policy by more than ``MIN_SAVING``: the next one is chosen,
+    and the stress rounds go on past it (the job replays in rounds)."""
+    base = [candidate(300.0), candidate(240.0), candidate(260.0)]
+    rough = {0: candidate(300.0), 1: candidate(rough_cost), 2: candidate(280.0)}
+    chosen_now = select(["current", "cheapest", "next"], base, {"surge": holding(3), "rough": rough}, 0, SLO)
+    assert chosen_now.index == chosen
+    assert chosen_now.failures.get(1) == failure
+    assert robust.stress_round([0, 1, 2], {"rough": {0: rough[0], 1: rough[1]}}, 0, SLO, size=1) == ([] if failure is None else [2])
+
+
 def test_the_spread_across_folds_is_min_median_max() -> None:
     base = [candidate(300.0), candidate(240.0, ((1.0, 2.0), (4.0, 4.7), (2.0, 3.0)))]
     chosen = select(["current", "a"], base, {}, 0, SLO)
@@ -182,7 +203,8 @@ def test_the_spread_across_folds_is_min_median_max() -> None:
     [
         pytest.param([candidate(300.0, ((2.0, 3.0), (4.7, 4.7), (2.0, 3.0))), candidate(250.0, train_meets=False)], {},
                      "no candidate that saves at least 2% on validation, and on every block, meets the SLO with margin "
-                     "(p99 <= 0.9 x SLO, max <= 0.95 x SLO) on every split and stress replay; the current policy: fold 2 "
+                     "(p99 <= 0.9 x SLO, max <= 0.95 x SLO) on every split and stress replay and keeps its saving there; the "
+                     "current policy: fold 2 "
                      "validation: p99 age 4.70 min > 0.9 x SLO.", None,
                      id="nothing-holds"),
         pytest.param([candidate(300.0), candidate(320.0)], {"surge": {0: candidate(1.0, ((2.0, 6.0),) * 3), 1: candidate(1.0)}},
