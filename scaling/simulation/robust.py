@@ -167,9 +167,9 @@ class Margin:
         ``current``: the current policy's numbers on the same window of a stress replay. Where it
         misses the margin itself, each of its figures past the margin is the limit instead: a
         replacement must not be riskier than what runs now, but it need not pass a test the
-        current policy fails (the family's standard members: the default's maximum reaches 4.8
-        to 5.3 minutes under the `rough` set, and so did every cheaper candidate, so none was
-        ever recommended; docs/policy-experiments.md)."""
+        current policy fails (the family's spikes seed 1: the default's maximum reached 4.77
+        minutes under `realistic` and 5.25 under `rough`, every cheaper candidate's went past
+        0.95 x SLO under `rough`, so none could be recommended; docs/policy-experiments.md)."""
         checks = (("max_age_minutes", "max age", self.max_fraction), ("p99_age_minutes", "p99 age", self.p99_fraction))
         for key, name, fraction in checks:
             limit = fraction * slo_minutes
