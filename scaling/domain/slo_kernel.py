@@ -199,18 +199,20 @@ def learned_checkpoint_delay(worst_age, previous, interval, ceiling):
 
 def rate_since(times: np.ndarray, positions: np.ndarray, index: int) -> np.ndarray:
     """Each partition's arrival rate (events/s) from sample ``index`` to the last (``positions``:
-    last-enqueued sequence numbers, samples x partitions); 0 over no time."""
+    last-enqueued sequence numbers, samples x partitions, or samples x partitions x traces); 0
+    over no time."""
     elapsed = times[-1] - times[index]
     if elapsed <= 0:
-        return np.zeros(positions.shape[1])
+        return np.zeros(positions.shape[1:])
     return np.maximum(positions[-1] - positions[index], 0.0) / elapsed
 
 
 def later_peaks(times: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """Row ``j``: each partition's busiest interval rate among the intervals from ``j`` on
-    (intervals x partitions); a scale-in holds against the one its peak window starts at."""
+    (intervals x partitions[ x traces]); a scale-in holds against the one its peak window starts at."""
     steps = times[1:] - times[:-1]  # (np.diff, without its overhead: this runs at every evaluation)
-    rates = np.maximum(positions[1:] - positions[:-1], 0.0) / np.where(steps > 0, steps, np.inf)[:, None]
+    steps = np.where(steps > 0, steps, np.inf).reshape(-1, *[1] * (positions.ndim - 1))
+    rates = np.maximum(positions[1:] - positions[:-1], 0.0) / steps
     return np.maximum.accumulate(rates[::-1], axis=0)[::-1]
 
 
@@ -253,7 +255,8 @@ def oldest_event_ages(times: np.ndarray, positions: np.ndarray, oldest: np.ndarr
     """Seconds each partition's oldest unprocessed event has waited at the last sample time.
 
     ``positions`` holds last-enqueued sequence numbers (samples x partitions, shared by the
-    candidates), ``oldest`` the sequence number of each partition's oldest unprocessed event
+    candidates; or samples x partitions x candidates, each its own: a batch of several traces),
+    ``oldest`` the sequence number of each partition's oldest unprocessed event
     (checkpoint + 1; partitions, or partitions x candidates), ``arrival_rate`` each partition's
     rate (the same shapes). Its arrival time is read off the positions' history, interpolated
     between samples, or extrapolated at the arrival rate when it is older than the history.
@@ -265,19 +268,22 @@ def oldest_event_ages(times: np.ndarray, positions: np.ndarray, oldest: np.ndarr
     single = oldest.ndim == 1
     oldest = oldest[:, None] if single else oldest
     arrival_rate = arrival_rate[:, None] if arrival_rate.ndim == 1 else arrival_rate
-    samples = positions.shape[0]
-    waiting = positions[-1][:, None] >= oldest
+    samples, shared = positions.shape[0], positions.ndim == 2
+    waiting = (positions[-1][:, None] if shared else positions[-1]) >= oldest
     # The first sample that reached it: where the running highest position first does (the
     # positions never decrease but for a partition missing from a sample, read as the newest).
     running = np.maximum.accumulate(positions, axis=0)
-    first = np.add.reduce(running[:, :, None] < oldest[None], axis=0, dtype=np.int16)  # (.sum's wrapper costs more)
+    first = np.add.reduce((running[:, :, None] if shared else running) < oldest[None], axis=0,
+                          dtype=np.int16)  # (.sum's wrapper costs more)
     first = np.where(first < samples, first, 0)
-    # Gathers from the flattened (partition, sample) history.
-    flat = np.ascontiguousarray(positions.T).ravel()
-    offsets = (np.arange(positions.shape[1]) * samples)[:, None]
-    position = flat.take(offsets + first)
     previous_index = np.maximum(first - 1, 0)
-    previous = flat.take(offsets + previous_index)
+    if shared:  # gathers from the flattened (partition, sample) history
+        flat = np.ascontiguousarray(positions.T).ravel()
+        offsets = (np.arange(positions.shape[1]) * samples)[:, None]
+        position, previous = flat.take(offsets + first), flat.take(offsets + previous_index)
+    else:
+        position = np.take_along_axis(positions, first[None], axis=0)[0]
+        previous = np.take_along_axis(positions, previous_index[None], axis=0)[0]
     span = np.maximum(position - previous, 1.0)
     start = times.take(previous_index)
     interpolated = start + (oldest - previous) / span * (times.take(first) - start)
@@ -300,8 +306,9 @@ def predicted_age(age, backlog, forecast, service, seconds):
 
 def forecast_rates(arrival_rate: np.ndarray, recent_rate: np.ndarray, headroom_factor: np.ndarray) -> np.ndarray:
     """Each partition's forecast per candidate (partitions x candidates): the higher of its rate over
-    the rate window and over the last interval, raised by the headroom."""
-    return np.maximum(arrival_rate, recent_rate)[:, None] * headroom_factor
+    the rate window and over the last interval (per partition, or per partition and candidate),
+    raised by the headroom."""
+    return _per_candidate(np.maximum(arrival_rate, recent_rate)) * headroom_factor
 
 
 def hot_partitions(arrival_rate: np.ndarray, recent_rate: np.ndarray, throughput: np.ndarray,
@@ -309,7 +316,12 @@ def hot_partitions(arrival_rate: np.ndarray, recent_rate: np.ndarray, throughput
     """The partitions (x candidates) that receive more than one instance serves over the rate
     window and the last interval alike, against a ``measured`` (learned or configured, not a
     lower bound) throughput: they fall behind at any count, so they are set aside."""
-    return (np.minimum(arrival_rate, recent_rate)[:, None] > throughput[None, :]) & measured[None, :]
+    return (_per_candidate(np.minimum(arrival_rate, recent_rate)) > throughput[None, :]) & measured[None, :]
+
+
+def _per_candidate(rates: np.ndarray) -> np.ndarray:
+    """Rates per partition (shared by the candidates) as a column; per partition and candidate as they are."""
+    return rates[:, None] if rates.ndim == 1 else rates
 
 
 def drain_seconds(dwell, max_age, measured, predicted_age):

@@ -107,14 +107,16 @@ class _Tables:
 
 
 def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenario: Scenario, *,
-                   score_from: int = 0, algorithm: str = "candidate", knobs: Sequence[str] | None = None) -> list[RunResult]:
-    """One ``RunResult`` per target, as ``simulate(arrivals, EngineAutoscaler(target), scenario)``."""
+                   score_from: int = 0, algorithm: str = "candidate", knobs: Sequence[str] | None = None,
+                   trace_of: Sequence[int] | None = None) -> list[RunResult]:
+    """One ``RunResult`` per target, as ``simulate(arrivals, EngineAutoscaler(target), scenario)``
+    (``arrivals`` (minutes, traces) and ``trace_of``: each target on its own trace, ``Kernel``)."""
     targets, knobs = checked_batch(targets, knobs, supports, "simulate_batch")
     if not targets:
         return []
     tables = _Tables(targets, scenario)
     count = len(targets)
-    world = Kernel(arrivals, scenario, count)
+    world = Kernel(arrivals, scenario, count, trace_of)
     minutes, interval = len(world.arrivals), scenario.collection_interval_minutes
     columns = np.arange(count)
     requested = world.requested  # updated in place by world.request
@@ -160,7 +162,7 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
         # last_enqueued - checkpoint = (floor(w * cum + 1e-6) - 1) - (floor(checkpointed + 1e-6) - 1);
         # an empty partition or no checkpoint yet (-1) come out as partition_backlog counts them.
         observed = world.checkpoint_positions(world.scratch)
-        np.subtract(world.enqueued[now], observed, out=observed)
+        np.subtract(world.enqueued_at(now), observed, out=observed)
         total = np.maximum(observed, 0.0, out=observed).sum(axis=0)
         window_backlog[:-1] = window_backlog[1:]
         window_backlog[-1] = total

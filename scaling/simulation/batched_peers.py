@@ -143,8 +143,13 @@ class ClairvoyantBatch:
 
     algorithm = "clairvoyant"
 
-    def __init__(self, arrivals: np.ndarray, scenario: Scenario, horizons: Sequence[int], knobs: Sequence[str]) -> None:
-        self.cumulative = np.concatenate(([0.0], np.cumsum(arrivals)))
+    def __init__(self, arrivals: np.ndarray, scenario: Scenario, horizons: Sequence[int], knobs: Sequence[str],
+                 trace_of: Sequence[int] | None = None) -> None:
+        """``arrivals`` per minute; or (minutes, traces), ``trace_of`` each horizon's trace."""
+        arrivals = np.asarray(arrivals, dtype=float)
+        cumulative = np.concatenate((np.zeros((1, *arrivals.shape[1:])), np.cumsum(arrivals, axis=0)))
+        # (minutes + 1, horizon): each horizon's own trace's running total
+        self.cumulative = cumulative[:, None] if arrivals.ndim == 1 else cumulative[:, np.asarray(trace_of, dtype=np.int64)]
         self.minutes = len(arrivals)
         self.scenario = scenario
         self.horizon = np.asarray(horizons, dtype=np.int64)
@@ -155,7 +160,9 @@ class ClairvoyantBatch:
     def _mean(self, start, end) -> np.ndarray:
         start, end = np.minimum(start, self.minutes), np.minimum(end, self.minutes)
         span = end - start
-        return np.where(span > 0, (self.cumulative[end] - self.cumulative[start]) / np.maximum(span, 1), 0.0)
+        columns = np.arange(self.cumulative.shape[1]) if self.cumulative.shape[1] > 1 else 0
+        ahead = self.cumulative[end, columns] - self.cumulative[start, columns]
+        return np.where(span > 0, ahead / np.maximum(span, 1), 0.0)
 
     def decide(self, minute: int, capacity: np.ndarray, backlog: np.ndarray, true_backlog: np.ndarray) -> np.ndarray:
         delay = self.scenario.provisioning_delay_minutes
@@ -209,13 +216,14 @@ class FlinkBatch:
         self.pending_since = np.full(count, -1, dtype=np.int64)  # first scale-down recommendation (-1: none)
         self.pending_count = np.zeros(count, dtype=np.int64)  # the largest count recommended since
 
-    def measure(self, minute: int, arrived: float, processed: np.ndarray, true_rates: np.ndarray) -> None:
-        """One collection's samples: events that arrived since the last one, what each setting's
+    def measure(self, minute: int, arrived: float | np.ndarray, processed: np.ndarray, true_rates: np.ndarray) -> None:
+        """One collection's samples: events that arrived since the last one (per setting, when
+        settings see different traces), what each setting's
         consumers processed and their true rate per instance in the last minute. A setting keeps
         them only once its stabilization is over (the sample's interval starts after it)."""
         row = (self.head + 1) % self.samples
         known = np.isfinite(true_rates)
-        sample = np.stack((np.full(len(self.settings), arrived / self.interval), processed,
+        sample = np.stack((np.broadcast_to(arrived / self.interval, (len(self.settings),)), processed,
                            np.where(known, true_rates, 0.0), known.astype(float)))
         np.add(self.totals[self.head], sample, out=self.totals[row])
         self.head = row
@@ -264,13 +272,15 @@ class FlinkBatch:
 
 
 def simulate_peers(arrivals: np.ndarray, batches: Sequence[PeerBatch], scenario: Scenario, *,
-                   score_from: int = 0) -> list[RunResult]:
+                   score_from: int = 0, trace_of: Sequence[int] | None = None) -> list[RunResult]:
     """Every setting of every batch as ``simulate(arrivals, <its peer>, scenario)`` scores it, in
     the batches' order: one ``Kernel``, each setting a column; each collection the observed
-    backlog (collect's integer lag rules, ``peers.observed_backlog``) of every column at once."""
+    backlog (collect's integer lag rules, ``peers.observed_backlog``) of every column at once.
+    ``arrivals`` (minutes, traces) and ``trace_of`` (each setting's trace, in the batches' order)
+    run several traces of one length in the same step (``Kernel``)."""
     sizes = [len(batch.knobs) for batch in batches]
     count = sum(sizes)
-    kernel = Kernel(arrivals, scenario, count)
+    kernel = Kernel(arrivals, scenario, count, trace_of)
     slices = [slice(start, start + size) for start, size in zip(np.cumsum([0, *sizes[:-1]]).tolist(), sizes, strict=True)]
     positions = np.zeros((scenario.partitions, count))
     interval = scenario.collection_interval_minutes
@@ -280,17 +290,17 @@ def simulate_peers(arrivals: np.ndarray, batches: Sequence[PeerBatch], scenario:
         now = kernel.minute
         if now % interval:
             continue
-        last = (kernel.enqueued[now, :, 0].astype(np.int64) - 1)[:, None]
+        last = kernel.enqueued_at(now).astype(np.int64) - 1
         checkpoint = kernel.checkpoint_positions(positions).astype(np.int64) - 1
         lag = np.where(checkpoint < 0, last + 1, last - checkpoint)
         backlog = np.where(last < 0, 0, np.maximum(lag, 0)).sum(axis=0).astype(float)
         true_backlog = kernel.total_backlog()
         capacity = kernel.requested.copy()
         if measuring:
-            arrived = float(kernel.enqueued[now, :, 0].sum() - kernel.enqueued[now - interval, :, 0].sum())
+            arrived = kernel.arrived_by(now) - kernel.arrived_by(now - interval)
             processed, true_rates = kernel.busy_time_rates()
             for batch, part in measuring:
-                batch.measure(now, arrived, processed[part], true_rates[part])
+                batch.measure(now, arrived if kernel.trace_of is None else arrived[part], processed[part], true_rates[part])
         wanted = np.concatenate([batch.decide(now, capacity[part], backlog[part], true_backlog[part])
                                  for batch, part in zip(batches, slices, strict=True)])
         wanted = np.where(wanted == HOLD, HOLD, np.maximum(wanted, 1))  # as ``World.request``

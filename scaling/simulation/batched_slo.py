@@ -120,9 +120,10 @@ def _learns(trail: np.ndarray, steady: np.ndarray, previous_time: float) -> np.n
 
 def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenario: Scenario, *,
                        score_from: int | Sequence[int] = 0, algorithm: str = "candidate",
-                       knobs: Sequence[str] | None = None) -> list[RunResult]:
+                       knobs: Sequence[str] | None = None, trace_of: Sequence[int] | None = None) -> list[RunResult]:
     """One ``RunResult`` per target, as ``simulate(arrivals, EngineAutoscaler(target), scenario)``
-    (``score_from``: one minute for all, or one per target)."""
+    (``score_from``: one minute for all, or one per target; ``arrivals`` (minutes, traces) and
+    ``trace_of``: each target on its own trace, ``Kernel``)."""
     targets, knobs = checked_batch(targets, knobs, supports, "simulate_slo_batch")
     if not targets:
         return []
@@ -130,16 +131,26 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         raise ValueError("simulate_slo_batch needs one window and rate window for the whole batch (see batch_key())")
     settings = _Candidates(targets, scenario)
     count, partitions = len(targets), scenario.partitions
-    world = Kernel(arrivals, scenario, count)
+    world = Kernel(arrivals, scenario, count, trace_of)
     minutes, interval = len(world.arrivals), scenario.collection_interval_minutes
     interval_seconds = 60.0 * interval
+    # What the samples show per partition (row) is the trace's: shared by every candidate, or,
+    # with several traces, a trace's column per candidate (``by_candidate``).
+    traces = world.trace_of
     window_seconds, rate_window = batch_key(targets[0])
     # Samples the engine sees: those inside the window, at most what EngineAutoscaler keeps.
     window_samples = min(math.ceil(window_seconds / interval_seconds), max(int(window_seconds // 60) + 2, 3))
     rate_lag = math.ceil(rate_window / interval_seconds)  # samples back to the rate window's base
     layout = ShareRows(world.weights)
-    positions = world.enqueued[:, layout.representative, 0] - 1.0  # last enqueued sequence numbers (minute, row)
-    enqueued_total = world.enqueued[:, :, 0].sum(axis=1)  # events enqueued in all partitions, per minute
+    # last enqueued sequence numbers (minute, row[, trace]); events enqueued in all partitions (minute[, trace])
+    positions = world.enqueued[:, layout.representative] - 1.0
+    enqueued_total = world.enqueued.sum(axis=1)
+    if traces is None:
+        positions, enqueued_total = positions[:, :, 0], enqueued_total[:, 0]
+
+    def by_candidate(table: np.ndarray) -> np.ndarray:
+        """A (row, ...) table of the trace (or traces) as each candidate reads it: (row, 1) or (row, candidate)."""
+        return table[:, None] if traces is None else table[:, traces]
     columns = np.arange(count)
     requested = world.requested  # updated in place by world.request
     per_instance = settings.per_instance
@@ -185,17 +196,19 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         owned_by = slo_kernel.Owners.read(owners_now, live_owners, owned_by)  # for the learning and the sizing
         previous_checkpoints, previous_partition_backlog = checkpoints.copy(), partition_backlog
         world.checkpoint_positions(checkpoints)
-        partition_backlog = np.maximum(world.enqueued[now] - checkpoints, 0.0)
-        enqueued = positions[now][:, None] + 1.0
+        enqueued_now = world.enqueued_at(now)
+        partition_backlog = np.maximum(enqueued_now - checkpoints, 0.0)
+        enqueued = by_candidate(positions[now]) + 1.0
         oldest = layout.reduce(checkpoints)
         backlog = np.maximum(enqueued - oldest, 0.0)
         oldest_sum = checkpoints.sum(axis=0)
         # Each partition's backlog is enqueued - checkpointed >= 0 unless rounding put a checkpoint
         # past the last event; partition_backlog counts that as 0, so sum those few candidates exactly.
-        backlog_sum = enqueued_total[now] - oldest_sum
+        backlog_sum = (enqueued_total[now] if traces is None else enqueued_total[now][traces]) - oldest_sum
         ahead = np.flatnonzero((oldest > enqueued).any(axis=0))
         if ahead.size:
-            backlog_sum[ahead] = np.maximum(world.enqueued[now] - checkpoints[:, ahead], 0.0).sum(axis=0)
+            seen_now = enqueued_now if traces is None else enqueued_now[:, ahead]
+            backlog_sum[ahead] = np.maximum(seen_now - checkpoints[:, ahead], 0.0).sum(axis=0)
 
         # --- evaluate: capacity and readiness ---------------------------------------------------
         previous_capacity, capacity = capacity, requested.copy()
@@ -221,7 +234,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 processed = oldest_sum - previous_oldest_sum  # (partitions without a checkpoint add 0 - 0)
                 # A busy partition held over two intervals' arrivals at both ends; one without a
                 # checkpoint is unmeasured (and one without a live owner measures no owner).
-                arrived_each = world.enqueued[now] - world.enqueued[now - interval]
+                arrived_each = enqueued_now - world.enqueued_at(now - interval)
                 busy = (np.minimum(previous_partition_backlog, partition_backlog) > 2 * arrived_each) & (checkpoints > 0)
                 observed, saturated = slo_kernel.observed_throughput(
                     processed, interval_seconds, np.maximum(live_owners, 1), checkpoints - previous_checkpoints, busy,
@@ -260,6 +273,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             recent = max(samples - 2, 0)
             arrival = slo_kernel.rate_since(times, window, base)
             recent_rate = slo_kernel.rate_since(times, window, recent)
+            if traces is not None:  # each candidate's trace's: (row, candidate), positions (sample, row, candidate)
+                arrival, recent_rate, window = arrival[:, traces], recent_rate[:, traces], window[:, :, traces]
             ages = slo_kernel.oldest_event_ages(times, window, oldest, np.maximum(arrival, recent_rate))
             # Hot partitions (slo.propose): more than one instance serves, over the rate window and
             # the last interval, against a learned or configured throughput: set aside.
@@ -312,10 +327,15 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                     # slo.propose: a scale-in holds against the busiest interval of the history too.
                     # (each candidate's busiest interval among those ending within its scale_in_peak_seconds)
                     start = np.clip(samples - 1 - np.floor(settings.peak / interval_seconds).astype(np.int64), 0, samples - 2)
-                    peak = slo_kernel.later_peaks(times, window)[start, :].T  # (rows, candidates)
+                    peaks = slo_kernel.later_peaks(times, window)
+                    peak = (peaks[start, :] if traces is None else peaks[start, :, np.arange(count)]).T  # (rows, candidates)
                     # ... and, while the arrivals clearly rise, at the rate halfway through the dwell.
                     totals = enqueued_total[now - interval * (samples - 1): now + 1: interval] - partitions
-                    rise, noise = slo_kernel.trend(times, totals)
+                    if traces is None:
+                        rise, noise = slo_kernel.trend(times, totals)
+                    else:  # each trace's, per candidate
+                        rise, noise = np.array([slo_kernel.trend(times, totals[:, trace]) for trace in range(totals.shape[1])]).T
+                        rise, noise = rise[traces], noise[traces]
                     calm = slo_kernel.calm_rates(forecast, peak, settings.headroom_factor, rise, settings.dwell,
                                                  noise, settings.peak_full_noise)
                     if any_hot:

@@ -243,20 +243,44 @@ UNIT_WEIGHTS = {"project-tuned": 10.0, "project-default": 3.0, "seed": 1.0, "ked
 SCENARIO_WEIGHTS = {"standard": 1.0, COLD: 0.05}
 
 
+#: Traces of one length whose ``PEER_UNITS`` (or seed) sweeps, or project-default alone (the
+#: realistic family: nothing tuned there), run as columns of one step (the family's members):
+#: a step costs about the same for a few columns as for a few hundred, so ten members' peers
+#: (180 settings) take about what two or three take one by one (``Kernel``'s ``trace_of``).
+TRACES_PER_UNIT = 10
+
+
 def work_units(jobs: Sequence[Job], minutes: dict[str, int] | None = None) -> list[tuple[Job, ...]]:
     """The jobs grouped as they run: project-tuned and project-default of a trace together
-    (``PROJECT_PAIR``; either alone when the other is not asked for), each seed sweep as one rules batch, the other peers' sweeps as ``PEER_UNITS`` batches; longest (estimated) first."""
+    (``PROJECT_PAIR``; either alone when the other is not asked for), each seed sweep as one rules
+    batch, the other peers' sweeps as ``PEER_UNITS`` batches; the sweeps (and the lone
+    project-default runs) of up to ``TRACES_PER_UNIT`` traces of one length (``minutes``) in one
+    scenario together (not ``cold``, whose windows start at each trace's own minutes); longest
+    (estimated) first."""
     groups: dict[tuple, list[Job]] = {}
     for job in jobs:
         unit = next((units[0] for units in (*PEER_UNITS, PROJECT_PAIR) if job.algorithm in units), job.algorithm)
         key = (job.scenario, job.overrides, job.trace, unit)
         groups.setdefault(key, []).append(job)
+    if minutes:
+        together: dict[tuple, list[tuple]] = {}
+        lone_default = [key for key, group in groups.items()
+                        if key[3] == PROJECT_PAIR[0] and [job.algorithm for job in group] == ["project-default"]]
+        for key in [key for key in groups if key[3] in (PEER_UNITS[0][0], "seed") or key in lone_default]:
+            if key[0] == COLD:
+                continue
+            together.setdefault((key[0], key[1], minutes.get(key[2]), key[3]), []).append(key)
+        for keys in together.values():
+            for start in range(0, len(keys), TRACES_PER_UNIT):
+                chunk = keys[start:start + TRACES_PER_UNIT]
+                groups[chunk[0]] = [job for key in chunk for job in groups.pop(key)]
 
     def cost(unit: tuple[Job, ...]) -> float:
         first = unit[0]
         kind = next((units[0] for units in (*PEER_UNITS, PROJECT_PAIR) if first.algorithm in units), first.algorithm)
         length = (minutes or {}).get(first.trace, 1)
-        return UNIT_WEIGHTS.get(kind, first.weight) * length * SCENARIO_WEIGHTS.get(first.scenario, 2.5)
+        traces = len({job.trace for job in unit})
+        return UNIT_WEIGHTS.get(kind, first.weight) * length * SCENARIO_WEIGHTS.get(first.scenario, 2.5) * (1 + traces) / 2
 
     return sorted((tuple(group) for group in groups.values()), key=lambda unit: -cost(unit))
 
@@ -274,6 +298,9 @@ def run_unit(unit: tuple[Job, ...]) -> list[dict]:
 
     first = unit[0]
     scenario = job_scenario(first)
+    traces = list(dict.fromkeys(job.trace for job in unit))
+    if len(traces) > 1:
+        return run_traces_unit(unit, traces, scenario)
     arrivals = scale_trace(load_arrivals(first.trace), scenario)
     started = time.perf_counter()
     trace = Path(first.trace).parent.name + "/" + Path(first.trace).name
@@ -290,8 +317,27 @@ def run_unit(unit: tuple[Job, ...]) -> list[dict]:
     return [{**_row(trace, result, scenario, job.scenario), "seconds": seconds} for job, result in zip(ordered, results, strict=True)]
 
 
-def simulate_unit(unit: tuple[Job, ...], arrivals, scenario) -> tuple[list, list[Job]]:
-    """A batched unit's ``RunResult``s on ``arrivals`` and the jobs in their order."""
+def run_traces_unit(unit: tuple[Job, ...], traces: Sequence[str], scenario) -> list[dict]:
+    """A peers (or seed) unit over several traces of one length (``work_units``): each trace a
+    column of the arrivals, each setting run on its own; every row the one ``run_job`` gives alone."""
+    import numpy as np
+
+    from scaling.simulation.family import load_arrivals
+    from scaling.simulation.world import scale_trace
+
+    table = np.column_stack([scale_trace(load_arrivals(trace), scenario) for trace in traces])
+    started = time.perf_counter()
+    results, ordered = simulate_unit(unit, table, scenario, {trace: index for index, trace in enumerate(traces)})
+    seconds = round((time.perf_counter() - started) / len(unit), 2)
+    split = int(len(table) * TRAIN_FRACTION)
+    return [{**_row(Path(job.trace).parent.name + "/" + Path(job.trace).name, result, scenario, job.scenario),
+             **({"tuned_window": tuned_window(result, scenario, split)} if job.algorithm == "project-default" else {}),
+             "seconds": seconds} for job, result in zip(ordered, results, strict=True)]
+
+
+def simulate_unit(unit: tuple[Job, ...], arrivals, scenario, columns: dict[str, int] | None = None) -> tuple[list, list[Job]]:
+    """A batched unit's ``RunResult``s on ``arrivals`` and the jobs in their order. ``columns``:
+    ``arrivals`` holds several traces, each job's trace names its column."""
     from scaling.simulation import batched_peers, peers
     from scaling.simulation.batched import simulate_batch
 
@@ -299,9 +345,20 @@ def simulate_unit(unit: tuple[Job, ...], arrivals, scenario) -> tuple[list, list
     by_algorithm: dict[str, list[Job]] = {}
     for job in unit:
         by_algorithm.setdefault(job.algorithm, []).append(job)
+
+    def trace_of(group: Sequence[Job]) -> list[int] | None:
+        return None if columns is None else [columns[job.trace] for job in group]
+
+    if set(by_algorithm) == {"project-default"}:  # (several traces: each the default on its own)
+        from scaling.simulation.batched_slo import simulate_slo_batch
+
+        target = peers.simulated_target(scenario, name="default")
+        results = simulate_slo_batch(arrivals, [target] * len(unit), scenario, algorithm="project-default",
+                                     knobs=[job.knob for job in unit], trace_of=trace_of(unit))
+        return results, list(unit)
     if set(by_algorithm) == {"seed"}:
         results = simulate_batch(arrivals, [peers.seed_target(scenario, job.value, job.value / 10) for job in unit], scenario,
-                                 algorithm="seed", knobs=[job.knob for job in unit])
+                                 algorithm="seed", knobs=[job.knob for job in unit], trace_of=trace_of(unit))
         return results, list(unit)
     batches = []
     for algorithm, group in by_algorithm.items():
@@ -313,14 +370,16 @@ def simulate_unit(unit: tuple[Job, ...], arrivals, scenario) -> tuple[list, list
         elif algorithm == "azure-monitor":
             batches.append(batched_peers.AzureMonitorBatch(values, [job.step for job in group], knobs, maximum=partitions))
         elif algorithm == "clairvoyant":
-            batches.append(batched_peers.ClairvoyantBatch(arrivals, scenario, [int(value) for value in values], knobs))
+            batches.append(batched_peers.ClairvoyantBatch(arrivals, scenario, [int(value) for value in values], knobs,
+                                                          trace_of=trace_of(group)))
         elif algorithm == "flink":
             batches.append(batched_peers.FlinkBatch([FLINK_SWEEP[int(value)] for value in values], partitions, knobs,
                                                     interval_minutes=scenario.collection_interval_minutes))
         else:
             raise ValueError(f"{algorithm} does not run in a batch")
-    results = batched_peers.simulate_peers(arrivals, batches, scenario)
-    return results, [job for group in by_algorithm.values() for job in group]
+    ordered = [job for group in by_algorithm.values() for job in group]
+    results = batched_peers.simulate_peers(arrivals, batches, scenario, trace_of=trace_of(ordered))
+    return results, ordered
 
 
 #: The algorithms ``run_unit`` runs as batches (even a sweep of one setting).

@@ -4,7 +4,10 @@ Every run of the simulator goes through ``Kernel``: ``World`` (``simulate``, the
 simulated hub, the peers) is a batch of one driven by an autoscaler a minute at a time, and the
 batched simulators (``batched.py`` for threshold rules, ``batched_slo.py`` for the SLO mode)
 are batches of many candidates that share the arrivals but each have their own capacity.
-Arrays are (partitions, candidates); series are (minutes, candidates).
+Arrays are (partitions, candidates); series are (minutes, candidates). A batch may also run
+several traces of the same length at once (``arrivals`` (minutes, traces), ``trace_of`` naming
+each candidate's): the benchmark's family members as columns of one step, each column the
+numbers it gets alone (tests/unit/test_simulation_kernel.py).
 
 The rules of the world, each in one place (all parameters come from ``Scenario``):
 
@@ -72,6 +75,39 @@ def arrival_minutes(cumulative: np.ndarray, positions: np.ndarray) -> np.ndarray
     minutes: arrivals are spread evenly within a minute."""
     index = np.clip(np.searchsorted(cumulative, positions, side="right"), 1, len(cumulative) - 1)
     low, high = cumulative[index - 1], cumulative[index]
+    return index - 1 + np.where(high > low, (positions - low) / np.maximum(high - low, 1e-12), 0.0)
+
+
+class Curves:
+    """Ascending curves, one per row, searched together: ``search(rows, values)`` gives for each
+    (row, value) what ``np.searchsorted(curves[row], value, side="right")`` gives, exactly. One
+    search over the curves laid end to end, each lifted above the one before it, then a check
+    against the row's own curve: adding the lift can round a value onto a neighbouring point."""
+
+    def __init__(self, curves: np.ndarray) -> None:
+        self.curves = curves = np.ascontiguousarray(curves)
+        self.length = curves.shape[1]
+        self.lift = np.arange(len(curves)) * (float(curves[:, -1].max()) + 1.0)
+        self.line = (curves + self.lift[:, None]).ravel()
+
+    def search(self, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
+        length, curves = self.length, self.curves
+        index = np.clip(np.searchsorted(self.line, values + self.lift[rows], side="right") - rows * length, 0, length)
+        while True:
+            up = index < length
+            up[up] = curves[rows[up], index[up]] <= values[up]
+            down = index > 0
+            down[down] = curves[rows[down], index[down] - 1] > values[down]
+            if not (up.any() or down.any()):
+                return index
+            index = index + up - down
+
+
+def arrival_moments(curves: Curves, rows: np.ndarray, positions: np.ndarray, last: int) -> np.ndarray:
+    """``arrival_minutes`` for many curves at once: row ``rows[i]``'s curve at ``positions[i]``,
+    the index kept within 1..``last``."""
+    index = np.clip(curves.search(rows, positions), 1, last)
+    low, high = curves.curves[rows, index - 1], curves.curves[rows, index]
     return index - 1 + np.where(high > low, (positions - low) / np.maximum(high - low, 1e-12), 0.0)
 
 
@@ -297,10 +333,17 @@ class Kernel:
     them, ``enqueued`` and ``checkpoint_positions()`` tell what ``collect`` reads,
     ``request(rows, wanted)`` applies scale actions, ``results(...)`` scores each candidate."""
 
-    def __init__(self, arrivals: np.ndarray, scenario: Scenario, count: int) -> None:
+    def __init__(self, arrivals: np.ndarray, scenario: Scenario, count: int, trace_of: Sequence[int] | None = None) -> None:
+        """``arrivals``: events per minute, for every candidate; or (minutes, traces) with
+        ``trace_of`` giving each candidate's trace (its column of ``arrivals``)."""
         self.scenario = scenario
         self.arrivals = arrivals = np.asarray(arrivals, dtype=float)
         self.count = count
+        #: Each candidate's trace (a column of ``arrivals``); ``None``: one trace for all.
+        self.trace_of = None if arrivals.ndim == 1 else np.asarray(trace_of, dtype=np.int64)
+        if self.trace_of is not None and (self.trace_of.shape != (count,) or not
+                                          np.all((self.trace_of >= 0) & (self.trace_of < arrivals.shape[1]))):
+            raise ValueError("trace_of needs one trace (a column of arrivals) per candidate")
         minutes, partitions = len(arrivals), scenario.partitions
         self.partitions = partitions
         weights = scenario.partition_weights()
@@ -308,7 +351,7 @@ class Kernel:
         self.rotating = scenario.hot_spot_rotation_minutes > 0 and not np.all(weights == weights[0])
         self._safe_weights = np.where(weights > 0, weights, 1.0)[:, None]
         self._uniform = bool(np.all(weights == weights[0]))
-        self.cumulative = np.concatenate(([0.0], np.cumsum(arrivals)))
+        self.cumulative = np.concatenate((np.zeros((1, *arrivals.shape[1:])), np.cumsum(arrivals, axis=0)))
         self.rate = scenario.events_per_instance_per_minute
         self.speed = scenario.speed_factors(minutes)
         self._steady_speed = bool(np.all(self.speed == 1.0))
@@ -345,30 +388,61 @@ class Kernel:
         self.backlog_series = np.zeros((minutes, count))
         self.age_series = np.zeros((minutes, count))
         self.action_series = np.zeros((minutes, count), dtype=np.int32)  # actions decided at the end of each minute
-        shares = arrivals[:, None] * scenario.weights_at(np.arange(minutes))
+        weights_at = scenario.weights_at(np.arange(minutes))
+        # (minute, partition), or (minute, partition, trace)
+        shares = arrivals[:, None] * weights_at if self.trace_of is None else arrivals[:, None, :] * weights_at[:, :, None]
+        speed_limit = (self.rate * self.speed).reshape(-1, *[1] * (shares.ndim - 1))
         #: The partitions whose arrivals stay within one instance's throughput (mu times the speed
-        #: factor) in every minute: the only ones any count can keep within the SLO.
-        self.servable = np.all(shares <= (self.rate * self.speed)[:, None] * (1 + 1e-9), axis=0)
+        #: factor) in every minute: the only ones any count can keep within the SLO (per trace).
+        self.servable = np.all(shares <= speed_limit * (1 + 1e-9), axis=0)
         #: The oldest event's age over the servable partitions (BENCHMARK.md's ``hot`` scenario);
         #: only when some partition is not servable.
         all_servable = bool(self.servable.all())
+        #: Per candidate, whether its trace has a partition no count serves (its results report the
+        #: servable partitions' and the avoidable SLO, as a run on that trace alone does).
+        self._judged_by_partition = np.broadcast_to(self._by_column(~self.servable.reshape(partitions, -1).all(axis=0)[None])[0],
+                                                    (count,))
         self.servable_age_series = None if all_servable else np.zeros((minutes, count))
         #: Per minute and partition, whether an instance of its own would have kept it within the
         #: SLO (``dedicated_ages``): the most any count can do for it. Only when some partition is
         #: not servable; with it, the oldest event's age over those partitions in each minute.
-        self._within_reach = None if all_servable else (
-            dedicated_ages(shares, self.rate * self.speed) <= scenario.slo_minutes)
+        self._within_reach = None if all_servable else (self._dedicated_ages(shares) <= scenario.slo_minutes)
         self.reachable_age_series = None if all_servable else np.zeros((minutes, count))
-        self._arrival_shares = shares[:, :, None]  # (minute, partition, 1)
-        #: Per partition, events arrived by the start of each minute (minute + 1, partition).
-        self.partition_cumulative = np.concatenate((np.zeros((1, partitions)), np.cumsum(shares, axis=0)))
-        if self.rotating:  # for ``_oldest_arrival``: each partition's curve in a row, and all rows in one ascending line
-            self._curves = np.ascontiguousarray(self.partition_cumulative.T)
-            self._curve_length = self._curves.shape[1]
-            self._lift = np.arange(partitions) * (float(self._curves[:, -1].max()) + 1.0)
-            self._stacked_curves = (self._curves + self._lift[:, None]).ravel()
-        #: What collect reads: last enqueued sequence number + 1 per partition, per minute (minute, partition, 1).
-        self.enqueued = np.floor(self.partition_cumulative + 1e-6)[:, :, None]
+        # Per minute, (partition, 1) with one trace, else (partition, trace): ``_by_column`` gives each candidate's.
+        self._arrival_shares = shares[:, :, None] if self.trace_of is None else shares
+        #: Per partition, events arrived by the start of each minute (minute + 1, partition[, trace]).
+        self.partition_cumulative = np.concatenate((np.zeros((1, *shares.shape[1:])), np.cumsum(shares, axis=0)))
+        if self.rotating:  # for ``_oldest_arrival``: each partition's curve (of each trace) in a row
+            self._partition_curves = Curves(self.partition_cumulative.reshape(minutes + 1, -1).T)
+        elif self.trace_of is not None:  # each trace's curve in a row
+            self._trace_curves = Curves(self.cumulative.T)
+        #: What collect reads: last enqueued sequence number + 1 per partition, per minute
+        #: (minute, partition, 1), or (minute, partition, trace): ``enqueued_at`` gives each candidate's.
+        enqueued = np.floor(self.partition_cumulative + 1e-6)
+        self.enqueued = enqueued[:, :, None] if self.trace_of is None else enqueued
+
+    def _by_column(self, table: np.ndarray) -> np.ndarray:
+        """A (partition, 1) or (partition, trace) table as each candidate sees it: (partition, 1)
+        for one trace (it broadcasts), else (partition, candidate)."""
+        return table if self.trace_of is None else table[:, self.trace_of]
+
+    def enqueued_at(self, minute: int) -> np.ndarray:
+        """What collect reads at the start of ``minute`` (last enqueued sequence number + 1), per
+        partition and candidate: (partition, 1) for one trace, else (partition, candidate)."""
+        return self._by_column(self.enqueued[minute])
+
+    def arrived_by(self, minute: int) -> np.ndarray:
+        """Events arrived (whole, as enqueued) in all partitions by ``minute``, per candidate
+        (or one number, for one trace), summed over the partitions in one fixed order."""
+        totals = np.ascontiguousarray(self.enqueued[minute].T).sum(axis=1)
+        return totals[0] if self.trace_of is None else totals[self.trace_of]
+
+    def _dedicated_ages(self, shares: np.ndarray) -> np.ndarray:
+        """``dedicated_ages`` of each trace: (minute, partition[, trace])."""
+        service = self.rate * self.speed
+        if self.trace_of is None:
+            return dedicated_ages(shares, service)
+        return np.stack([dedicated_ages(shares[:, :, trace], service) for trace in range(shares.shape[2])], axis=2)
 
     def _failure_plan(self, minutes: int) -> list[tuple[int, float]]:
         """(minute, which instance as a fraction of the serving count) of each failure, drawn once
@@ -440,7 +514,7 @@ class Kernel:
         if changed.size and self.scenario.rebalance_pause_seconds > 0:
             self._pause(changed, self._owners.moved[:, changed], 60.0 * minute + self.scenario.rebalance_pause_seconds)
         demand, backlog = self._demand, self.backlog
-        np.add(backlog, self._arrival_shares[minute], out=demand)
+        np.add(backlog, self._by_column(self._arrival_shares[minute]), out=demand)
         speed = float(self.speed[minute])
         availability = None if self._unavailable_until is None else self._availability(minute)
         if availability is None:
@@ -464,10 +538,10 @@ class Kernel:
         if waiting.any():
             self.age_series[minute] = now - self._oldest_arrival(waiting, processed)
             if self.servable_age_series is not None:
-                servable = waiting & self.servable[:, None]
+                servable = waiting & self._by_column(self.servable.reshape(self.partitions, -1))
                 if servable.any():
                     self.servable_age_series[minute] = now - self._oldest_arrival(servable, processed)
-                reachable = waiting & self._within_reach[minute][:, None]
+                reachable = waiting & self._by_column(self._within_reach[minute].reshape(self.partitions, -1))
                 if reachable.any():
                     self.reachable_age_series[minute] = now - self._oldest_arrival(reachable, processed)
         self.capacity_series[minute] = self.requested
@@ -487,17 +561,16 @@ class Kernel:
                 position = np.where(waiting, processed / self._safe_weights, np.inf).min(axis=0)
             some = np.isfinite(position)
             arrived = np.full(self.count, float(now))
-            arrived[some] = arrival_minutes(self.cumulative, position[some])
+            if self.trace_of is None:
+                arrived[some] = arrival_minutes(self.cumulative, position[some])
+            else:
+                arrived[some] = arrival_moments(self._trace_curves, self.trace_of[some], position[some],
+                                                self._trace_curves.length - 1)
             return arrived
-        # Shares move: each partition has its own arrival curve. One search over every partition's
-        # curve at once: the curves laid end to end, each lifted above the one before it.
+        # Shares move: each partition (of each trace) has its own arrival curve, searched together.
         partitions, columns = np.nonzero(waiting)
-        curves, length = self._curves, self._curve_length
-        index = np.searchsorted(self._stacked_curves, processed[partitions, columns] + self._lift[partitions], side="right")
-        index = np.clip(index - partitions * length, 1, now)  # within the partition's curve, up to now
-        low, high = curves[partitions, index - 1], curves[partitions, index]
-        position = processed[partitions, columns]
-        times = index - 1 + np.where(high > low, (position - low) / np.maximum(high - low, 1e-12), 0.0)
+        rows = partitions if self.trace_of is None else partitions * self.arrivals.shape[1] + self.trace_of[columns]
+        times = arrival_moments(self._partition_curves, rows, processed[partitions, columns], now)  # up to now
         arrived = np.full(self.count, float(now))
         np.minimum.at(arrived, columns, times)
         return arrived
@@ -627,9 +700,9 @@ class Kernel:
         minute for all, or one per candidate); checks that no event was lost."""
         minutes = self.minute
         final_backlog = self.total_backlog()
-        arrived = self.cumulative[minutes]
+        arrived = self.cumulative[minutes] if self.trace_of is None else self.cumulative[minutes, self.trace_of]
         lost = arrived - np.ascontiguousarray(self.processed.T).sum(axis=1) - final_backlog
-        if (np.abs(lost) > 1e-6 * max(arrived, 1.0)).any():
+        if (np.abs(lost) > 1e-6 * np.maximum(arrived, 1.0)).any():
             raise AssertionError(f"events not conserved: {lost}")
         capacity_series, serving_series = self.capacity_series[:minutes].T.copy(), self.serving_series[:minutes].T.copy()
         backlog_series, age_series = self.backlog_series[:minutes].T.copy(), self.age_series[:minutes].T.copy()
@@ -638,11 +711,12 @@ class Kernel:
         starts = [int(start) for start in np.broadcast_to(np.asarray(score_from, dtype=np.int64), (self.count,))]
         return [
             scored_result(self.scenario, algorithm=algorithm, knob=knobs[column], score_from=starts[column],
-                          arrivals=self.arrivals[:minutes], capacity=capacity_series[column],
+                          arrivals=self.arrivals[:minutes] if self.trace_of is None else self.arrivals[:minutes, self.trace_of[column]],
+                          capacity=capacity_series[column],
                           serving=serving_series[column], backlog=backlog_series[column], age=age_series[column],
                           scale_actions=int(self.action_series[starts[column]:minutes, column].sum()),
                           final_backlog=float(final_backlog[column]),
-                          servable_age=servable_ages[column] if servable_ages is not None else None,
-                          reachable_age=reachable_ages[column] if reachable_ages is not None else None)
+                          servable_age=servable_ages[column] if self._judged_by_partition[column] else None,
+                          reachable_age=reachable_ages[column] if self._judged_by_partition[column] else None)
             for column in range(self.count)
         ]

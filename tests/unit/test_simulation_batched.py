@@ -103,6 +103,23 @@ def test_a_batch_gives_each_candidate_what_it_gets_alone() -> None:
     assert_batch_gives_each_what_it_gets_alone(simulate_batch, arrivals, targets, scenario)
 
 
+@pytest.mark.parametrize("world", ["standard", "realistic"])
+def test_candidates_on_different_traces_in_one_batch_get_what_they_get_alone(world: str) -> None:
+    """The benchmark's seed sweeps of several family members run as columns of one step
+    (``trace_of``): each candidate on its own trace as it runs alone on that trace."""
+    import numpy as np
+
+    scenario = Scenario.named(world, partitions=8, peak_instances=6.0)
+    traces = [step_surge(600) * 0.25, noisy_diurnal(600, seed=3) * 0.25]
+    targets = hand_made(scenario)
+    trace_of = [index for index in range(len(traces)) for _ in targets]
+    batched = simulate_batch(np.column_stack(traces), targets * len(traces), scenario, score_from=60, trace_of=trace_of)
+    for (arrivals, target), result in zip([(arrivals, target) for arrivals in traces for target in targets], batched,
+                                          strict=True):
+        assert_same_run(simulate_batch(arrivals, [target], scenario, score_from=60)[0], result, f"{world} {target.name}")
+    assert sum(result.scale_actions for result in batched) > 20
+
+
 def test_supports_only_what_it_reproduces() -> None:
     scenario = Scenario()
     base = simulated_target(scenario)

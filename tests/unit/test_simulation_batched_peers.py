@@ -89,3 +89,71 @@ def test_the_benchmarks_work_units_give_every_row_run_job_gives(short_trace: Pat
     assert sorted(len(unit) for unit in units) == [9, 99]  # the seed rule's sweep; every other peer's
     batched = {(row["algorithm"], row["knob"]): {**row, "seconds": 0} for unit in units for row in run_unit(unit)}
     assert batched == {(job.algorithm, job.knob): {**run_job(job), "seconds": 0} for job in jobs}
+
+
+@pytest.mark.parametrize("world", [*sorted(SCENARIOS), "hot"])
+def test_settings_on_different_traces_in_one_batch_run_as_each_alone(world: str) -> None:
+    """The benchmark runs family members of one length as columns of one step (``trace_of``):
+    each setting on its own trace gives, bit for bit, what it gives alone on that trace (in
+    ``hot`` too, whose servable partitions differ by trace)."""
+    scenario = SCENARIOS[world] if world in SCENARIOS else Scenario.named("hot", partitions=P, peak_instances=6.0)
+    # the third so quiet that in ``hot`` each of its partitions stays within one instance
+    traces = [noisy_diurnal(480, seed=4) * 0.5, step_surge(480) * 0.5, noisy_diurnal(480, seed=11) * 0.05]
+    table = np.column_stack(traces)
+    thresholds = [value for _ in traces for value in THRESHOLDS]
+    labels = [str(value) for value in thresholds]
+    per_trace = [index for index in range(len(traces)) for _ in THRESHOLDS]
+    horizons = [horizon for _ in traces for horizon in HORIZONS]
+    horizon_trace = [index for index in range(len(traces)) for _ in HORIZONS]
+    flink_trace = [index for index in range(len(traces)) for _ in FLINK]
+    batches = [KedaHpaBatch(thresholds, P, labels), FunctionsTargetBatch(thresholds, P, labels),
+               ClairvoyantBatch(table, scenario, horizons, [str(h) for h in horizons], trace_of=horizon_trace),
+               FlinkBatch([settings for _ in traces for settings in FLINK], P, interval_minutes=scenario.collection_interval_minutes)]
+    trace_of = per_trace + per_trace + horizon_trace + flink_trace
+    batched = simulate_peers(table, batches, scenario, score_from=60, trace_of=trace_of)
+    alone = [(arrivals, autoscaler) for arrivals in traces for autoscaler in [peers.KedaHpa(value, P) for value in THRESHOLDS]]
+    alone += [(arrivals, peers.FunctionsTargetBased(value, P)) for arrivals in traces for value in THRESHOLDS]
+    alone += [(arrivals, peers.Clairvoyant(arrivals, scenario, horizon)) for arrivals in traces for horizon in HORIZONS]
+    alone += [(arrivals, peers.Flink(settings, P, interval_minutes=scenario.collection_interval_minutes))
+              for arrivals in traces for settings in FLINK]
+    assert len(batched) == len(alone)
+    for (arrivals, autoscaler), result in zip(alone, batched, strict=True):
+        single = simulate(arrivals, autoscaler, scenario, score_from=60)
+        assert_same_run(single, result, f"{result.algorithm} {result.knob}")
+        assert (result.servable_partitions_violation_minutes, result.avoidable_violation_minutes) == (
+            single.servable_partitions_violation_minutes, single.avoidable_violation_minutes)
+    # the traces differ, and each column saw its own
+    assert len({tuple(result.arrivals) for result in batched}) == len(traces)
+    if world == "hot":  # judged by the servable partitions where a trace has one beyond an instance, as alone
+        judged = [result.servable_partitions_violation_minutes is not None for result in batched]
+        assert judged == [index != 2 for index in trace_of]
+
+
+@pytest.fixture(scope="module")
+def short_traces(tmp_path_factory) -> list[str]:
+    """Two traces of one length and one longer: the first two share work units."""
+    folder = tmp_path_factory.mktemp("members")
+    paths = []
+    for name, counts in (("a", noisy_diurnal(240, seed=8)), ("b", step_surge(240) * 0.6), ("c", noisy_diurnal(260, seed=3))):
+        path = folder / f"{name}.csv"
+        path.write_text("minute,count\n" + "".join(f"{i},{c:.0f}\n" for i, c in enumerate(counts)), encoding="utf-8")
+        paths.append(str(path))
+    return paths
+
+
+@pytest.mark.parametrize("scenario", ["standard", "realistic"])
+def test_traces_of_one_length_share_work_units_and_give_every_row_run_job_gives(short_traces: list[str], scenario: str) -> None:
+    jobs = []
+    for trace in short_traces:  # project-default and the first two settings of every peer (the seed rule's too)
+        for job in jobs_for(trace, scenario):
+            if job.algorithm != "project-tuned" and sum(other.algorithm == job.algorithm and other.trace == trace
+                                                        for other in jobs) < 2:
+                jobs.append(job)
+    units = work_units(jobs, {trace: 240 if trace[-5] in "ab" else 260 for trace in short_traces})
+    shared = [unit for unit in units if len({job.trace for job in unit}) > 1]
+    assert sorted({job.algorithm for job in unit} >= {"keda-hpa"} for unit in shared) == [False, False, True]
+    assert all({job.trace for job in unit} == set(short_traces[:2]) for unit in shared)  # the longer one runs alone
+    batched = {(row["trace"], row["algorithm"], row["knob"]): {**row, "seconds": 0} for unit in shared for row in run_unit(unit)}
+    alone = {(row["trace"], row["algorithm"], row["knob"]): {**row, "seconds": 0}
+             for row in (run_job(job) for job in jobs if job.trace in short_traces[:2])}
+    assert batched == alone

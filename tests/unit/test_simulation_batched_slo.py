@@ -117,6 +117,24 @@ def test_a_batch_gives_each_candidate_what_it_gets_alone() -> None:
     assert_batch_gives_each_what_it_gets_alone(simulate_slo_batch, arrivals, targets, scenario)
 
 
+@pytest.mark.parametrize("world", ["standard", "realistic", "hot"])
+def test_candidates_on_different_traces_in_one_batch_get_what_they_get_alone(world: str) -> None:
+    """The benchmark's family members of one length run as columns of one step (``trace_of``):
+    each candidate on its own trace decides as it does alone on it (rates, ages, peaks and the
+    trend are its trace's): with equal shares (``standard``: two share rows) and in stressed worlds."""
+    scenario = Scenario.named(world, partitions=8, peak_instances=6.0,
+                              instance_failures_per_day=20.0 if world == "realistic" else 0.0)
+    traces = [noisy_diurnal(600, seed=13) * 0.4, step_surge(600) * 0.3, noisy_diurnal(600, seed=2) * 0.1]
+    targets = hand_made(scenario)[:4] + [simulated_target(scenario, name="default")]
+    trace_of = [index for index in range(len(traces)) for _ in targets]
+    batched = simulate_slo_batch(np.column_stack(traces), targets * len(traces), scenario, score_from=30, trace_of=trace_of)
+    alone = [(arrivals, target) for arrivals in traces for target in targets]
+    for (arrivals, target), result in zip(alone, batched, strict=True):
+        assert_same_run(simulate_slo_batch(arrivals, [target], scenario, score_from=30)[0], result, f"{world} {target.name}")
+    assert len({tuple(result.capacity) for result in batched}) > len(targets)  # the traces move the candidates apart
+    assert sum(result.scale_actions for result in batched) > 30
+
+
 @pytest.mark.parametrize("room", [60.0, 61.0, 3600.0])
 @pytest.mark.parametrize("offset", [-1e-6, -4e-7, 0.0, 4e-7, 5e-7, 6e-7, 1e-6, 0.25])
 def test_learning_waits_for_the_trail_as_timedelta_rounds_it(room: float, offset: float) -> None:

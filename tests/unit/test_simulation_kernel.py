@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scaling.simulation.kernel import Kernel, Ownership, serve, water_fill
+from scaling.simulation.kernel import Curves, Kernel, Ownership, serve, water_fill
 from scaling.simulation.scenario import Scenario
 from tests.helpers import drive_plans
 
@@ -198,3 +198,36 @@ def test_owner_names_are_what_each_candidate_reads_alone(assignment) -> None:
         if rows.size:
             kernel.request(rows, wanted[rows])
     assert replaced_in_place if assignment == "balanced" else not replaced_in_place
+
+
+# --- searching many arrival curves at once ------------------------------------------------------------------
+
+LIFTED = 2.0**52  # row 0's last point: row 1 is lifted by 2**52 + 1, where the spacing of floats is 1
+
+CURVE_CASES = [
+    # (curves, row, value, np.searchsorted(curves[row], value, side="right"))
+    ([[0.0, 1.0, 3.0], [0.0, 2.0, 2.0]], 0, 1.0, 2),
+    ([[0.0, 1.0, 3.0], [0.0, 2.0, 2.0]], 1, 1.9, 1),
+    ([[0.0, 1.0, 3.0], [0.0, 2.0, 2.0]], 1, 2.0, 3),  # equal points: after the last of them
+    ([[0.0, 1.0, 3.0], [0.0, 2.0, 2.0]], 0, 5.0, 3),
+    # lifted, 0.75 rounds onto 1.0's point (both 2**52 + 2): the row's own curve decides
+    ([[0.0, 1.0, LIFTED, LIFTED], [0.0, 0.5, 1.0, 3.0]], 1, 0.75, 2),
+    ([[0.0, 1.0, LIFTED, LIFTED], [0.0, 0.5, 1.0, 3.0]], 1, 1.0, 3),
+    ([[0.0, 1.0, LIFTED, LIFTED], [0.0, 0.5, 1.0, 3.0]], 1, 0.25, 1),
+]
+
+
+@pytest.mark.parametrize(("curves", "row", "value", "expected"), CURVE_CASES)
+def test_curves_search_is_each_rows_own_searchsorted(curves: list, row: int, value: float, expected: int) -> None:
+    found = Curves(np.asarray(curves)).search(np.array([row]), np.array([value]))
+    assert found.tolist() == [expected] == [int(np.searchsorted(curves[row], value, side="right"))]
+
+
+def test_curves_search_agrees_with_searchsorted_on_random_curves() -> None:
+    draws = np.random.default_rng(5)
+    curves = np.concatenate((np.zeros((6, 1)), np.cumsum(np.round(draws.exponential(3e6, (6, 400)), 1), axis=1)), axis=1)
+    rows = draws.integers(0, 6, 5000)
+    values = np.where(draws.random(5000) < 0.3, curves[rows, draws.integers(0, 401, 5000)],  # on a point
+                      draws.uniform(0, curves[:, -1].max(), 5000))
+    expected = [np.searchsorted(curves[row], value, side="right") for row, value in zip(rows, values, strict=True)]
+    assert Curves(curves).search(rows, values).tolist() == expected
