@@ -80,13 +80,19 @@ def tuned_choice(history, scenario):
     folds, stress replays, the margin rule) over the job's default grid, the project's default
     policy being the current one; returns the chosen candidate (the default, labelled
     ``default (kept)``, when the selection keeps it) and the selection."""
+    return tuned_choices([history], scenario)[0]
+
+
+def tuned_choices(histories, scenario) -> list[tuple]:
+    """``tuned_choice`` for several histories of one length, tuned together (``robust.tune_many``:
+    each selection the one made alone, the runs columns of the same steps)."""
     from scaling.simulation import peers, robust
     from scaling.simulation.candidates import Candidate, all_candidates
 
     base = peers.simulated_target(scenario, name="tuned")
     candidates = [Candidate("default (kept)", base), *all_candidates(base, TUNING_GRID)]
-    selection = robust.tune(history, scenario, candidates, current_index=0)
-    return candidates[selection.index], selection
+    selections = robust.tune_many(histories, scenario, candidates, current_index=0)
+    return [(candidates[selection.index], selection) for selection in selections]
 
 
 def tuned_window(result, scenario, split: int) -> dict:
@@ -192,44 +198,59 @@ PROJECT_PAIR = ("project-tuned", "project-default")
 
 
 def run_project_pair(unit: tuple[Job, ...], choose=None) -> list[dict]:
-    """``project-default`` and ``project-tuned`` of one trace and scenario, rows as ``run_job``
-    gives them alone. The tuning first, on the history before the split; then both policies over
-    the whole trace as one batch of the SLO driver (``simulate_slo_batch``, which gives what the
-    engine in the loop gives: test_simulation_batched_slo.py), the default scored from the first
-    minute and the tuned candidate from the split. A batch of two costs about what one run costs
-    (the world's step is the same), and the engine in the loop is slower than either. Targets the
-    batched driver cannot reproduce run through the engine. ``choose``: what picks the tuned
-    candidate (``tuned_choice``)."""
+    """``project-default`` and ``project-tuned`` of one trace and scenario (or of several traces of
+    one length: ``work_units``), rows as ``run_job`` gives them alone. The tuning first, on the
+    history before the split (several histories tuned together: ``tuned_choices``); then both
+    policies of every trace over the whole trace as one batch of the SLO driver
+    (``simulate_slo_batch``, which gives what the engine in the loop gives:
+    test_simulation_batched_slo.py), the default scored from the first minute and the tuned
+    candidate from the split. A batch of two costs about what one run costs (the world's step is
+    the same), and the engine in the loop is slower than either. Targets the batched driver
+    cannot reproduce run through the engine. ``choose``: what picks one history's tuned candidate
+    (``tuned_choice``)."""
+    import numpy as np
+
     from scaling.simulation import peers
     from scaling.simulation.batched_slo import batch_key, simulate_slo_batch, supports
     from scaling.simulation.family import load_arrivals
     from scaling.simulation.world import Scenario, scale_trace, simulate
 
-    default = next(job for job in unit if job.algorithm == "project-default")
-    tuned = next(job for job in unit if job.algorithm == "project-tuned")
-    scenario = Scenario.named(default.scenario, **dict(default.overrides))
-    arrivals = scale_trace(load_arrivals(default.trace), scenario)
-    label = Path(default.trace).parent.name + "/" + Path(default.trace).name
-    split = int(len(arrivals) * TRAIN_FRACTION)
+    defaults = [job for job in unit if job.algorithm == "project-default"]
+    tuned = {job.trace: job for job in unit if job.algorithm == "project-tuned"}
+    scenario = Scenario.named(defaults[0].scenario, **dict(defaults[0].overrides))
+    arrivals = [scale_trace(load_arrivals(job.trace), scenario) for job in defaults]
+    split = int(len(arrivals[0]) * TRAIN_FRACTION)
     started = time.perf_counter()
-    candidate, selection = (choose or tuned_choice)(arrivals[:split], scenario)
-    tuning_seconds = time.perf_counter() - started
+    histories = [series[:split] for series in arrivals]
+    chosen = [choose(history, scenario) for history in histories] if choose else tuned_choices(histories, scenario)
+    tuning_seconds = (time.perf_counter() - started) / len(defaults)
     started = time.perf_counter()
-    targets = [peers.simulated_target(scenario, name="default"), candidate.target]
-    if all(supports(target) for target in targets) and batch_key(targets[0]) == batch_key(targets[1]):
-        result, kept = simulate_slo_batch(arrivals, targets, scenario, score_from=[0, split],
-                                          knobs=[default.knob, candidate.label])
+    default_target = peers.simulated_target(scenario, name="default")
+    targets = [target for candidate, _ in chosen for target in (default_target, candidate.target)]
+    knobs = [knob for job, (candidate, _) in zip(defaults, chosen, strict=True) for knob in (job.knob, candidate.label)]
+    if all(supports(target) for target in targets) and len({batch_key(target) for target in targets}) == 1:
+        several = len(defaults) > 1
+        results = simulate_slo_batch(np.column_stack(arrivals) if several else arrivals[0], targets, scenario,
+                                     score_from=[0, split] * len(defaults), knobs=knobs,
+                                     trace_of=np.repeat(np.arange(len(defaults)), 2) if several else None)
     else:
-        result = simulate(arrivals, peers.EngineAutoscaler(targets[0]), scenario, knob=default.knob)
-        kept = simulate(arrivals, peers.EngineAutoscaler(targets[1]), scenario, knob=candidate.label, score_from=split)
-    result.algorithm, kept.algorithm = "project-default", "project-tuned"
-    run_seconds = (time.perf_counter() - started) / 2
-    default_row = {**_row(label, result, scenario, default.scenario), "tuned_window": tuned_window(result, scenario, split),
-                   "seconds": round(run_seconds, 2)}
-    tuned_row = {**_row(label, kept, scenario, tuned.scenario),
-                 "tuning": {"kept_default": selection.kept_current, "reason": selection.reason},
-                 "seconds": round(tuning_seconds + run_seconds, 2)}
-    return [tuned_row if job is tuned else default_row for job in unit]
+        results = [run for series, index in zip(arrivals, range(0, len(targets), 2), strict=True)
+                   for run in (simulate(series, peers.EngineAutoscaler(targets[index]), scenario, knob=knobs[index]),
+                               simulate(series, peers.EngineAutoscaler(targets[index + 1]), scenario, knob=knobs[index + 1],
+                                        score_from=split))]
+    run_seconds = (time.perf_counter() - started) / len(targets)
+    rows = {}
+    for number, job in enumerate(defaults):
+        result, kept = results[2 * number], results[2 * number + 1]
+        result.algorithm, kept.algorithm = "project-default", "project-tuned"
+        label = Path(job.trace).parent.name + "/" + Path(job.trace).name
+        selection = chosen[number][1]
+        rows[job] = {**_row(label, result, scenario, job.scenario), "tuned_window": tuned_window(result, scenario, split),
+                     "seconds": round(run_seconds, 2)}
+        rows[tuned[job.trace]] = {**_row(label, kept, scenario, tuned[job.trace].scenario),
+                                  "tuning": {"kept_default": selection.kept_current, "reason": selection.reason},
+                                  "seconds": round(tuning_seconds + run_seconds, 2)}
+    return [rows[job] for job in unit]
 
 
 #: Peers whose whole sweep runs as columns of one ``Kernel`` (batched_peers.py): one work unit per
@@ -264,12 +285,13 @@ def work_units(jobs: Sequence[Job], minutes: dict[str, int] | None = None) -> li
         groups.setdefault(key, []).append(job)
     if minutes:
         together: dict[tuple, list[tuple]] = {}
-        lone_default = [key for key, group in groups.items()
-                        if key[3] == PROJECT_PAIR[0] and [job.algorithm for job in group] == ["project-default"]]
-        for key in [key for key in groups if key[3] in (PEER_UNITS[0][0], "seed") or key in lone_default]:
+        project = [key for key, group in groups.items()
+                   if key[3] == PROJECT_PAIR[0] and sorted(job.algorithm for job in group) in (["project-default"], sorted(PROJECT_PAIR))]
+        for key in [key for key in groups if key[3] in (PEER_UNITS[0][0], "seed") or key in project]:
             if key[0] == COLD:
                 continue
-            together.setdefault((key[0], key[1], minutes.get(key[2]), key[3]), []).append(key)
+            kinds = tuple(sorted({job.algorithm for job in groups[key]}))  # (a pair apart from a lone default)
+            together.setdefault((key[0], key[1], minutes.get(key[2]), key[3], kinds), []).append(key)
         for keys in together.values():
             for start in range(0, len(keys), TRACES_PER_UNIT):
                 chunk = keys[start:start + TRACES_PER_UNIT]

@@ -97,26 +97,30 @@ def batch_group(target: TargetPolicy) -> tuple | None:
 
 
 def simulate_group(group: tuple, arrivals: np.ndarray, candidates: Sequence[Candidate], scenario: Scenario, *,
-                   score_from: int = 0) -> list[RunResult]:
-    """Candidates of one ``batch_group`` in one batched simulation (the engine's results exactly)."""
+                   score_from: int = 0, trace_of: Sequence[int] | None = None) -> list[RunResult]:
+    """Candidates of one ``batch_group`` in one batched simulation (the engine's results exactly;
+    ``arrivals`` (minutes, traces) and ``trace_of``: each candidate on its own trace)."""
     simulate_many = batched.simulate_batch if group == ("rules",) else batched_slo.simulate_slo_batch
     return simulate_many(arrivals, [candidate.target for candidate in candidates], scenario, score_from=score_from,
-                         knobs=[candidate.label for candidate in candidates])
+                         knobs=[candidate.label for candidate in candidates], trace_of=trace_of)
 
 
 def run_candidates(candidates: Sequence[Candidate], arrivals: np.ndarray, scenario: Scenario, *,
-                   score_from: int = 0) -> list[RunResult]:
+                   score_from: int = 0, trace_of: Sequence[int] | None = None) -> list[RunResult]:
     """Every candidate's run, in order: batched where a batched simulator reproduces the engine,
-    through the engine otherwise."""
+    through the engine otherwise. ``arrivals`` (minutes, traces) and ``trace_of``: each candidate
+    on its own trace (several histories' candidates in the same steps)."""
     groups: dict[tuple | None, list[int]] = {}
     for index, candidate in enumerate(candidates):
         groups.setdefault(batch_group(candidate.target), []).append(index)
     results: list[RunResult | None] = [None] * len(candidates)
     for group, members in groups.items():
         if group is None:
-            runs = [run_candidate(candidates[index], arrivals, scenario, score_from=score_from) for index in members]
+            runs = [run_candidate(candidates[index], arrivals if trace_of is None else arrivals[:, trace_of[index]], scenario,
+                                  score_from=score_from) for index in members]
         else:
-            runs = simulate_group(group, arrivals, [candidates[index] for index in members], scenario, score_from=score_from)
+            runs = simulate_group(group, arrivals, [candidates[index] for index in members], scenario, score_from=score_from,
+                                  trace_of=None if trace_of is None else [trace_of[index] for index in members])
         for index, run in zip(members, runs, strict=True):
             results[index] = run
     return results

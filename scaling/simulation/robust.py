@@ -488,18 +488,59 @@ def tune(arrivals: np.ndarray, scenario: Scenario, candidates: Sequence[Candidat
     """The whole robust selection in-process (the benchmark's ``project-tuned``): every candidate
     on ``arrivals`` (the history) in ``scenario``, the shortlist replayed under each stress set,
     then ``select`` (the Spark job runs the same steps as executor tasks)."""
-    splits = blocked_folds(len(arrivals), folds, first_train_fraction)
-    base = [scores(result, scenario, splits) for result in run_candidates(candidates, arrivals, scenario)]
-    listed = shortlist(base, current_index, scenario.slo_minutes, margin)
-    replays = stress_replays(scenario, splits, arrivals, sets)
-    stress: dict[str, dict[int, dict]] = {replay.name: {} for replay in replays}
+    return tune_many([arrivals], scenario, candidates, current_index=current_index, folds=folds,
+                     first_train_fraction=first_train_fraction, margin=margin, sets=sets)[0]
+
+
+def tune_many(histories: Sequence[np.ndarray], scenario: Scenario, candidates: Sequence[Candidate], *,
+              current_index: int = 0, folds: int = 3, first_train_fraction: float = 0.4, margin: Margin = MARGIN,
+              sets: Mapping[str, Mapping] = STRESS_SETS) -> list[Selection]:
+    """``tune`` for several histories of one length in one world (the benchmark's family
+    members): each history's selection is the one ``tune`` makes on it alone, and the runs of all
+    of them are columns of the same simulated steps (``Kernel``'s ``trace_of``), which cost about
+    what one history's do."""
+    length = len(histories[0])
+    if any(len(history) != length for history in histories):
+        raise ValueError("tune_many needs histories of one length")
+    members = range(len(histories))
+    splits = blocked_folds(length, folds, first_train_fraction)
+    runs = _run_each(candidates, [(member, list(range(len(candidates)))) for member in members], histories, scenario)
+    base = [[scores(result, scenario, splits) for result in runs[member]] for member in members]
+    listed = [shortlist(base[member], current_index, scenario.slo_minutes, margin) for member in members]
+    replays = [{replay.name: replay for replay in stress_replays(scenario, splits, history, sets)} for history in histories]
+    stress: list[dict[str, dict[int, dict]]] = [{name: {} for name in replays[member]} for member in members]
     # The whole shortlist in one round: in one process a replay's step costs nearly as much for 9
     # candidates as for 40 (a 14-day member: 50 s instead of 71 s), and the choice is the same
     # (``stress_round``); its two rounds save work where replays are tasks spread over executors.
-    while batch := stress_round(listed, stress, current_index, scenario.slo_minutes, margin, size=len(listed)):
-        for replay in replays:
-            runs = run_candidates([candidates[index] for index in batch], replay.arrivals(arrivals), replay.scenario)
-            stress[replay.name].update({index: scores(result, replay.scenario, replay.folds)
-                                        for index, result in zip(batch, runs, strict=True)})
-    return select([candidate.label for candidate in candidates], base, stress, current_index, scenario.slo_minutes, margin,
-                  regime_changes(arrivals, splits))
+    while batches := [(member, batch) for member in members
+                      if (batch := stress_round(listed[member], stress[member], current_index, scenario.slo_minutes, margin,
+                                                size=len(listed[member])))]:
+        for name in dict.fromkeys(name for member_replays in replays for name in member_replays):
+            asked = [(member, batch) for member, batch in batches if name in replays[member]]
+            if not asked:
+                continue
+            first = replays[asked[0][0]][name]
+            if any((replays[member][name].scenario, replays[member][name].start) != (first.scenario, first.start)
+                   for member, _ in asked):
+                raise ValueError(f"stress replay {name} differs between histories")
+            runs = _run_each(candidates, asked, [replays[member][name].arrivals(histories[member]) for member, _ in asked],
+                             first.scenario)
+            for (member, batch), member_runs in zip(asked, runs, strict=True):
+                stress[member][name].update({index: scores(result, first.scenario, first.folds)
+                                             for index, result in zip(batch, member_runs, strict=True)})
+    labels = [candidate.label for candidate in candidates]
+    return [select(labels, base[member], stress[member], current_index, scenario.slo_minutes, margin,
+                   regime_changes(histories[member], splits)) for member in members]
+
+
+def _run_each(candidates: Sequence[Candidate], asked: Sequence[tuple[int, Sequence[int]]], arrivals: Sequence[np.ndarray],
+              scenario: Scenario) -> list[list]:
+    """For each (history, candidate indices) of ``asked``, with its arrivals, those candidates'
+    runs: one ``run_candidates`` over all of them (each history a trace of its own)."""
+    if len(asked) == 1:
+        return [run_candidates([candidates[index] for index in asked[0][1]], arrivals[0], scenario)]
+    chosen = [candidates[index] for _, batch in asked for index in batch]
+    trace_of = [position for position, (_, batch) in enumerate(asked) for _ in batch]
+    runs = run_candidates(chosen, np.column_stack(arrivals), scenario, trace_of=trace_of)
+    ends = np.cumsum([len(batch) for _, batch in asked]).tolist()
+    return [runs[end - len(batch):end] for (_, batch), end in zip(asked, ends, strict=True)]

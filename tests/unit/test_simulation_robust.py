@@ -14,6 +14,7 @@ from scaling.simulation.candidates import Candidate, rule_candidates, run_candid
 from scaling.simulation.peers import simulated_target
 from scaling.simulation.robust import Folds, Margin, blocked_folds, regime_change, select, shortlist
 from scaling.simulation.world import Scenario, load_trace, scale_trace
+from tests.helpers import noisy_diurnal, step_surge
 
 SLO = 5.0
 TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
@@ -392,6 +393,23 @@ def test_tune_keeps_the_current_policy_and_says_why_when_no_candidate_holds() ->
     assert chosen.reason.startswith("no candidate that saves at least 2% on validation, and on every block, meets the SLO "
                                     "with margin (p99 <= 0 x SLO, max <= 0 x SLO)")
     assert set(chosen.failures) == set(range(len(candidates)))
+
+
+def test_tuning_several_histories_at_once_selects_for_each_what_tuning_it_alone_does() -> None:
+    """The benchmark tunes ten family members together (``tune_many``: their runs as columns of
+    the same steps). Each selection must be the one ``tune`` makes alone: the same choice, reason,
+    failures and scores. The third history already peaks past 75% of the hub, so its ``surge``
+    replay is dropped while the others replay it."""
+    scenario = Scenario(partitions=8, peak_instances=6)
+    histories = [scale_trace(noisy_diurnal(1000, seed=4), scenario) * 0.6, scale_trace(step_surge(1000), scenario) * 0.7,
+                 scale_trace(noisy_diurnal(1000, seed=9), scenario) * 1.4]
+    assert [len(robust.stress_replays(scenario, blocked_folds(1000, 3, 0.4), history)) for history in histories] == [3, 3, 2]
+    base = simulated_target(scenario)
+    candidates = [Candidate("current", base), *slo_candidates(base, "small")[::5], *rule_candidates(base, "small")[::6]]
+    together = robust.tune_many(histories, scenario, candidates)
+    alone = [robust.tune(history, scenario, candidates) for history in histories]
+    assert together == alone
+    assert len({selection.index for selection in alone}) > 1 or len({selection.reason for selection in alone}) == 3
 
 
 # --- the long trace of issue 14: a quiet first 30%, then the tournament ------------------------------------------
