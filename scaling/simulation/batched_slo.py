@@ -135,7 +135,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     minutes, interval = len(world.arrivals), scenario.collection_interval_minutes
     interval_seconds = 60.0 * interval
     # What the samples show per partition (row) is the trace's: shared by every candidate, or,
-    # with several traces, a trace's column per candidate (``by_candidate``).
+    # with several traces, each candidate's trace's (its column of what follows).
     traces = world.trace_of
     window_seconds, rate_window = batch_key(targets[0])
     # Samples the engine sees: those inside the window, at most what EngineAutoscaler keeps.
@@ -147,10 +147,6 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     enqueued_total = world.enqueued.sum(axis=1)
     if traces is None:
         positions, enqueued_total = positions[:, :, 0], enqueued_total[:, 0]
-
-    def by_candidate(table: np.ndarray) -> np.ndarray:
-        """A (row, ...) table of the trace (or traces) as each candidate reads it: (row, 1) or (row, candidate)."""
-        return table[:, None] if traces is None else table[:, traces]
     columns = np.arange(count)
     requested = world.requested  # updated in place by world.request
     per_instance = settings.per_instance
@@ -198,7 +194,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         world.checkpoint_positions(checkpoints)
         enqueued_now = world.enqueued_at(now)
         partition_backlog = np.maximum(enqueued_now - checkpoints, 0.0)
-        enqueued = by_candidate(positions[now]) + 1.0
+        enqueued = (positions[now][:, None] if traces is None else positions[now][:, traces]) + 1.0
         oldest = layout.reduce(checkpoints)
         backlog = np.maximum(enqueued - oldest, 0.0)
         oldest_sum = checkpoints.sum(axis=0)

@@ -395,13 +395,13 @@ class Kernel:
         #: The partitions whose arrivals stay within one instance's throughput (mu times the speed
         #: factor) in every minute: the only ones any count can keep within the SLO (per trace).
         self.servable = np.all(shares <= speed_limit * (1 + 1e-9), axis=0)
-        #: The oldest event's age over the servable partitions (BENCHMARK.md's ``hot`` scenario);
-        #: only when some partition is not servable.
         all_servable = bool(self.servable.all())
         #: Per candidate, whether its trace has a partition no count serves (its results report the
         #: servable partitions' and the avoidable SLO, as a run on that trace alone does).
-        self._judged_by_partition = np.broadcast_to(self._by_column(~self.servable.reshape(partitions, -1).all(axis=0)[None])[0],
-                                                    (count,))
+        unservable = ~self.servable.reshape(partitions, -1).all(axis=0)  # per trace
+        self._judged_by_partition = np.broadcast_to(unservable if self.trace_of is None else unservable[self.trace_of], (count,))
+        #: The oldest event's age over the servable partitions (BENCHMARK.md's ``hot`` scenario);
+        #: only when some partition is not servable.
         self.servable_age_series = None if all_servable else np.zeros((minutes, count))
         #: Per minute and partition, whether an instance of its own would have kept it within the
         #: SLO (``dedicated_ages``): the most any count can do for it. Only when some partition is
