@@ -95,15 +95,21 @@ which WC98 has 3% and NASA 28%). 14 days each at one-minute resolution, scaled a
 traces are: the busiest minute needs 24 instances. A member's name says its shape, seed and
 noise level (`flash-seed3-noise10`).
 
-Every member runs in every scenario of the run with every algorithm, with two cuts that keep
-its share of `make benchmark` down (30 members in two scenarios are 15 times the public traces'
-work; even so, a whole run with the family and `cold` takes about twice the 25 minutes it was planned
-to fit on two cores: its wall time is the last line of this page): the peers' sweeps keep only the values that matter
+Every member runs in every scenario of the run with every algorithm. 30 members in two scenarios
+are 15 times the public traces' work, and a simulated minute costs about the same for one column
+as for a few hundred (numpy's per-call overhead), so members of one length run as **columns of
+one step**: the `Kernel` takes each column's trace (`trace_of`), and a work unit holds up to ten
+members' peers sweeps, seed sweeps, lone `project-default` runs (`realistic`) or `project-default`
+and `project-tuned` pairs, whose tunings run together too (`robust.tune_many`). Every row is the
+one the member gets alone, bit for bit (tests in `test_simulation_batched_peers.py`,
+`test_simulation_batched_slo.py`, `test_simulation_robust.py`; the rows of a whole run compared
+to the previous run's). The wall time of a whole run is the last line of this page. Two cuts
+keep the family's share down further: the peers' sweeps keep only the values that matter
 (`FAMILY_SWEEPS` in `scaling/simulation/family.py`: each peer's documented default, KEDA's 64 and
 the Functions extension's 100, and the region of its best settings on the public traces: KEDA and
 Functions 200, 400 and 1000, Azure Monitor 200 at steps 1 and 4, the seed rule its own 1000; the
 clairvoyant keeps its three horizons), and `project-tuned` runs on the family in `standard` only
-(`TUNED_SCENARIOS`: its tuning in `realistic` alone would be a quarter of the family's time). The
+(`TUNED_SCENARIOS`: the tuning is the largest share of the run's work). The
 line after the tables counts the members whose best setting sits at an edge of a peer's cut sweep
 (there a wider sweep might find a cheaper one). The public traces keep the full sweeps
 of ../shared/BENCHMARK.md and every algorithm in every scenario.
