@@ -401,11 +401,11 @@ def test_tuning_several_histories_at_once_selects_for_each_what_tuning_it_alone_
     failures and scores. The third history already peaks past 75% of the hub, so its ``surge``
     replay is dropped while the others replay it."""
     scenario = Scenario(partitions=8, peak_instances=6)
-    histories = [scale_trace(noisy_diurnal(1000, seed=4), scenario) * 0.6, scale_trace(step_surge(1000), scenario) * 0.7,
-                 scale_trace(noisy_diurnal(1000, seed=9), scenario) * 1.4]
-    assert [len(robust.stress_replays(scenario, blocked_folds(1000, 3, 0.4), history)) for history in histories] == [3, 3, 2]
+    histories = [scale_trace(noisy_diurnal(600, seed=4), scenario) * 0.6, scale_trace(step_surge(600), scenario) * 0.7,
+                 scale_trace(noisy_diurnal(600, seed=9), scenario) * 1.4]
+    assert [len(robust.stress_replays(scenario, blocked_folds(600, 3, 0.4), history)) for history in histories] == [3, 3, 2]
     base = simulated_target(scenario)
-    candidates = [Candidate("current", base), *slo_candidates(base, "small")[::5], *rule_candidates(base, "small")[::6]]
+    candidates = [Candidate("current", base), *slo_candidates(base, "small")[::8], *rule_candidates(base, "small")[::9]]
     together = robust.tune_many(histories, scenario, candidates)
     alone = [robust.tune(history, scenario, candidates) for history in histories]
     assert together == alone
