@@ -264,18 +264,19 @@ UNIT_WEIGHTS = {"project-tuned": 10.0, "project-default": 3.0, "seed": 1.0, "ked
 SCENARIO_WEIGHTS = {"standard": 1.0, COLD: 0.05}
 
 
-#: Traces of one length whose ``PEER_UNITS`` (or seed) sweeps, or project-default alone (the
-#: realistic family: nothing tuned there), run as columns of one step (the family's members):
-#: a step costs about the same for a few columns as for a few hundred, so ten members' peers
-#: (180 settings) take about what two or three take one by one (``Kernel``'s ``trace_of``).
+#: Traces of one length whose ``PEER_UNITS`` or seed sweeps, project pairs (tuned together:
+#: ``run_project_pair``) or lone project-default runs (the realistic family: nothing tuned there)
+#: run as columns of one step (the family's members): a step costs about the same for a few
+#: columns as for a few hundred, so ten members' peers (180 settings) take about what two or three
+#: take one by one (``Kernel``'s ``trace_of``).
 TRACES_PER_UNIT = 10
 
 
 def work_units(jobs: Sequence[Job], minutes: dict[str, int] | None = None) -> list[tuple[Job, ...]]:
     """The jobs grouped as they run: project-tuned and project-default of a trace together
     (``PROJECT_PAIR``; either alone when the other is not asked for), each seed sweep as one rules
-    batch, the other peers' sweeps as ``PEER_UNITS`` batches; the sweeps (and the lone
-    project-default runs) of up to ``TRACES_PER_UNIT`` traces of one length (``minutes``) in one
+    batch, the other peers' sweeps as ``PEER_UNITS`` batches; the sweeps, pairs and lone
+    project-default runs of up to ``TRACES_PER_UNIT`` traces of one length (``minutes``) in one
     scenario together (not ``cold``, whose windows start at each trace's own minutes); longest
     (estimated) first."""
     groups: dict[tuple, list[Job]] = {}
@@ -340,8 +341,9 @@ def run_unit(unit: tuple[Job, ...]) -> list[dict]:
 
 
 def run_traces_unit(unit: tuple[Job, ...], traces: Sequence[str], scenario) -> list[dict]:
-    """A peers (or seed) unit over several traces of one length (``work_units``): each trace a
-    column of the arrivals, each setting run on its own; every row the one ``run_job`` gives alone."""
+    """A peers, seed or lone project-default unit over several traces of one length
+    (``work_units``): each trace a column of the arrivals, each setting run on its own; every row
+    the one ``run_job`` gives alone."""
     import numpy as np
 
     from scaling.simulation.family import load_arrivals
