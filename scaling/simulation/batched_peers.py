@@ -150,6 +150,7 @@ class ClairvoyantBatch:
         cumulative = np.concatenate((np.zeros((1, *arrivals.shape[1:])), np.cumsum(arrivals, axis=0)))
         # (minutes + 1, horizon): each horizon's own trace's running total
         self.cumulative = cumulative[:, None] if arrivals.ndim == 1 else cumulative[:, np.asarray(trace_of, dtype=np.int64)]
+        self._columns = np.arange(self.cumulative.shape[1]) if self.cumulative.shape[1] > 1 else 0
         self.minutes = len(arrivals)
         self.scenario = scenario
         self.horizon = np.asarray(horizons, dtype=np.int64)
@@ -160,8 +161,7 @@ class ClairvoyantBatch:
     def _mean(self, start, end) -> np.ndarray:
         start, end = np.minimum(start, self.minutes), np.minimum(end, self.minutes)
         span = end - start
-        columns = np.arange(self.cumulative.shape[1]) if self.cumulative.shape[1] > 1 else 0
-        ahead = self.cumulative[end, columns] - self.cumulative[start, columns]
+        ahead = self.cumulative[end, self._columns] - self.cumulative[start, self._columns]
         return np.where(span > 0, ahead / np.maximum(span, 1), 0.0)
 
     def decide(self, minute: int, capacity: np.ndarray, backlog: np.ndarray, true_backlog: np.ndarray) -> np.ndarray:
@@ -217,10 +217,10 @@ class FlinkBatch:
         self.pending_count = np.zeros(count, dtype=np.int64)  # the largest count recommended since
 
     def measure(self, minute: int, arrived: float | np.ndarray, processed: np.ndarray, true_rates: np.ndarray) -> None:
-        """One collection's samples: events that arrived since the last one (per setting, when
-        settings see different traces), what each setting's
-        consumers processed and their true rate per instance in the last minute. A setting keeps
-        them only once its stabilization is over (the sample's interval starts after it)."""
+        """One collection's samples: events that arrived since the last one (one number, or per
+        setting: each its own trace's), what each setting's consumers processed and their true
+        rate per instance in the last minute. A setting keeps them only once its stabilization is
+        over (the sample's interval starts after it)."""
         row = (self.head + 1) % self.samples
         known = np.isfinite(true_rates)
         sample = np.stack((np.broadcast_to(arrived / self.interval, (len(self.settings),)), processed,
@@ -300,7 +300,7 @@ def simulate_peers(arrivals: np.ndarray, batches: Sequence[PeerBatch], scenario:
             arrived = kernel.arrived_by(now) - kernel.arrived_by(now - interval)
             processed, true_rates = kernel.busy_time_rates()
             for batch, part in measuring:
-                batch.measure(now, arrived if kernel.trace_of is None else arrived[part], processed[part], true_rates[part])
+                batch.measure(now, arrived[part], processed[part], true_rates[part])
         wanted = np.concatenate([batch.decide(now, capacity[part], backlog[part], true_backlog[part])
                                  for batch, part in zip(batches, slices, strict=True)])
         wanted = np.where(wanted == HOLD, HOLD, np.maximum(wanted, 1))  # as ``World.request``

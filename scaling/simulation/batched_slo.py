@@ -269,9 +269,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             recent = max(samples - 2, 0)
             arrival = slo_kernel.rate_since(times, window, base)
             recent_rate = slo_kernel.rate_since(times, window, recent)
+            candidate_window = window
             if traces is not None:  # each candidate's trace's: (row, candidate), positions (sample, row, candidate)
-                arrival, recent_rate, window = arrival[:, traces], recent_rate[:, traces], window[:, :, traces]
-            ages = slo_kernel.oldest_event_ages(times, window, oldest, np.maximum(arrival, recent_rate))
+                arrival, recent_rate, candidate_window = arrival[:, traces], recent_rate[:, traces], window[:, :, traces]
+            ages = slo_kernel.oldest_event_ages(times, candidate_window, oldest, np.maximum(arrival, recent_rate))
             # Hot partitions (slo.propose): more than one instance serves, over the rate window and
             # the last interval, against a learned or configured throughput: set aside.
             measured = ~np.isnan(throughput) | ~np.isnan(settings.prior)
@@ -324,7 +325,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                     # (each candidate's busiest interval among those ending within its scale_in_peak_seconds)
                     start = np.clip(samples - 1 - np.floor(settings.peak / interval_seconds).astype(np.int64), 0, samples - 2)
                     peaks = slo_kernel.later_peaks(times, window)
-                    peak = (peaks[start, :] if traces is None else peaks[start, :, np.arange(count)]).T  # (rows, candidates)
+                    peak = (peaks[start, :] if traces is None else peaks[start, :, traces]).T  # (rows, candidates)
                     # ... and, while the arrivals clearly rise, at the rate halfway through the dwell.
                     totals = enqueued_total[now - interval * (samples - 1): now + 1: interval] - partitions
                     if traces is None:

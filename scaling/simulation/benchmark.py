@@ -69,6 +69,11 @@ def jobs_for(trace: str, scenario: str = "standard", overrides: tuple = ()) -> l
     return [replace(job, scenario=scenario, overrides=overrides) for job in jobs]
 
 
+def _label(trace: str) -> str:
+    """How rows name a trace: its folder and file (``family/NAME`` for a member)."""
+    return Path(trace).parent.name + "/" + Path(trace).name
+
+
 def _row(trace: str, result, scenario, name: str) -> dict:
     numbers = result.summary(scenario)
     del numbers["cost"], numbers["fluid_lower_bound"]
@@ -132,7 +137,7 @@ def run_job(job: Job) -> dict:
     arrivals = scale_trace(load_arrivals(job.trace), scenario)
     started = time.perf_counter()
     split = int(len(arrivals) * TRAIN_FRACTION)  # project-tuned is tuned before it and scored from it
-    trace = Path(job.trace).parent.name + "/" + Path(job.trace).name
+    trace = _label(job.trace)
     if job.scenario == COLD:
         starts = cold_starts(arrivals, scenario.seed)
         runs = [simulate_job(job, arrivals[start:start + COLD_MINUTES], scenario) for start in starts]
@@ -243,7 +248,7 @@ def run_project_pair(unit: tuple[Job, ...], choose=None) -> list[dict]:
     for number, job in enumerate(defaults):
         result, kept = results[2 * number], results[2 * number + 1]
         result.algorithm, kept.algorithm = "project-default", "project-tuned"
-        label = Path(job.trace).parent.name + "/" + Path(job.trace).name
+        label = _label(job.trace)
         selection = chosen[number][1]
         rows[job] = {**_row(label, result, scenario, job.scenario), "tuned_window": tuned_window(result, scenario, split),
                      "seconds": round(run_seconds, 2)}
@@ -286,13 +291,10 @@ def work_units(jobs: Sequence[Job], minutes: dict[str, int] | None = None) -> li
         groups.setdefault(key, []).append(job)
     if minutes:
         together: dict[tuple, list[tuple]] = {}
-        project = [key for key, group in groups.items()
-                   if key[3] == PROJECT_PAIR[0] and sorted(job.algorithm for job in group) in (["project-default"], sorted(PROJECT_PAIR))]
-        for key in [key for key in groups if key[3] in (PEER_UNITS[0][0], "seed") or key in project]:
-            if key[0] == COLD:
-                continue
-            kinds = tuple(sorted({job.algorithm for job in groups[key]}))  # (a pair apart from a lone default)
-            together.setdefault((key[0], key[1], minutes.get(key[2]), key[3], kinds), []).append(key)
+        for key, group in groups.items():
+            kinds = tuple(sorted({job.algorithm for job in group}))  # (a pair apart from a lone default)
+            if key[0] != COLD and (key[3] in (PEER_UNITS[0][0], "seed") or kinds in (("project-default",), tuple(sorted(PROJECT_PAIR)))):
+                together.setdefault((key[0], key[1], minutes.get(key[2]), key[3], kinds), []).append(key)
         for keys in together.values():
             for start in range(0, len(keys), TRACES_PER_UNIT):
                 chunk = keys[start:start + TRACES_PER_UNIT]
@@ -326,7 +328,7 @@ def run_unit(unit: tuple[Job, ...]) -> list[dict]:
         return run_traces_unit(unit, traces, scenario)
     arrivals = scale_trace(load_arrivals(first.trace), scenario)
     started = time.perf_counter()
-    trace = Path(first.trace).parent.name + "/" + Path(first.trace).name
+    trace = _label(first.trace)
     if first.scenario == COLD:
         starts = cold_starts(arrivals, scenario.seed)
         runs = [simulate_unit(unit, arrivals[start:start + COLD_MINUTES], scenario) for start in starts]
@@ -354,7 +356,7 @@ def run_traces_unit(unit: tuple[Job, ...], traces: Sequence[str], scenario) -> l
     results, ordered = simulate_unit(unit, table, scenario, {trace: index for index, trace in enumerate(traces)})
     seconds = round((time.perf_counter() - started) / len(unit), 2)
     split = int(len(table) * TRAIN_FRACTION)
-    return [{**_row(Path(job.trace).parent.name + "/" + Path(job.trace).name, result, scenario, job.scenario),
+    return [{**_row(_label(job.trace), result, scenario, job.scenario),
              **({"tuned_window": tuned_window(result, scenario, split)} if job.algorithm == "project-default" else {}),
              "seconds": seconds} for job, result in zip(ordered, results, strict=True)]
 

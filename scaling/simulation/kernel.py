@@ -432,10 +432,10 @@ class Kernel:
         return self._by_column(self.enqueued[minute])
 
     def arrived_by(self, minute: int) -> np.ndarray:
-        """Events arrived (whole, as enqueued) in all partitions by ``minute``, per candidate
-        (or one number, for one trace), summed over the partitions in one fixed order."""
+        """Events arrived (whole, as enqueued) in all partitions by ``minute``, per candidate,
+        summed over the partitions in one fixed order."""
         totals = np.ascontiguousarray(self.enqueued[minute].T).sum(axis=1)
-        return totals[0] if self.trace_of is None else totals[self.trace_of]
+        return np.broadcast_to(totals[0], (self.count,)) if self.trace_of is None else totals[self.trace_of]
 
     def _dedicated_ages(self, shares: np.ndarray) -> np.ndarray:
         """``dedicated_ages`` of each trace: (minute, partition[, trace])."""
