@@ -376,20 +376,23 @@ class Owners:
     partition owned; -1: none), how many partitions each owner holds (owners x candidates), the
     fewest and the most one holds, and (when a load sums by owner) each partition's slot
     (``owner * candidates + column``, ``size`` for none). ``owners`` holds each partition's owner
-    as an index (-1: no live owner), ``live_owners`` how many distinct live owners a candidate has."""
+    as an index (-1: no live owner); ``live``: how many distinct live owners each candidate has."""
 
     #: What is worked out per candidate (one value per column).
-    PER_CANDIDATE = ("ownership", "exact_count")
+    PER_CANDIDATE = ("ownership", "exact_count", "live")
 
-    def __init__(self, owners: np.ndarray, live_owners: np.ndarray) -> None:
-        self._owners, self._live = owners, live_owners
+    def __init__(self, owners: np.ndarray) -> None:
+        self._owners = owners
         self.count = count = owners.shape[1]
         self._slots: np.ndarray | None = None
+        self._spread: tuple | None = None
         owned = owners >= 0
         self.ownership = owned.any(axis=0)
-        self.exact_count = np.where(self.ownership & owned.all(axis=0), live_owners, -1)
         self.size = (int(owners.max(initial=0)) + 1) * count
         self.partitions = np.bincount(self.slots, minlength=self.size + 1)[:-1].reshape(-1, count)
+        #: Distinct live owners per candidate: those that hold a partition.
+        self.live = (self.partitions > 0).sum(axis=0)
+        self.exact_count = np.where(self.ownership & owned.all(axis=0), self.live, -1)
 
     @classmethod
     def of(cls, owners: tuple[str | None, ...] | None, partitions: int) -> Owners:
@@ -400,18 +403,19 @@ class Owners:
         return _owners_of(owners, partitions)
 
     @classmethod
-    def read(cls, owners: np.ndarray, live_owners: np.ndarray, before: Owners | None) -> Owners:
-        """The owners now, worked out again only for the candidates whose owners changed since
-        ``before`` (the previous collection's; most candidates keep theirs from one to the next)."""
+    def read(cls, owners: np.ndarray, before: Owners | None) -> Owners:
+        """The owners now (the live ones counted), worked out again only for the candidates whose
+        owners changed since ``before`` (the previous collection's; most candidates keep theirs from
+        one to the next)."""
         if before is None or before.count != owners.shape[1]:
-            return cls(owners, live_owners)
+            return cls(owners)
         changed = np.flatnonzero((owners != before._owners).any(axis=0))
         if 4 * changed.size > before.count:
-            return cls(owners, live_owners)
-        now = cls._blank(owners, live_owners, {name: getattr(before, name).copy() for name in cls.PER_CANDIDATE})
+            return cls(owners)
+        now = cls._blank(owners, {name: getattr(before, name).copy() for name in cls.PER_CANDIDATE})
         held = before.partitions
         if changed.size:
-            part = cls(owners[:, changed], live_owners[changed])
+            part = cls(owners[:, changed])
             rows = max(held.shape[0], part.partitions.shape[0])
             held = np.concatenate((held, np.zeros((rows - held.shape[0], now.count), dtype=held.dtype))) if rows > held.shape[0] \
                 else held.copy()
@@ -424,10 +428,10 @@ class Owners:
         return now
 
     @classmethod
-    def _blank(cls, owners: np.ndarray, live_owners: np.ndarray, per_candidate: dict) -> Owners:
+    def _blank(cls, owners: np.ndarray, per_candidate: dict) -> Owners:
         """One whose per-candidate values are given (the caller sets ``partitions`` and ``size``)."""
         made = cls.__new__(cls)
-        made._owners, made._live, made.count, made._slots = owners, live_owners, owners.shape[1], None
+        made._owners, made.count, made._slots, made._spread = owners, owners.shape[1], None, None
         for name, value in per_candidate.items():
             setattr(made, name, value)
         return made
@@ -442,10 +446,11 @@ class Owners:
 
     def of_columns(self, columns: np.ndarray) -> Owners:
         """The same for the chosen candidates only (owners that hold nothing there weigh nothing)."""
-        part = Owners._blank(self._owners[:, columns], self._live[columns],
-                             {name: getattr(self, name)[columns] for name in self.PER_CANDIDATE})
+        part = Owners._blank(self._owners[:, columns], {name: getattr(self, name)[columns] for name in self.PER_CANDIDATE})
         part.partitions = self.partitions[:, columns]
         part.size = part.partitions.shape[0] * part.count
+        if self._spread is not None and self._spread[0] is not None:  # (what held for all holds for some)
+            part._spread = (tuple(extreme[columns] for extreme in self._spread[0]),)
         return part
 
     def summed(self, values: np.ndarray) -> np.ndarray:
@@ -458,10 +463,12 @@ class Owners:
         """The fewest and the most partitions an owner holds, per candidate (0 for a candidate
         without owners), when no owner of any candidate holds another number of them (as a
         balancer leaves them); else None."""
-        held = self.partitions
-        most = held.max(axis=0)
-        fewest = np.where(held > 0, held, most[None, :]).min(axis=0)
-        return (fewest, most) if ((held == fewest) | (held == most) | (held == 0)).all() else None
+        if self._spread is None:  # (worked out once: an evaluation sizes several times on the same owners)
+            held = self.partitions
+            most = held.max(axis=0)
+            fewest = np.where(held > 0, held, most[None, :]).min(axis=0)
+            self._spread = ((fewest, most) if ((held == fewest) | (held == most) | (held == 0)).all() else None,)
+        return self._spread[0]
 
 
 @functools.lru_cache(maxsize=8)
@@ -469,7 +476,7 @@ def _owners_of(owners: tuple[str | None, ...] | None, partitions: int) -> Owners
     seen: dict[str, int] = {}
     index = [-1] * partitions if owners is None else [-1 if owner is None else seen.setdefault(owner, len(seen))
                                                      for owner in owners]
-    return Owners(np.asarray(index, dtype=np.int64)[:, None], np.asarray([len(seen)], dtype=np.int64))
+    return Owners(np.asarray(index, dtype=np.int64)[:, None])
 
 
 @functools.lru_cache(maxsize=64)
@@ -721,12 +728,14 @@ def scale_in_counts(levels: np.ndarray, below: np.ndarray, capacity: np.ndarray,
         short |= lacking
         exact_below |= (loads.exact_count > 0) & (loads.exact_count < capacity)
     guess = np.clip(short.sum(axis=1), 0, np.maximum(below - 1, 0))
-    lower = np.flatnonzero(guess > 0)  # the guess and the count under it, in one go
-    both, lasting = holds(np.concatenate((guess, guess[lower] - 1)), np.concatenate((columns, lower)))
-    at_guess = both[:count]
-    chosen_hold = np.where(at_guess, lasting[:count], np.nan)
+    at_guess, lasting = holds(guess)
+    chosen_hold = np.where(at_guess, lasting, np.nan)
+    # The count under the guess matters only where the guess holds (elsewhere the guess is not
+    # taken, and whether to try every count depends on the guess alone).
+    lower = np.flatnonzero(at_guess & (guess > 0))
     under_guess = np.zeros(count, dtype=bool)
-    under_guess[lower] = both[count:]
+    if lower.size:
+        under_guess[lower] = holds(guess[lower] - 1, lower)[0]
     found = at_guess & ~under_guess & ~exact_below & (below > 0)
     unsure = ~found & (exact_below | ~(~at_guess & (guess == below - 1)))
     chosen = np.where(found, guess, -1)

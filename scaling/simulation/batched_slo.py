@@ -187,9 +187,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         names_now = world.owner_names(owners_now)
         owners_steady = ~(names_now != names_before).any(axis=0)
         names_before = names_now
-        ranked = np.sort(owners_now, axis=0)
-        live_owners = (np.diff(ranked, axis=0) != 0).sum(axis=0) + 1 - (ranked[0] < 0)  # distinct owners, -1 aside
-        owned_by = slo_kernel.Owners.read(owners_now, live_owners, owned_by)  # for the learning and the sizing
+        owned_by = slo_kernel.Owners.read(owners_now, owned_by)  # for the learning and the sizing
+        live_owners = owned_by.live  # distinct live owners
         previous_checkpoints, previous_partition_backlog = checkpoints.copy(), partition_backlog
         world.checkpoint_positions(checkpoints)
         enqueued_now = world.enqueued_at(now)

@@ -489,7 +489,8 @@ def test_a_candidate_in_a_batch_gets_what_it_gets_alone(partitions: int, candida
     below = (levels < capacity[:, None]).sum(axis=1)
 
     def run(columns: np.ndarray) -> tuple:
-        owned = kernel.Owners(owners[:, columns], live[columns])
+        owned = kernel.Owners(owners[:, columns])
+        np.testing.assert_array_equal(owned.live, live[columns])
         loads = kernel.OwnerLoads(forecast[:, columns], hot[:, columns], owned, rate[columns], table, by_draw[columns])
         served = loads.service(forecast[:, columns], capacity[columns])
         then = kernel.predicted_age(ages[:, columns], backlog[:, columns], forecast[:, columns], served, reaction[columns])
