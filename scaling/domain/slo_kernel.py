@@ -673,7 +673,8 @@ def scale_in_counts(levels: np.ndarray, below: np.ndarray, capacity: np.ndarray,
 
     The counts are tried ascending and the first that holds is taken: all at once when there are
     few (``EVERY_COUNT_PAIRS``). With many, since how long a count holds never shrinks as the
-    count grows (more service: slower growth, fewer filling partitions), the first that holds is
+    count grows (more service: slower growth, fewer filling partitions), a candidate whose
+    highest count below the capacity does not hold has none; for the others the first that holds is
     found by checking where the fluid model says it should be and the count below; only when
     those disagree with the estimate are all counts tried in turn (and always where a count below
     the capacity is sized by exact owner loads, which may hold where the bound of the count above
@@ -708,43 +709,57 @@ def scale_in_counts(levels: np.ndarray, below: np.ndarray, capacity: np.ndarray,
         lasting = hold(level, chosen)
         return lasting >= dwell[chosen], lasting
 
+    exact_below = np.zeros(count, dtype=bool)
+    for loads, _, _ in sources:
+        exact_below |= (loads.exact_count > 0) & (loads.exact_count < capacity)
+    chosen = np.full(count, -1)
+    chosen_hold = np.full(count, np.nan)
+    # The highest count below the capacity first: where it does not hold, no lower count does
+    # (exact owner loads aside), so most candidates are settled by that one check.
+    at_highest, highest_lasting = holds(np.maximum(below - 1, 0))
+    rest = np.flatnonzero((at_highest | exact_below) & (below > 0))
+    if not rest.size:
+        return chosen, chosen_hold
     # Where it should be: growth at most (limit - age) / (reaction + dwell) on every partition,
     # i.e. a service of at least (1 - that) of each forecast, at the equal share or the owner-load ratio.
-    short = np.zeros(levels.shape, dtype=bool)
-    exact_below = np.zeros(count, dtype=bool)
+    rest_counts, rest_below = counts[rest], below[rest]
+    short = np.zeros((rest.size, width), dtype=bool)
     for loads, calm, age in sources:
+        calm, age = calm[:, rest], age[:, rest]
         flowing = calm > NO_RATE
-        allowed_growth = (limit - age) / (reaction + dwell)
+        allowed_growth = (limit[rest] - age) / (reaction[rest] + dwell[rest])
         required = np.where(flowing, calm * (1.0 - allowed_growth), -np.inf).max(axis=0)
         fraction = np.maximum(np.where(flowing, 1.0 - allowed_growth, 0.0).max(axis=0), 0.0)
-        lacking = loads.rate[:, None] / loads.per_instance[counts] < required[:, None]  # at the equal share
+        lacking = loads.rate[rest, None] / loads.per_instance[rest_counts] < required[:, None]  # at the equal share
         # ... unless the owner-load ratio serves enough: worked out only for those (all at once).
-        pairs = np.flatnonzero(lacking & loads.ownership[:, None])
+        pairs = np.flatnonzero(lacking & loads.ownership[rest, None])
         if pairs.size:
-            column = pairs // width
-            load = loads.load(counts.ravel()[pairs], column)
-            by_load = (load > 0) & (loads.rate[column] >= fraction[column] * load)
+            row = pairs // width
+            load = loads.load(rest_counts.ravel()[pairs], rest[row])
+            by_load = (load > 0) & (loads.rate[rest[row]] >= fraction[row] * load)
             lacking.ravel()[pairs[by_load]] = False
         short |= lacking
-        exact_below |= (loads.exact_count > 0) & (loads.exact_count < capacity)
-    guess = np.clip(short.sum(axis=1), 0, np.maximum(below - 1, 0))
-    at_guess, lasting = holds(guess)
-    chosen_hold = np.where(at_guess, lasting, np.nan)
+    guess = np.clip(short.sum(axis=1), 0, rest_below - 1)
+    at_guess, lasting = at_highest[rest], highest_lasting[rest]  # (the guess is often the highest count)
+    elsewhere = np.flatnonzero(guess != rest_below - 1)
+    if elsewhere.size:
+        at_guess[elsewhere], lasting[elsewhere] = holds(guess[elsewhere], rest[elsewhere])
     # The count under the guess matters only where the guess holds (elsewhere the guess is not
     # taken, and whether to try every count depends on the guess alone).
     lower = np.flatnonzero(at_guess & (guess > 0))
-    under_guess = np.zeros(count, dtype=bool)
+    under_guess = np.zeros(rest.size, dtype=bool)
     if lower.size:
-        under_guess[lower] = holds(guess[lower] - 1, lower)[0]
-    found = at_guess & ~under_guess & ~exact_below & (below > 0)
-    unsure = ~found & (exact_below | ~(~at_guess & (guess == below - 1)))
-    chosen = np.where(found, guess, -1)
+        under_guess[lower] = holds(guess[lower] - 1, rest[lower])[0]
+    found = at_guess & ~under_guess & ~exact_below[rest]
+    unsure = rest[~found & (exact_below[rest] | ~(~at_guess & (guess == rest_below - 1)))]
+    chosen[rest[found]] = guess[found]
+    chosen_hold[rest[found]] = lasting[found]
     for level in range(width):  # (rarely needed) every count in turn, ascending
-        trying = np.flatnonzero(unsure & (level < below))
+        trying = unsure[level < below[unsure]]
         if not trying.size:
             break
         holding, lasting = holds(np.full(len(trying), level), trying)
         chosen[trying[holding]] = level
         chosen_hold[trying[holding]] = lasting[holding]
-        unsure[trying[holding]] = False
+        unsure = np.setdiff1d(unsure, trying[holding], assume_unique=True)
     return np.where(chosen >= 0, levels[columns, np.maximum(chosen, 0)], -1), np.where(chosen >= 0, chosen_hold, np.nan)
