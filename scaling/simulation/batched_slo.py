@@ -295,8 +295,14 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             by_draw = np.zeros(count, dtype=bool) if layout.groups is not None else slo_kernel.distinct_shares(forecast)
             sizing = (hot if any_hot else None, owned_by, rate, per_instance, by_draw, layout)
             loads = _owner_loads(forecast, slice(None), *sizing)
-            then = slo_kernel.predicted_age(age, waiting, forecast, loads.service(forecast, ready), first)
-            then = slo_kernel.predicted_age(then, waiting, forecast, loads.service(forecast, capacity), react - first)
+            served = loads.service(forecast, capacity)
+            served_ready = served  # (the same where every instance asked for serves: most candidates)
+            short_of = np.flatnonzero(ready != capacity)
+            if short_of.size:
+                served_ready = served.copy()
+                served_ready[:, short_of] = loads.service(forecast[:, short_of], ready[short_of], short_of)
+            then = slo_kernel.predicted_age(age, waiting, forecast, served_ready, first)
+            then = slo_kernel.predicted_age(then, waiting, forecast, served, react - first)
             worst_predicted = np.maximum(0.0, then.max(axis=0))
             # slo.propose holds while some partitions have no live owner (others have one).
             unowned = (owners_now < 0).any(axis=0) & (live_owners > 0)
