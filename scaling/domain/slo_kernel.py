@@ -489,6 +489,19 @@ def per_instance_table(partitions: int, top: int) -> np.ndarray:
     return table
 
 
+def _running_sums(rows: np.ndarray, count: int = 0) -> np.ndarray:
+    """The running sums down ``rows`` (rows x candidates; or one row, added to itself until there
+    are ``count``), added row after row as ``np.cumsum(axis=0)`` adds them, bit for bit: a loop
+    over the few rows runs about three times faster than numpy's accumulation down the first axis."""
+    one = rows.ndim == 1
+    count = count if one else len(rows)
+    sums = np.empty((count, rows.shape[-1]))
+    sums[0] = rows if one else rows[0]
+    for index in range(1, count):
+        np.add(sums[index - 1], rows if one else rows[index], out=sums[index])
+    return sums
+
+
 @functools.lru_cache(maxsize=16)
 def _columns(count: int) -> np.ndarray:
     """0..``count`` - 1, read-only (each candidate's column), made once per batch size."""
@@ -536,8 +549,8 @@ class OwnerLoads:
         self._some_varied = False
         if equal_shares:
             value = values[0]
-            # S(k), added one at a time as the running sum does (accumulate adds row after row)
-            self.heaviest = heaviest = np.add.accumulate(np.broadcast_to(value, (partitions, count)), axis=0)
+            # S(k), added one at a time as the running sum does
+            self.heaviest = heaviest = _running_sums(value, partitions)
             self.total = heaviest[-1]
             self.largest = value
             self._spread = spread = owners.spread
@@ -551,7 +564,7 @@ class OwnerLoads:
             by_partition = values if row_of is None else values[row_of]  # (partitions, candidates)
             ranked = np.sort(by_partition, axis=0)
             self.varied = by_draw & (ranked[0] < ranked[-1])
-            self.heaviest = np.cumsum(ranked[::-1], axis=0)
+            self.heaviest = _running_sums(ranked[::-1])
             self.total = self.heaviest[-1]
             self.largest = ranked[-1]
             self.owner_load = owners.summed(by_partition)

@@ -529,3 +529,14 @@ def test_hold_seconds_of_a_backlog_past_the_limit(served, age, expected) -> None
 
     got = kernel.hold_seconds(Served(), np.array([[10.0]]), np.array([[age]]), np.array([1]), one(180.0), one(120.0))
     assert got[0] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("rows", [1, 2, 8, 32])
+def test_running_sums_add_row_after_row_as_cumsum_does(rows: int) -> None:
+    """The owner loads' running sums (a loop, faster than numpy's accumulation down the first
+    axis) equal ``np.cumsum`` bit for bit: rows of mixed magnitudes, and one row repeated."""
+    rng = np.random.default_rng(rows)
+    values = rng.uniform(0.0, 1.0, (rows, 7)) * 10.0 ** rng.integers(-6, 6, (rows, 7))
+    np.testing.assert_array_equal(kernel._running_sums(values), np.cumsum(values, axis=0))
+    np.testing.assert_array_equal(kernel._running_sums(values[::-1]), np.cumsum(values[::-1], axis=0))
+    np.testing.assert_array_equal(kernel._running_sums(values[0], rows), np.cumsum(np.broadcast_to(values[0], (rows, 7)), axis=0))
