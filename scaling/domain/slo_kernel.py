@@ -385,7 +385,7 @@ class Owners:
         self._owners = owners
         self.count = count = owners.shape[1]
         self._slots: np.ndarray | None = None
-        self._spread: tuple | None = None
+        self._spread: tuple | None = None  # (None: not worked out yet; (None,): no spread, see ``spread``)
         owned = owners >= 0
         self.ownership = owned.any(axis=0)
         self.size = (int(owners.max(initial=0)) + 1) * count
