@@ -41,13 +41,17 @@ chromium:
 		echo "chromium is missing and apt-get is unavailable: the report page's browser tests will be skipped"; \
 	fi
 
+# Spread over the machine's cores (at most 4 workers; tests/conftest.py keeps the tests that share
+# a session fixture in one worker). A plain `pytest` runs them in one process.
+PYTEST_WORKERS ?= -n auto --maxprocesses 4
+
 test: install lint chromium
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_WORKERS)
 
 # The same tests with the long property runs: 100 random fault schedules over a WC98 day instead
 # of 10 (on top of the explicit ones), 200 queue-chaos examples on Azurite tables instead of 50.
 test-deep: install lint chromium
-	RELIABILITY_EXAMPLES=100 QUEUE_CHAOS_EXAMPLES=200 $(PY) -m pytest
+	RELIABILITY_EXAMPLES=100 QUEUE_CHAOS_EXAMPLES=200 $(PY) -m pytest $(PYTEST_WORKERS)
 
 demo: install
 	$(PY) -m scaling demo $(DEMO_ARGS)

@@ -1,4 +1,5 @@
-"""Shared fixtures: one real Azurite for the whole test session (started and stopped here)."""
+"""Shared fixtures: one real Azurite for the whole test session (started and stopped here), and
+how ``make test`` spreads the tests over the machine's cores (pytest-xdist's ``-n``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,30 @@ import uuid
 import pytest
 
 from scaling.local.azurite import Azurite, AzuriteEndpoints
+
+#: Files whose tests share a session fixture run in one worker, so that it is set up once: the
+#: Spark session (one JVM), and the short demo run whose report two files read (it writes out/).
+SHARED_SESSION_GROUPS = {"tests/spark/": "spark", "tests/e2e/test_demo.py": "demo",
+                         "tests/e2e/test_report_browser.py": "demo"}
+
+
+def worker_group(nodeid: str) -> str:
+    """Which tests run in one worker: a test file's (its module fixtures set up once), or a group above."""
+    path = nodeid.split("::", 1)[0]
+    return next((group for prefix, group in SHARED_SESSION_GROUPS.items() if path.startswith(prefix)), path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's file-by-file scheduling, by ``worker_group`` (its own ``loadgroup`` marks do not
+    reach the scheduler under pytest 9)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    return GroupScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
