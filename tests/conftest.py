@@ -15,10 +15,21 @@ SHARED_SESSION_GROUPS = {"tests/spark/": "spark", "tests/e2e/test_demo.py": "dem
                          "tests/e2e/test_report_browser.py": "demo"}
 
 
+#: The groups that take longest in one worker (a minute or more each on 2 cores), started first so
+#: that none is left running alone at the end while the other workers idle.
+LONG_GROUPS = ("spark", "tests/unit/test_simulation_batched_peers.py", "tests/integration/test_reliability_faults.py",
+               "tests/unit/test_simulation_batched_slo.py", "demo")
+
+
 def worker_group(nodeid: str) -> str:
     """Which tests run in one worker: a test file's (its module fixtures set up once), or a group above."""
     path = nodeid.split("::", 1)[0]
     return next((group for prefix, group in SHARED_SESSION_GROUPS.items() if path.startswith(prefix)), path)
+
+
+def long_first(queued) -> list[str]:
+    """The ``LONG_GROUPS`` still queued, in the order to move each to the front (the longest last)."""
+    return [group for group in reversed(LONG_GROUPS) if group in queued]
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -30,6 +41,11 @@ def pytest_xdist_make_scheduler(config, log):
     class GroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return worker_group(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            for group in long_first(self.workqueue):
+                self.workqueue.move_to_end(group, last=False)
+            super()._assign_work_unit(node)
 
     return GroupScheduling(config, log)
 

@@ -33,3 +33,16 @@ def test_every_file_using_the_shared_demo_is_in_the_demo_group() -> None:
     users = sorted(str(path.relative_to(tests.parent)) for path in tests.rglob("test_*.py")
                    if "demo_run" in path.read_text(encoding="utf-8") and path.name != Path(__file__).name)
     assert users and all(worker_group(f"{user}::test") == "demo" for user in users), users
+
+
+def test_the_long_groups_go_first_the_longest_at_the_front() -> None:
+    """``_assign_work_unit`` moves each of these to the front of xdist's queue in this order."""
+    from collections import OrderedDict
+
+    from tests.conftest import LONG_GROUPS, long_first
+
+    queue = OrderedDict((group, {}) for group in ["tests/unit/a.py", "demo", "tests/unit/b.py", "spark"])
+    for group in long_first(queue):
+        queue.move_to_end(group, last=False)
+    assert list(queue) == ["spark", "demo", "tests/unit/a.py", "tests/unit/b.py"]
+    assert LONG_GROUPS[0] == "spark" and "demo" in LONG_GROUPS
