@@ -4,9 +4,12 @@ writing the same out/ files at once)."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from pathlib import Path
+
 import pytest
 
-from tests.conftest import worker_group
+from tests.conftest import LONG_GROUPS, long_first, worker_group
 
 
 @pytest.mark.parametrize(
@@ -27,8 +30,6 @@ def test_tests_sharing_a_session_fixture_share_a_worker_and_other_files_go_whole
 
 def test_every_file_using_the_shared_demo_is_in_the_demo_group() -> None:
     """A new file asking for ``demo_run`` must join the group (else a second demo runs)."""
-    from pathlib import Path
-
     tests = Path(__file__).resolve().parents[1]
     users = sorted(str(path.relative_to(tests.parent)) for path in tests.rglob("test_*.py")
                    if "demo_run" in path.read_text(encoding="utf-8") and path.name != Path(__file__).name)
@@ -37,10 +38,6 @@ def test_every_file_using_the_shared_demo_is_in_the_demo_group() -> None:
 
 def test_the_long_groups_go_first_the_longest_at_the_front() -> None:
     """``_assign_work_unit`` moves each of these to the front of xdist's queue in this order."""
-    from collections import OrderedDict
-
-    from tests.conftest import LONG_GROUPS, long_first
-
     queue = OrderedDict((group, {}) for group in ["tests/unit/a.py", "demo", "tests/unit/b.py", "spark"])
     for group in long_first(queue):
         queue.move_to_end(group, last=False)
