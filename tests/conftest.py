@@ -27,9 +27,12 @@ def worker_group(nodeid: str) -> str:
     return next((group for prefix, group in SHARED_SESSION_GROUPS.items() if path.startswith(prefix)), path)
 
 
-def long_first(queued) -> list[str]:
-    """The ``LONG_GROUPS`` still queued, in the order to move each to the front (the longest last)."""
-    return [group for group in reversed(LONG_GROUPS) if group in queued]
+def put_long_groups_first(queue) -> None:
+    """Move the ``LONG_GROUPS`` still in ``queue`` (xdist's ordered work queue, by group) to its
+    front, in their order."""
+    for group in reversed(LONG_GROUPS):
+        if group in queue:
+            queue.move_to_end(group, last=False)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -43,8 +46,7 @@ def pytest_xdist_make_scheduler(config, log):
             return worker_group(nodeid)
 
         def _assign_work_unit(self, node) -> None:
-            for group in long_first(self.workqueue):
-                self.workqueue.move_to_end(group, last=False)
+            put_long_groups_first(self.workqueue)
             super()._assign_work_unit(node)
 
     return GroupScheduling(config, log)

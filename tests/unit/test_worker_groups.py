@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import LONG_GROUPS, long_first, worker_group
+from tests.conftest import LONG_GROUPS, put_long_groups_first, worker_group
 
 
 @pytest.mark.parametrize(
@@ -37,9 +37,8 @@ def test_every_file_using_the_shared_demo_is_in_the_demo_group() -> None:
 
 
 def test_the_long_groups_go_first_the_longest_at_the_front() -> None:
-    """``_assign_work_unit`` moves each of these to the front of xdist's queue in this order."""
+    """The scheduler calls this before handing out each group."""
     queue = OrderedDict((group, {}) for group in ["tests/unit/a.py", "demo", "tests/unit/b.py", "spark"])
-    for group in long_first(queue):
-        queue.move_to_end(group, last=False)
+    put_long_groups_first(queue)
     assert list(queue) == ["spark", "demo", "tests/unit/a.py", "tests/unit/b.py"]
     assert LONG_GROUPS[0] == "spark" and "demo" in LONG_GROUPS
