@@ -146,6 +146,7 @@ def _earlier_readings(earlier: SourceReading | None, later: SourceReading) -> Se
 
 
 _PARTITION_ID = attrgetter("partition_id")
+_OWNER = attrgetter("owner")
 
 
 def serving_owners(samples: Sequence[MetricSample]) -> int | None:
@@ -157,6 +158,17 @@ def serving_owners(samples: Sequence[MetricSample]) -> int | None:
     if len(samples) < 2:
         return None
     earlier, later = samples[-2], samples[-1]
+    if len(earlier.sources) == len(later.sources) == 1:  # (the usual case: one source, its partitions in one order)
+        source, previous = later.sources[0], earlier.sources[0]
+        if source.owners is None:
+            return None
+        ids = tuple(map(_PARTITION_ID, source.partitions))
+        if (previous.owners is not None and previous.name == source.name and len(set(ids)) == len(ids)
+                and tuple(map(_PARTITION_ID, previous.partitions)) == ids):
+            owners = tuple(map(_OWNER, source.partitions))
+            if owners != tuple(map(_OWNER, previous.partitions)):
+                return 0
+            return len(set(owners) - {None})
     before = {(source.name, partition.partition_id): partition.owner
               for source in earlier.sources if source.owners is not None for partition in source.partitions}
     owners: set[str] = set()

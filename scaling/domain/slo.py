@@ -24,6 +24,7 @@ per second) and:
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Sequence
@@ -79,34 +80,44 @@ def _seconds(moment: datetime) -> float:
 
 _PARTITION_ID = attrgetter("partition_id")
 _LAST_ENQUEUED = attrgetter("last_enqueued")
+_BACKLOG = attrgetter("backlog")
+_OWNER = attrgetter("owner")
 
 
 #: The rows ``_positions`` read last, by the reading's identity (the reading is kept with its
 #: row, so the identity stays its own): each sample stays in the window for a window's worth of
 #: evaluations (the simulated loop, a warm host), and its readings never change.
-_ROWS: dict[int, tuple[SourceReading, tuple[str, ...], list]] = {}
+_ROWS: dict[int, tuple[SourceReading, tuple[str, ...], np.ndarray]] = {}
 _ROWS_KEPT = 64
 _ROWS_LOCK = threading.Lock()
 
 
-def _positions(reading: SourceReading, ids: tuple[str, ...]) -> list:
-    """The last-enqueued sequence numbers of ``ids`` in ``reading`` (NaN where one is missing:
-    a partition missing from an older sample counts as not having moved since then). Read off in
-    one pass when the reading lists the same partitions, each once, in the same order, as it
-    nearly always does (the dictionary is for the rest). The caller copies the row."""
+def _positions(reading: SourceReading, ids: tuple[str, ...]) -> np.ndarray:
+    """The last-enqueued sequence numbers of ``ids`` in ``reading`` as floats (NaN where one is
+    missing: a partition missing from an older sample counts as not having moved since then).
+    Read off in one pass when the reading lists the same partitions, each once, in the same
+    order, as it nearly always does (the dictionary is for the rest). Read-only: the caller
+    stacks the rows into a new array."""
     kept = _ROWS.get(id(reading))
     if kept is not None and kept[0] is reading and kept[1] == ids:
         return kept[2]
     if tuple(map(_PARTITION_ID, reading.partitions)) == ids and len(set(ids)) == len(ids):
-        row = list(map(_LAST_ENQUEUED, reading.partitions))
+        row = np.array(list(map(_LAST_ENQUEUED, reading.partitions)), dtype=float)
     else:
         by_id = {p.partition_id: p.last_enqueued for p in reading.partitions}
-        row = [by_id.get(partition_id, np.nan) for partition_id in ids]
+        row = np.array([by_id.get(partition_id, np.nan) for partition_id in ids], dtype=float)
+    row.flags.writeable = False
     with _ROWS_LOCK:
         if len(_ROWS) >= _ROWS_KEPT:
             del _ROWS[next(iter(_ROWS))]
         _ROWS[id(reading)] = (reading, ids, row)
     return row
+
+
+@functools.lru_cache(maxsize=64)
+def _keys(source: str, ids: tuple[str, ...]) -> tuple[str, ...]:
+    """Each partition's key in decisions (``source/partition``): the same at every evaluation."""
+    return tuple(f"{source}/{partition_id}" for partition_id in ids)
 
 
 def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: float,
@@ -127,9 +138,10 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
                 continue
             rows.append(_positions(reading, ids))
             times.append(_seconds(sample.collected_at))
-        positions = np.asarray(rows, dtype=float)
-        current = positions[-1]
-        positions = np.where(np.isnan(positions), current[None, :], positions)
+        positions = np.array(rows)
+        missing = np.isnan(positions)
+        if missing.any():
+            positions = np.where(missing, positions[-1][None, :], positions)
         times_array = np.asarray(times, dtype=float)
         base = 0
         for index, time in enumerate(times):
@@ -147,13 +159,13 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
         ages = kernel.oldest_event_ages(times_array, positions, oldest, np.maximum(arrival, recent_rate))
         rise, noise = kernel.trend(times_array, positions.sum(axis=1))
         outlooks[source.name] = SourceOutlook(
-            keys=tuple(f"{source.name}/{partition_id}" for partition_id in ids),
+            keys=_keys(source.name, ids),
             arrival_rate=arrival,
             recent_arrival_rate=recent_rate,
-            backlog=np.asarray([p.backlog for p in source.partitions], dtype=float),
+            backlog=np.array(list(map(_BACKLOG, source.partitions)), dtype=float),
             age_seconds=ages,
             peak_arrival_rate=peak,
-            owners=tuple(p.owner for p in source.partitions) if source.owners else None,
+            owners=tuple(map(_OWNER, source.partitions)) if source.owners else None,
             rise=rise,
             noise=noise,
         )

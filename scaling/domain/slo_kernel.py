@@ -489,12 +489,21 @@ def per_instance_table(partitions: int, top: int) -> np.ndarray:
     return table
 
 
+#: Up to this many columns ``_running_sums`` lets numpy accumulate (measured: 1.4 us against
+#: 15 us for one column of 32 rows; even at 64 columns of 8 rows, beyond which the loop wins).
+NARROW_COLUMNS = 64
+
+
 def _running_sums(rows: np.ndarray, count: int = 0) -> np.ndarray:
     """The running sums down ``rows`` (rows x candidates; or one row, added to itself until there
     are ``count``), added row after row as ``np.cumsum(axis=0)`` adds them, bit for bit: a loop
-    over the few rows runs about three times faster than numpy's accumulation down the first axis."""
+    over the few rows runs about three times faster than numpy's accumulation down the first axis
+    of a sweep's hundreds of columns; on a few columns (the engine's batch of one) numpy's
+    accumulation, which adds in the same order, is the faster by ten times."""
     one = rows.ndim == 1
     count = count if one else len(rows)
+    if rows.shape[-1] <= NARROW_COLUMNS:
+        return np.cumsum(np.repeat(rows[None, :], count, axis=0) if one else rows, axis=0)
     sums = np.empty((count, rows.shape[-1]))
     sums[0] = rows if one else rows[0]
     for index in range(1, count):
@@ -583,10 +592,13 @@ class OwnerLoads:
 
     def load(self, counts: np.ndarray, columns: np.ndarray | slice = slice(None)) -> np.ndarray:
         """The busiest owner's load at ``counts`` (one per chosen column), where owners are known."""
+        live = self.exact_count[columns]
+        exact = live == counts
+        if exact.all():  # (the engine's usual case: its owners at the count asked about)
+            return self.exact[columns]
         per_owner = self._per_owner[counts]
         index = self.index[columns]
         bound = self._running((np.minimum(per_owner, self.partitions) - 1) * self.count + index)
-        live = self.exact_count[columns]
         fewer = np.flatnonzero(live > counts) if self._some_exact else ()
         if len(fewer):  # the survivors keep theirs and take the moving ones at the others' mean
             at = index[fewer]
@@ -613,7 +625,7 @@ class OwnerLoads:
             mean = room * (self.total[at] / self.partitions)
             newcomer = mean + NEWCOMER_MARGIN * (bound[more] - mean)
             bound[more] = np.minimum(bound[more], np.maximum(kept, newcomer))
-        return np.where(live == counts, self.exact[columns], bound)
+        return np.where(exact, self.exact[columns], bound)
 
     def busiest(self, counts: np.ndarray, columns: np.ndarray | slice = slice(None)) -> np.ndarray:
         """The busiest owner's load at ``counts``; without ownership ``k`` times the heaviest

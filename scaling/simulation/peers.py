@@ -9,6 +9,7 @@ values the functions use.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import deque
 from collections.abc import Callable
@@ -212,15 +213,28 @@ def observation_sample(target: str, observation: Observation, source_name: str =
     last = observation.last_enqueued.tolist()
     checkpoints = observation.checkpoint.tolist()
     owners = observation.owners.tolist() if observation.owners is not None else None
+    names = _partition_ids(len(last))
     partitions = tuple(
-        PartitionReading.measure(str(index), 0, last[index], checkpoints[index] if checkpoints[index] >= 0 else None,
-                                 owner=None if owners is None or owners[index] < 0 else f"instance-{owners[index]}")
+        PartitionReading.measure(names[index], 0, last[index], checkpoints[index] if checkpoints[index] >= 0 else None,
+                                 owner=None if owners is None or owners[index] < 0 else _instance_name(owners[index]))
         for index in range(len(last))
     )
     collected_at = start + timedelta(minutes=observation.minute) if start != EPOCH else minute_time(observation.minute)
     return MetricSample(target=target, collected_at=collected_at, capacity=observation.capacity,
                         sources=(SourceReading(name=source_name, kind="eventhub", partitions=partitions,
                                                owners=observation.live_owners if owners is not None else None),))
+
+
+@functools.lru_cache(maxsize=8)
+def _partition_ids(partitions: int) -> tuple[str, ...]:
+    """The simulated hub's partition ids, "0" up (made once: every sample names them)."""
+    return tuple(str(index) for index in range(partitions))
+
+
+@functools.lru_cache(maxsize=256)
+def _instance_name(index: int) -> str:
+    """A simulated instance's name as collect reads it off the ownership blobs."""
+    return f"instance-{index}"
 
 
 class EngineAutoscaler:

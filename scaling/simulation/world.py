@@ -92,7 +92,7 @@ class Observation:
         """How many instances own partitions (what collect reports as ``owners``)."""
         if self.owners is None:
             return 0
-        return len({int(owner) for owner in self.owners if owner >= 0})
+        return len(set(self.owners[self.owners >= 0].tolist()))
 
 
 class Autoscaler(Protocol):

@@ -531,12 +531,25 @@ def test_hold_seconds_of_a_backlog_past_the_limit(served, age, expected) -> None
     assert got[0] == pytest.approx(expected)
 
 
+def _added_row_after_row(rows: np.ndarray) -> np.ndarray:
+    sums = rows.astype(float)
+    for index in range(1, len(rows)):
+        sums[index] = sums[index - 1] + rows[index]
+    return sums
+
+
 @pytest.mark.parametrize("rows", [1, 2, 8, 32])
-def test_running_sums_add_row_after_row_as_cumsum_does(rows: int) -> None:
-    """The owner loads' running sums (a loop, faster than numpy's accumulation down the first
-    axis) equal ``np.cumsum`` bit for bit: rows of mixed magnitudes, and one row repeated."""
-    rng = np.random.default_rng(rows)
-    values = rng.uniform(0.0, 1.0, (rows, 7)) * 10.0 ** rng.integers(-6, 6, (rows, 7))
-    np.testing.assert_array_equal(kernel._running_sums(values), np.cumsum(values, axis=0))
-    np.testing.assert_array_equal(kernel._running_sums(values[::-1]), np.cumsum(values[::-1], axis=0))
-    np.testing.assert_array_equal(kernel._running_sums(values[0], rows), np.cumsum(np.broadcast_to(values[0], (rows, 7)), axis=0))
+@pytest.mark.parametrize("columns", [1, 7, kernel.NARROW_COLUMNS + 1, 300])
+def test_running_sums_add_row_after_row(rows: int, columns: int) -> None:
+    """The owner loads' running sums (numpy's accumulation on the engine's few columns, a loop on
+    a sweep's many, where it is faster) add row after row, bit for bit, whichever way they run:
+    rows of mixed magnitudes, and one row repeated; laid out in rows (``OwnerLoads`` reads them
+    at flat positions)."""
+    rng = np.random.default_rng(rows * 1000 + columns)
+    values = rng.uniform(0.0, 1.0, (rows, columns)) * 10.0 ** rng.integers(-6, 6, (rows, columns))
+    repeated = np.repeat(values[:1], rows, axis=0)
+    for got, expected in ((kernel._running_sums(values), _added_row_after_row(values)),
+                          (kernel._running_sums(values[::-1]), _added_row_after_row(values[::-1])),
+                          (kernel._running_sums(values[0], rows), _added_row_after_row(repeated))):
+        np.testing.assert_array_equal(got, expected)
+        assert got.flags.c_contiguous

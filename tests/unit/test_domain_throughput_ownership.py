@@ -5,6 +5,7 @@ assumed ready divides, as before."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -43,6 +44,11 @@ A, B = ["a", "a", "b", "b"], ["a", "b", "a", "b"]
 ])
 def test_serving_owners(before, after, owners) -> None:
     assert serving_owners([sample(0, before, 500), sample(1, after, 500)]) == owners
+    # Paired by partition id, not by position: the same when a reading lists its partitions in
+    # another order (the engine's path for the rest, beside the one for partitions in one order).
+    later = sample(1, after, 500)
+    reordered = replace(later, sources=(replace(later.sources[0], partitions=later.sources[0].partitions[::-1]),))
+    assert serving_owners([sample(0, before, 500), reordered]) == owners
 
 
 @pytest.mark.parametrize(("owners", "ready", "learned"), [
