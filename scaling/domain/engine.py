@@ -286,12 +286,14 @@ def _bounded(proposal: Proposal, in_force: BoundsInForce, capacity: int, counts:
     A proposal that a profile's bound cuts short is named after the profile (``profile:NAME``);
     a correction of the fixed bounds is ``below_min_bound`` or ``above_max_bound``."""
     low, high = counts[0], counts[-1]
-    if capacity < low and (proposal.capacity is None or proposal.direction != UP or proposal.capacity < low):
+    _, raised, lowered = slo_kernel.bounds_correction(capacity, 0 if proposal.capacity is None else proposal.capacity,
+                                                      proposal.direction == UP, proposal.direction == DOWN, low, high)
+    if raised:
         code = f"profile:{in_force.min_from}" if in_force.min_from else "below_min_bound"
         why = (f"profile {in_force.min_from}: at least {low} instances" if in_force.min_from
                else f"below the min bound: at least {low} instances, the plan has {capacity}")
         return replace(proposal, capacity=low, direction=UP, reason_code=code, reasons=(*proposal.reasons, why))
-    if capacity > high and (proposal.capacity is None or proposal.direction != DOWN or proposal.capacity > high):
+    if lowered:
         code = f"profile:{in_force.max_from}" if in_force.max_from else "above_max_bound"
         why = (f"profile {in_force.max_from}: at most {high} instances" if in_force.max_from
                else f"above the max bound: at most {high} instances, the plan has {capacity}")
@@ -397,19 +399,20 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
                      [paused_reason(pause, capacity, wanted), *proposal.reasons, pause.describe()],
                      {**metrics, "would_scale_to": wanted}, state)
 
-    if state.last_action_at is not None:
+    since_action = None if state.last_action_at is None else (now - state.last_action_at).total_seconds()
+    if not slo_kernel.cooldown_over(_number(since_action), float(cooldown)):
         cooldown_until = state.last_action_at + timedelta(seconds=cooldown)
-        if now < cooldown_until:
-            return _hold(target, decision_id, now, capacity, "cooldown",
-                         [*proposal.reasons, f"cooldown until {cooldown_until.isoformat()}"],
-                         {**metrics, "cooldown_until": cooldown_until.isoformat()}, state)
+        return _hold(target, decision_id, now, capacity, "cooldown",
+                     [*proposal.reasons, f"cooldown until {cooldown_until.isoformat()}"],
+                     {**metrics, "cooldown_until": cooldown_until.isoformat()}, state)
 
     tokens = action_tokens(target, state, now)
-    if mode.budgets_scale_in and proposal.direction == DOWN and tokens < 2:
+    if mode.budgets_scale_in and proposal.direction == DOWN and not slo_kernel.budget_allows_scale_in(tokens):
         return _hold(target, decision_id, now, capacity, "action_budget",
                      [*proposal.reasons, f"action budget: {tokens:.2f} of {target.slo.max_actions_per_hour:g} per hour left; "
-                      "a scale-in needs 2 (itself and the scale-out likely to follow)"], metrics, state)
-    state = replace(state, action_tokens=max(tokens - 1.0, 0.0), action_tokens_at=now)
+                      f"a scale-in needs {slo_kernel.SCALE_IN_TOKENS:g} (itself and the scale-out likely to follow)"],
+                     metrics, state)
+    state = replace(state, action_tokens=float(slo_kernel.tokens_after_action(tokens)), action_tokens_at=now)
 
     if proposal.direction == UP:
         pending_ready_at = now + timedelta(seconds=target.slo.provisioning_delay_seconds)

@@ -13,8 +13,10 @@ and the state arrays (the batched driver). Time is in seconds.
 
 The rules, in the order an evaluation meets them:
 
-- the action budget (``action_tokens``), the learned per-instance throughput and its confirmation
-  (``learned_throughput``), the learned checkpoint delay (``learned_checkpoint_delay``);
+- the engine's gates, every mode's (``bounds_correction``, ``cooldown_over``, the action budget:
+  ``action_tokens``, ``budget_allows_scale_in``, ``tokens_after_action``), the learned
+  per-instance throughput and its confirmation (``learned_throughput``), the learned checkpoint
+  delay (``learned_checkpoint_delay``);
 - rates and ages from the sequence-number history (``rate_since``, ``later_peaks``,
   ``trend``, ``oldest_event_ages``) and the fluid model's prediction (``predicted_age``);
 - each partition's service rate at a count, by its owner's load (``OwnerLoads``, ``sizing.py``
@@ -119,7 +121,30 @@ def pending_seconds(ready, capacity, due, interval, provisioning):
     return where(ready < capacity, where(ready <= 0, maximum(waiting, provisioning), waiting), 0.0)
 
 
-# --- the budget and what is learned --------------------------------------------------------------
+# --- the engine's gates: bounds, cooldowns, the action budget ------------------------------------
+# (every mode's: the engine applies them to what the mode proposes, the batched simulators to
+# every candidate's proposal)
+
+#: Tokens a scale-in needs from the action budget: itself and the scale-out likely to follow.
+SCALE_IN_TOKENS = 2.0
+
+
+def bounds_correction(capacity, wanted, upward, downward, lowest, highest):
+    """A capacity outside the bounds brought inside (someone resized the plan, or the bounds
+    changed): below ``lowest``, up to it unless the proposal already goes up that far; above
+    ``highest``, down to it unless the proposal already goes down that far. ``wanted`` is the
+    proposal's count (any number where neither ``upward`` nor ``downward``). Returns the count
+    wanted now, and whether it was raised or lowered (then ``upward`` or ``downward`` instead of
+    the proposal's direction)."""
+    raised = (capacity < lowest) & (negation(upward) | (wanted < lowest))
+    lowered = (capacity > highest) & (negation(downward) | (wanted > highest))
+    return where(raised, lowest, where(lowered, highest, wanted)), raised, lowered
+
+
+def cooldown_over(elapsed_seconds, cooldown_seconds):
+    """Whether a direction's cooldown has passed, ``elapsed_seconds`` after the last action
+    (NaN: no action yet)."""
+    return is_nan(elapsed_seconds) | (elapsed_seconds >= cooldown_seconds)
 
 
 def action_tokens(budget, tokens, elapsed_seconds):
@@ -127,6 +152,19 @@ def action_tokens(budget, tokens, elapsed_seconds):
     (``elapsed_seconds``), at most ``budget``; the whole budget when nothing was spent yet (NaN)."""
     refilled = minimum(budget, tokens + maximum(elapsed_seconds, 0.0) / 3600.0 * budget)
     return where(is_nan(tokens) | is_nan(elapsed_seconds), budget, refilled)
+
+
+def budget_allows_scale_in(tokens):
+    """Whether the tokens left (``action_tokens``) let a scale-in act (``SCALE_IN_TOKENS``)."""
+    return tokens >= SCALE_IN_TOKENS
+
+
+def tokens_after_action(tokens):
+    """The tokens left once an action spends one of those there are now."""
+    return maximum(tokens - 1.0, 0.0)
+
+
+# --- what is learned -------------------------------------------------------------------------------
 
 
 def observed_throughput(processed: np.ndarray, elapsed: float, serving: np.ndarray, done: np.ndarray, busy: np.ndarray,

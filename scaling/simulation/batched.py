@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from scaling.domain import slo_kernel
 from scaling.domain.engine import allowed_counts, snap_down, snap_up
 from scaling.domain.policy import TargetPolicy
 from scaling.simulation.kernel import Kernel
@@ -136,8 +137,7 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
     down_wanted = np.zeros(count, dtype=np.int64)
     up_moves = np.zeros(count, dtype=bool)  # whether the snapped step changes the capacity
     down_moves = np.zeros(count, dtype=bool)
-    up_free = np.full(count, -np.inf)  # second from which the cooldown allows the direction
-    down_free = np.full(count, -np.inf)
+    last_action = np.full(count, np.nan)  # second of the last action (NaN: none yet)
 
     def capacity_changed(rows: np.ndarray) -> None:
         at = np.minimum(requested[rows], tables.top)
@@ -190,24 +190,26 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
         down = ~up & ((enough & (down_value < down_threshold)) | ~tables.active).all(axis=0)
 
         # --- evaluate: snapping and bounds (precomputed per capacity), cooldowns; the request ------
-        # Acts when the snapped, bounded count differs and now >= last action + cooldown (seconds).
+        # Acts when the snapped, bounded count differs and the direction's cooldown is over.
         moment = now * 60.0
-        go = (up & up_moves & (moment >= up_free)) | (down & down_moves & (moment >= down_free))
+        since = moment - last_action
+        up_free = slo_kernel.cooldown_over(since, tables.cooldown_up)
+        down_free = slo_kernel.cooldown_over(since, tables.cooldown_down)
+        go = (up & up_moves & up_free) | (down & down_moves & down_free)
         bounded = None  # every candidate's count when some capacity is outside the bounds
         below, above = requested < tables.lowest, requested > tables.highest
         if below.any() or above.any():  # engine._bounded: only ever the initial capacity
             at = np.minimum(requested, tables.top)
-            own_up = below & up & (requested + tables.up_size[columns, at] >= tables.lowest)
-            own_down = above & down & (requested - tables.down_size[columns, at] <= tables.highest)
-            bounded = np.where(below & ~own_up, tables.lowest,
-                               np.where(above & ~own_down, tables.highest, np.where(up, up_wanted, down_wanted)))
-            go = np.where(below, moment >= up_free, np.where(above, moment >= down_free, go))
+            # (the proposal before snapping, as the engine's mode proposes it)
+            proposed = np.where(up, requested + tables.up_size[columns, at], requested - tables.down_size[columns, at])
+            _, raised, lowered = slo_kernel.bounds_correction(requested, proposed, up, down, tables.lowest, tables.highest)
+            bounded = np.where(raised, tables.lowest, np.where(lowered, tables.highest, np.where(up, up_wanted, down_wanted)))
+            go = np.where(below, up_free, np.where(above, down_free, go))
         if not go.any():
             continue
         rows = np.flatnonzero(go)
         world.request(rows, bounded[rows] if bounded is not None else np.where(up[rows], up_wanted[rows], down_wanted[rows]))
-        up_free[rows] = moment + tables.cooldown_up[rows]
-        down_free[rows] = moment + tables.cooldown_down[rows]
+        last_action[rows] = moment
         capacity_changed(rows)
 
     return world.results(algorithm=algorithm, knobs=knobs, score_from=score_from)

@@ -351,25 +351,23 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                     proposal[down_rows] = chosen[chosen >= 0]
 
         # --- engine._bounded: a capacity outside the bounds (only ever the initial one) ----------
-        below, above = capacity < settings.lowest, capacity > settings.highest
-        if below.any() or above.any():
-            raised = below & (~upward | (proposal < settings.lowest))
-            proposal = np.where(raised, settings.lowest, proposal)
-            upward |= raised
-            outside = np.flatnonzero(above)
-            upward[outside] = False
-            # A scale-in to the highest count (or the engine's own, when lower), held like any
-            # scale-in by the cooldown and the action budget (down_rows already passed both).
-            acting = outside[_scale_in_allowed(settings, tokens, tokens_at, last_action, moment)[outside]]
-            own = np.isin(acting, down_rows) & (proposal[acting] <= settings.highest[acting])
-            proposal[acting] = np.where(own, proposal[acting], settings.highest[acting])
+        if (capacity < settings.lowest).any() or (capacity > settings.highest).any():
+            downward = np.zeros(count, dtype=bool)
+            downward[down_rows] = True
+            proposal, raised, lowered = slo_kernel.bounds_correction(capacity, proposal, upward, downward, settings.lowest,
+                                                                     settings.highest)
+            upward = (upward | raised) & ~lowered
+            # A scale-in to the highest count, held like any scale-in by the cooldown and the
+            # action budget (down_rows, the candidates' own scale-ins, already passed both).
+            lowered = np.flatnonzero(lowered)
+            acting = lowered[_scale_in_allowed(settings, tokens, tokens_at, last_action, moment)[lowered]]
             down_rows = np.union1d(down_rows, acting)
 
         # --- evaluate: snapping, bounds, cooldown, the action budget; the request ----------------
         up_rows = np.flatnonzero(upward)
         if up_rows.size:
             wanted = settings.snap_up[up_rows, np.minimum(np.maximum(proposal[up_rows], capacity[up_rows] + 1), settings.top)]
-            free = np.isnan(last_action[up_rows]) | (moment >= last_action[up_rows] + settings.cooldown_up[up_rows])
+            free = slo_kernel.cooldown_over(moment - last_action[up_rows], settings.cooldown_up[up_rows])
             keep = (wanted > capacity[up_rows]) & free
             up_rows, up_wanted = up_rows[keep], wanted[keep]
         else:
@@ -379,7 +377,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             continue
         wanted = np.concatenate((up_wanted, proposal[down_rows]))
         budget = slo_kernel.action_tokens(settings.budget[rows], tokens[rows], moment - tokens_at[rows])
-        tokens[rows] = np.maximum(budget - 1.0, 0.0)
+        tokens[rows] = slo_kernel.tokens_after_action(budget)
         tokens_at[rows] = moment
         if up_rows.size:
             pending_at[up_rows] = moment + settings.provisioning[up_rows]
@@ -406,5 +404,5 @@ def _scale_in_allowed(settings: _Candidates, tokens: np.ndarray, tokens_at: np.n
                       moment: float) -> np.ndarray:
     """Per candidate: whether the scale-down cooldown has passed and the action budget has room
     for a scale-in (``engine.evaluate``: it needs 2 tokens, itself and the likely scale-out)."""
-    free = np.isnan(last_action) | (moment >= last_action + settings.cooldown_down)
-    return free & (slo_kernel.action_tokens(settings.budget, tokens, moment - tokens_at) >= 2)
+    return (slo_kernel.cooldown_over(moment - last_action, settings.cooldown_down)
+            & slo_kernel.budget_allows_scale_in(slo_kernel.action_tokens(settings.budget, tokens, moment - tokens_at)))

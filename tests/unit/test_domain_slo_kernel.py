@@ -104,6 +104,68 @@ def test_action_tokens(tokens, elapsed, expected) -> None:
     assert kernel.action_tokens(4.0, one(tokens), one(elapsed))[0] == pytest.approx(expected)
 
 
+# --- the engine's gates: bounds, cooldowns, the action budget ------------------------------------------------------
+
+#: (capacity, wanted, upward, downward) -> (wanted now, raised, lowered), with bounds 2..8.
+BOUNDS_CASES = [
+    pytest.param(5, 0, False, False, 0, False, False, id="inside-holding"),
+    pytest.param(5, 7, True, False, 7, False, False, id="inside-up"),
+    pytest.param(5, 3, False, True, 3, False, False, id="inside-down"),
+    pytest.param(1, 0, False, False, 2, True, False, id="below-holding-is-raised"),
+    pytest.param(1, 2, True, False, 2, False, False, id="below-going-up-far-enough"),
+    pytest.param(1, 5, True, False, 5, False, False, id="below-going-up-further"),
+    pytest.param(0, 1, True, False, 2, True, False, id="below-going-up-short-of-the-bound"),
+    pytest.param(1, 0, False, True, 2, True, False, id="below-going-down-is-raised"),
+    pytest.param(9, 0, False, False, 8, False, True, id="above-holding-is-lowered"),
+    pytest.param(9, 6, False, True, 6, False, False, id="above-going-down-far-enough"),
+    pytest.param(12, 10, False, True, 8, False, True, id="above-going-down-short-of-the-bound"),
+    pytest.param(9, 12, True, False, 8, False, True, id="above-going-up-is-lowered"),
+]
+
+
+@pytest.mark.parametrize(("capacity", "wanted", "upward", "downward", "now", "raised", "lowered"), BOUNDS_CASES)
+def test_bounds_correction(capacity, wanted, upward, downward, now, raised, lowered) -> None:
+    """A batch of one as the engine passes it: plain numbers in, plain numbers out."""
+    assert kernel.bounds_correction(capacity, wanted, upward, downward, 2, 8) == (now, raised, lowered)
+
+
+def test_bounds_correction_of_a_batch_is_each_candidates_alone() -> None:
+    cases = [case.values for case in BOUNDS_CASES]
+    capacity, wanted, upward, downward, now, raised, lowered = (np.array(column) for column in zip(*cases, strict=True))
+    got = kernel.bounds_correction(capacity, wanted, upward, downward, np.full(len(cases), 2), np.full(len(cases), 8))
+    for array, expected in zip(got, (now, raised, lowered), strict=True):
+        np.testing.assert_array_equal(array, expected)
+
+
+#: (seconds since the last action (None: no action yet), cooldown) -> over
+COOLDOWN_CASES = [
+    pytest.param(None, 300, True, id="no-action-yet"),
+    pytest.param(299.999999, 300, False, id="a-microsecond-short"),
+    pytest.param(300.0, 300, True, id="exactly-over"),
+    pytest.param(0.0, 0, True, id="no-cooldown"),
+    pytest.param(-1.0, 0, False, id="an-action-in-the-future-clock-skew"),
+]
+
+
+@pytest.mark.parametrize(("elapsed", "cooldown", "over"), COOLDOWN_CASES)
+def test_cooldown_over(elapsed, cooldown, over) -> None:
+    assert kernel.cooldown_over(NAN if elapsed is None else elapsed, float(cooldown)) is over
+    assert kernel.cooldown_over(one(elapsed), np.array([float(cooldown)]))[0] == over
+
+
+@pytest.mark.parametrize(("tokens", "allowed", "left"), [
+    pytest.param(4.0, True, 3.0, id="a-full-budget"),
+    pytest.param(2.0, True, 1.0, id="just-enough-for-a-scale-in-and-the-scale-out-after"),
+    pytest.param(1.99, False, 0.99, id="short-of-a-scale-in"),
+    pytest.param(0.5, False, 0.0, id="never-below-empty"),
+])
+def test_budget_of_a_scale_in_and_of_an_action(tokens, allowed, left) -> None:
+    assert kernel.budget_allows_scale_in(tokens) is allowed
+    assert kernel.tokens_after_action(tokens) == pytest.approx(left)
+    assert kernel.budget_allows_scale_in(one(tokens))[0] == allowed
+    assert kernel.tokens_after_action(one(tokens))[0] == pytest.approx(left)
+
+
 # --- learning the throughput and the checkpoint delay ------------------------------------------------------------
 
 
