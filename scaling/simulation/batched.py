@@ -8,8 +8,9 @@ of one); what is mirrored here, operation for operation where floating point mat
 the autoscaler reads (the observed integer sequence numbers) and the engine's rules mode
 (``_rules_proposal``: windows by collection time, ``min_samples``, ``metric_value``, the
 aggregates with Python's left-to-right sum, tiers, up if any rule says so, down only if all
-agree; ``evaluate``: ``allowed_counts``, ``snap_up``/``snap_down``, bounds (a capacity outside
-them brought inside, ``_bounded``), cooldown since the last action).
+agree; ``evaluate``'s order: ``allowed_counts``, ``snap_up``/``snap_down``, bounds, cooldown
+since the last action). The gates themselves (a capacity outside the bounds brought inside, the
+cooldowns) are the kernel's (``slo_kernel.bounds_correction``, ``cooldown_over``), the engine's own.
 tests/unit/test_simulation_batched.py compares it with the engine-driven run.
 
 Not covered (``supports`` returns False): the SLO mode (``batched_slo.py`` batches it), and, for

@@ -13,8 +13,9 @@ load, the action budget. What this driver does itself is what the engine does pe
 - ``evaluate``'s order of gates: learning only once capacity has been steady for the checkpoint
   delay (``_learns``, with timedelta's rounding), the configured prior and the lower bound, the
   rule while the throughput is unknown, the hold while partitions have no live owner, snapping to
-  ``allowed_counts`` (tables built with the engine's ``snap_up``), a capacity outside the bounds
-  brought inside, cooldowns and the budget's two tokens for a scale-in.
+  ``allowed_counts`` (tables built with the engine's ``snap_up``), then the kernel's gates as the
+  engine applies them: a capacity outside the bounds brought inside, cooldowns, the action
+  budget's tokens for a scale-in.
 
 Two exact shortcuts keep it fast: partitions with equal shares of arrivals run as two rows
 (``share_rows.py``), and a scale-in is worked out only where the cooldown and the budget would
