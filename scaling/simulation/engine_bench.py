@@ -18,12 +18,14 @@ The loop uses only what every tree since the batched simulators has (``simulate`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 #: What each tree's process runs: one replay per line read, one JSON line written per replay.
@@ -51,6 +53,23 @@ def _describe(tree: Path) -> str:
     """The tree's commit, with ``+changes`` when it has uncommitted ones."""
     commit = _git(tree, "rev-parse", "--short", "HEAD")
     return commit + ("+changes" if _git(tree, "status", "--porcelain", "--untracked-files=no") else "")
+
+
+@contextlib.contextmanager
+def trees_to_compare(here: Path, against: str | None, prefix: str) -> Iterator[list[tuple[str, Path]]]:
+    """(label, folder) of this tree and, with ``against``, of that git ref checked out into a
+    temporary worktree (removed afterwards): what a benchmark's ``--against`` runs side by side."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as scratch:
+        trees = [(f"this tree ({_describe(here)})", here)]
+        checkout = Path(scratch) / "ref"
+        if against:
+            _git(here, "worktree", "add", "--detach", str(checkout), against)
+            trees.append((f"{against} ({_git(checkout, 'rev-parse', '--short', 'HEAD')})", checkout))
+        try:
+            yield trees
+        finally:
+            if against:
+                _git(here, "worktree", "remove", "--force", str(checkout))
 
 
 class Replayer:
@@ -101,12 +120,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: trace not found: {trace} (--trace)", file=sys.stderr)
         return 2
     minutes = int(args.days * 1440)
-    with tempfile.TemporaryDirectory(prefix="bench-engine-") as scratch:
-        trees = [(f"this tree ({_describe(here)})", here)]
-        if args.against:
-            checkout = Path(scratch) / "ref"
-            _git(here, "worktree", "add", "--detach", str(checkout), args.against)
-            trees.append((f"{args.against} ({_git(checkout, 'rev-parse', '--short', 'HEAD')})", checkout))
+    with trees_to_compare(here, args.against, "bench-engine-") as trees:
         replayers = [Replayer(label, tree, trace, minutes) for label, tree in trees]
         try:
             load_before = os.getloadavg()
@@ -119,8 +133,6 @@ def run(args: argparse.Namespace) -> int:
         finally:
             for replayer in replayers:
                 replayer.close()
-            if args.against:
-                _git(here, "worktree", "remove", "--force", str(Path(scratch) / "ref"))
     print(f"engine in the loop: {trace.name} of {trace.parent.name}, first {minutes:,} minutes, project-default, "
           f"standard world; fastest and median of {args.rounds} rounds, the trees taking turns")
     print(f"load average before {[round(x, 2) for x in load_before]}, after {[round(x, 2) for x in load_after]} "

@@ -13,12 +13,19 @@ by the KEDA-style peer, which is fast), then for ``local[1]`` and ``local[2]``:
     ``bench_slo_candidates``, and the current policy) on the last ``--sim-minutes`` minutes;
 - reports candidate-policy-minutes per second for each set and combined (total minutes over
   total seconds), and the local[2]/local[1] ratios, with the load average.
+
+With ``--against REF`` the same measurement also runs on REF, checked out into a temporary git
+worktree: each tree in a process of its own (its own Spark session and package), the trees
+taking turns master by master, and the rates of this tree over REF's are printed beside them
+(before and after a change, in one run).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -202,11 +209,43 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="minutes of each target's series simulated per batched rule candidate")
     parser.add_argument("--repeat", type=int, default=3,
                         help="simulate each set this many times per master and keep the fastest run (default 3)")
+    parser.add_argument("--against", metavar="REF",
+                        help="also measure this git ref (a temporary worktree), the trees taking turns, and print the ratios")
     parser.add_argument("--json", help="write the measurements here")
 
 
+#: What a tree's process runs for ``--against``: that tree's own ``measure`` for one master,
+#: its result as JSON on the last line of its output.
+WORKER = r"""
+import json, sys
+from scaling.tuning.bench import measure
+print(json.dumps(measure(*json.loads(sys.argv[1]))))
+"""
+
+KINDS = ("rules_batched", "slo_batched", "combined")
+
+
+def measure_in(tree: Path, arguments: list) -> dict:
+    """``measure(*arguments)`` as the code in ``tree`` does it, in a process of its own."""
+    completed = subprocess.run([sys.executable, "-c", WORKER, json.dumps(arguments)], cwd=tree, stdout=subprocess.PIPE,
+                               text=True, env={**os.environ, "PYTHONPATH": str(tree)})
+    lines = completed.stdout.strip().splitlines()
+    if completed.returncode or not lines:
+        raise SystemExit(f"error: bench-tune's measurement on {tree} failed (its error is above)")
+    return json.loads(lines[-1])
+
+
+def ratios_between(numerators: list[dict], denominators: list[dict]) -> dict[str, float]:
+    """Per kind, the rate in the first results over the rate in the second (``local[2]`` over
+    ``local[1]`` of one tree, or this tree over REF on one master)."""
+    return {kind: round(numerators["runs"][kind]["candidate_policy_minutes_per_second"]
+                        / denominators["runs"][kind]["candidate_policy_minutes_per_second"], 3) for kind in KINDS}
+
+
 def run(args: argparse.Namespace) -> int:
-    history = Path(args.history)
+    from scaling.simulation.engine_bench import trees_to_compare
+
+    history = Path(args.history).resolve()
     started = time.perf_counter()
     marker = history / "_bench.json"
     if marker.exists():
@@ -221,29 +260,52 @@ def run(args: argparse.Namespace) -> int:
         specs = generate_history(history, traces, args.days, args.targets)
         print(f"generated {args.days} days of history for {args.targets} targets in {time.perf_counter() - started:.0f}s",
               file=sys.stderr)
-    results = [measure(master, str(history), args.grid, args.rule_grid, args.sim_minutes, args.rule_minutes, specs,
-                       args.repeat) for master in MASTERS]
-    one, two = results
-    kinds = ("rules_batched", "slo_batched", "combined")
-    ratios = {kind: round(two["runs"][kind]["candidate_policy_minutes_per_second"]
-                          / one["runs"][kind]["candidate_policy_minutes_per_second"], 3) for kind in kinds}
-    summary = {"days": args.days, "targets": args.targets, "grid": args.grid, "rule_grid": args.rule_grid, "repeat": args.repeat,
-               "sim_minutes": args.sim_minutes, "rule_minutes": args.rule_minutes, "runs": results,
-               "ratio_local2_over_local1": ratios,
-               "goals": {"ratio": 1.8, "candidate_policy_minutes_per_second": 1_000_000}}
-    for result in results:
+
+    def arguments(master: str) -> list:
+        return [master, str(history), args.grid, args.rule_grid, args.sim_minutes, args.rule_minutes, specs, args.repeat]
+
+    here = Path(__file__).resolve().parents[2]
+    with trees_to_compare(here, args.against, "bench-tune-") as trees:
+        if not args.against:
+            by_tree = {trees[0][0]: [measure(*arguments(master)) for master in MASTERS]}
+        else:  # every tree in its own process, taking turns master by master
+            by_tree = {label: [] for label, _ in trees}
+            for master in MASTERS:
+                for label, tree in trees:
+                    by_tree[label].append(measure_in(tree, arguments(master)))
+    settings = {"days": args.days, "targets": args.targets, "grid": args.grid, "rule_grid": args.rule_grid, "repeat": args.repeat,
+                "sim_minutes": args.sim_minutes, "rule_minutes": args.rule_minutes,
+                "goals": {"ratio": 1.8, "candidate_policy_minutes_per_second": 1_000_000}}
+    summaries = {label: {**settings, "runs": results, "ratio_local2_over_local1": ratios_between(results[1], results[0])}
+                 for label, results in by_tree.items()}
+    for label, summary in summaries.items():
+        if len(summaries) > 1:
+            print(f"{label}:")
+        _print_summary(summary)
+    summary = next(iter(summaries.values()))  # this tree's
+    if len(summaries) > 1:
+        (mine, theirs) = by_tree.values()
+        versus = {master: ratios_between(one, other) for master, one, other in zip(MASTERS, mine, theirs, strict=True)}
+        summary = {**summary, "against": {"ref": args.against, **summaries[list(summaries)[1]]}, "this_over_against": versus}
+        for master, ratios in versus.items():
+            print(f"this tree / {args.against} on {master}: " + ", ".join(f"{kind} {ratio:.3f}" for kind, ratio in ratios.items()))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(summary, indent=1))
+    return 0
+
+
+def _print_summary(summary: dict) -> None:
+    ratios = summary["ratio_local2_over_local1"]
+    for result in summary["runs"]:
         print(f"{result['master']}: transforms {result['transform_seconds']}s over {result['history_minutes']:,} target-minutes "
               f"(load average before {result['load_average_before']}, after {result['load_average_after']})")
-        for kind in kinds:
+        for kind in KINDS:
             run_ = result["runs"][kind]
             extra = (f" (fastest of runs {run_['all_runs_seconds']}s; tasks busy {run_['task_seconds']}s: concurrency "
                      f"{run_['concurrency']}, {run_['per_task_minutes_per_second']:,.0f}/s per busy task)") if "task_seconds" in run_ else ""
             print(f"  {kind}: {run_['candidate_policy_minutes']:,} candidate-policy-minutes in {run_['simulation_seconds']}s = "
                   f"{run_['candidate_policy_minutes_per_second']:,.0f}/s{extra}")
-    for kind in kinds:
-        best = max(r["runs"][kind]["candidate_policy_minutes_per_second"] for r in results)
+    for kind in KINDS:
+        best = max(r["runs"][kind]["candidate_policy_minutes_per_second"] for r in summary["runs"])
         print(f"{kind}: ratio local[2]/local[1] {ratios[kind]:.2f} (goal 1.8); best rate {best:,.0f}/s (goal 1,000,000/s)")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(summary, indent=1))
-    return 0
