@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench-storage": ("scaling.commands.bench_storage", "storage round trips per sample and samples per second on Azurite"),
     "export-history": ("scaling.tuning.export", "export the history table to Parquet"),
     "tune": ("scaling.tuning.cli", "run the Spark tuning job over exported history"),
-    "bench-tune": ("scaling.tuning.bench", "candidate-policy-minutes per second on local[1] vs local[2]"),
+    "bench-tune": ("scaling.tuning.bench", "candidate-policy-minutes per second on local[1] vs local[2] (--against REF: beside a git ref)"),
     "bench-engine": ("scaling.simulation.engine_bench", "the engine in the loop: simulated minutes per CPU-second (--against REF: beside a git ref)"),
     "demo": ("scaling.local.demo", "run the whole autoscaler locally on Azurite against a simulated hub (or queue) and plan"),
 }

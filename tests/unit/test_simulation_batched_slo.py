@@ -2,9 +2,10 @@
 
 Both call the one SLO kernel (scaling/domain/slo_kernel.py, its tables in
 test_domain_slo_kernel.py); what differs, and what these runs check, is the drivers: how each
-reads the world (samples and their ownership by name, against the world's arrays) and
-``evaluate``'s gates (learning once capacity is steady, the prior and the lower bound, the hold
-while partitions are unowned, cooldowns, the budget, the bounds). A mismatch is a bug in
+reads the world (samples and their ownership by name, against the world's arrays) and the
+order in which ``evaluate`` applies its gates (learning once capacity is steady, the prior and
+the lower bound, the hold while partitions are unowned, and the kernel's cooldowns, budget and
+bounds). A mismatch is a bug in
 scaling/simulation/batched_slo.py (the engine-driven ``simulate`` is the reference)."""
 
 from __future__ import annotations
