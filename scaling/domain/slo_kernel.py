@@ -337,9 +337,13 @@ def predicted_age(age, backlog, forecast, service, seconds):
     rates (fluid model: it grows by ``1 - service / arrivals`` per second); ``age`` itself over no
     time. Broadcasts: per partition, per candidate, or both."""
     growth = 1.0 - service / np.maximum(forecast, NO_RATE)
-    flowing = np.where((age <= 0) & (growth <= 0), 0.0, np.maximum(age + growth * seconds, 0.0))
-    idle = np.where(service * seconds >= backlog, 0.0, age + seconds)
-    return np.where(seconds > 0, np.where(forecast <= NO_RATE, idle, flowing), age)
+    then = np.where((age <= 0) & (growth <= 0), 0.0, np.maximum(age + growth * seconds, 0.0))
+    quiet = forecast <= NO_RATE
+    if quiet.any():  # (no arrivals: the backlog drains at the service rate, or waits; worked out only then)
+        then = np.where(quiet, np.where(service * seconds >= backlog, 0.0, age + seconds), then)
+    if type(seconds) in _PLAIN and seconds > 0:  # (the engine's: a plain number of seconds)
+        return then
+    return np.where(seconds > 0, then, age)
 
 
 def forecast_rates(arrival_rate: np.ndarray, recent_rate: np.ndarray, headroom_factor: np.ndarray) -> np.ndarray:
@@ -633,7 +637,7 @@ class OwnerLoads:
         live = self.exact_count[columns]
         exact = live == counts
         if exact.all():  # (the engine's usual case: its owners at the count asked about)
-            return self.exact[columns]
+            return self.exact[columns].copy()
         per_owner = self._per_owner[counts]
         index = self.index[columns]
         bound = self._running((np.minimum(per_owner, self.partitions) - 1) * self.count + index)
@@ -668,8 +672,11 @@ class OwnerLoads:
     def busiest(self, counts: np.ndarray, columns: np.ndarray | slice = slice(None)) -> np.ndarray:
         """The busiest owner's load at ``counts``; without ownership ``k`` times the heaviest
         partition (as if the heaviest shared one owner)."""
+        owned = self.ownership[columns]
+        if owned.all():  # (the engine's usual case)
+            return self.load(counts, columns)
         worst = self.per_instance[counts] * np.maximum(self.largest[columns], 0.0)
-        return np.where(self.ownership[columns], self.load(counts, columns), worst)
+        return np.where(owned, self.load(counts, columns), worst)
 
     def service(self, values: np.ndarray, counts: np.ndarray, columns: np.ndarray | slice = slice(None)) -> np.ndarray:
         """Each row's service rate at ``counts`` (one per chosen column) for ``values`` of those
