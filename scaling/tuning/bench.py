@@ -235,7 +235,7 @@ def measure_in(tree: Path, arguments: list) -> dict:
     return json.loads(lines[-1])
 
 
-def ratios_between(numerators: list[dict], denominators: list[dict]) -> dict[str, float]:
+def ratios_between(numerators: dict, denominators: dict) -> dict[str, float]:
     """Per kind, the rate in the first results over the rate in the second (``local[2]`` over
     ``local[1]`` of one tree, or this tree over REF on one master)."""
     return {kind: round(numerators["runs"][kind]["candidate_policy_minutes_per_second"]
@@ -278,10 +278,10 @@ def run(args: argparse.Namespace) -> int:
                 "goals": {"ratio": 1.8, "candidate_policy_minutes_per_second": 1_000_000}}
     summaries = {label: {**settings, "runs": results, "ratio_local2_over_local1": ratios_between(results[1], results[0])}
                  for label, results in by_tree.items()}
-    for label, summary in summaries.items():
+    for label, each in summaries.items():
         if len(summaries) > 1:
             print(f"{label}:")
-        _print_summary(summary)
+        _print_summary(each)
     summary = next(iter(summaries.values()))  # this tree's
     if len(summaries) > 1:
         (mine, theirs) = by_tree.values()
