@@ -146,7 +146,6 @@ def _earlier_readings(earlier: SourceReading | None, later: SourceReading) -> Se
 
 
 _PARTITION_ID = attrgetter("partition_id")
-_OWNER = attrgetter("owner")
 
 
 def serving_owners(samples: Sequence[MetricSample]) -> int | None:
@@ -158,25 +157,14 @@ def serving_owners(samples: Sequence[MetricSample]) -> int | None:
     if len(samples) < 2:
         return None
     earlier, later = samples[-2], samples[-1]
-    if len(earlier.sources) == len(later.sources) == 1:  # (the usual case: one source, its partitions in one order)
-        source, previous = later.sources[0], earlier.sources[0]
-        if source.owners is None:
-            return None
-        ids = tuple(map(_PARTITION_ID, source.partitions))
-        if (previous.owners is not None and previous.name == source.name and len(set(ids)) == len(ids)
-                and tuple(map(_PARTITION_ID, previous.partitions)) == ids):
-            owners = tuple(map(_OWNER, source.partitions))
-            if owners != tuple(map(_OWNER, previous.partitions)):
-                return 0
-            return len(set(owners) - {None})
-    before = {(source.name, partition.partition_id): partition.owner
-              for source in earlier.sources if source.owners is not None for partition in source.partitions}
+    earlier_sources = {source.name: source for source in earlier.sources if source.owners is not None}
     owners: set[str] = set()
     for source in later.sources:
         if source.owners is None:
             return None
-        for partition in source.partitions:
-            if before.get((source.name, partition.partition_id), "") != partition.owner:
+        for partition, start in zip(source.partitions, _earlier_readings(earlier_sources.get(source.name), source),
+                                    strict=True):
+            if (start.owner if start is not None else "") != partition.owner:
                 return 0
             if partition.owner is not None:
                 owners.add(partition.owner)
