@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-TRACES ?= ../shared/traces
+TRACES ?= data/traces
 DEMO_ARGS ?=
 # make benchmark BENCHMARK_SCENARIOS="standard realistic cold hot" adds the hot-partition scenario (about 8 more minutes: 930 runs in 491 s on 2 workers);
 # cold starts every trace at 1 instance with nothing learned at busy minutes (seconds)

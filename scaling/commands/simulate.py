@@ -9,10 +9,11 @@ from datetime import datetime
 from pathlib import Path
 
 from scaling.simulation.scenario_flags import add_scenario_arguments, scenario_from
+from scaling.simulation.traces import existing_trace
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trace", required=True, help="per-minute (or --seconds-per-row 1) trace CSV")
+    parser.add_argument("--trace", required=True, type=existing_trace, help="per-minute (or --seconds-per-row 1) trace CSV")
     parser.add_argument("--policy", help="policy file; its first target (or --target) is simulated (default: built-in default)")
     parser.add_argument("--target", help="which target of the policy file to simulate")
     parser.add_argument("--json", required=True, help="where to write the run summary (JSON)")

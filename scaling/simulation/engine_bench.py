@@ -28,6 +28,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from scaling.simulation.traces import WORLDCUP98, existing_trace
+
 #: What each tree's process runs: one replay per line read, one JSON line written per replay.
 WORKER = r"""
 import json, sys, time
@@ -106,7 +108,8 @@ class Replayer:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trace", default="../shared/traces/worldcup98/per_minute.csv", help="per-minute trace CSV")
+    parser.add_argument("--trace", default=str(WORLDCUP98), type=existing_trace,
+                        help="per-minute trace CSV (default: data/traces/worldcup98/per_minute.csv)")
     parser.add_argument("--days", type=float, default=3.0, help="replay the trace's first DAYS days (default 3)")
     parser.add_argument("--against", metavar="REF", help="also replay on this git ref (a temporary worktree), taking turns")
     parser.add_argument("--rounds", type=int, default=5, help="replays per tree; the fastest counts (default 5)")

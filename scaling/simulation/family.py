@@ -12,7 +12,7 @@ a trace is scaled to the standard peak a peer's best setting moves little from t
 so each peer keeps its documented default (the setting a user gets) and the region of its best
 settings on the public traces with one value beyond it either side; ``sweep_edges`` counts, in
 the generated tables, the members whose best setting sits at an edge of the cut sweep. The
-public traces keep the full sweeps of ../shared/BENCHMARK.md.
+public traces keep the full sweeps of docs/benchmark-contract.md.
 """
 
 from __future__ import annotations

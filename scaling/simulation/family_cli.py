@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from scaling.simulation import family, gate
+from scaling.simulation.traces import PUBLIC_TRACES
 
 #: The hand-written log of baseline changes in docs/benchmark.md: kept when the file is regenerated.
 LOG_START, LOG_END = "<!-- baseline-log:start -->", "<!-- baseline-log:end -->"
@@ -33,8 +34,8 @@ def add_family_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--algorithm", action="append",
                         help="run only this algorithm (repeatable; default: every one), e.g. project-default and "
                         "clairvoyant for a quick look at the family")
-    parser.add_argument("--traces-dir", default="../shared/traces",
-                        help="where --gate alone finds the baseline's trace files (default: ../shared/traces)")
+    parser.add_argument("--traces-dir", default=str(PUBLIC_TRACES),
+                        help="where --gate alone finds the baseline's trace files (default: data/traces)")
 
 
 def gate_alone(args: argparse.Namespace) -> bool:
@@ -112,7 +113,7 @@ clairvoyant keeps its three horizons), and `project-tuned` runs on the family in
 (`TUNED_SCENARIOS`: the tuning is the largest share of the run's work). The
 line after the tables counts the members whose best setting sits at an edge of a peer's cut sweep
 (there a wider sweep might find a cheaper one). The public traces keep the full sweeps
-of ../shared/BENCHMARK.md and every algorithm in every scenario.
+of docs/benchmark-contract.md and every algorithm in every scenario.
 
 `azure_llm2023_code` is under an hour: `per_second.csv` (3,437 s) and `per_minute.csv` (58 minutes,
 the same 8,819 requests binned by minute). It runs as the other public traces do, from

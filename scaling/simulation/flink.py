@@ -1,5 +1,5 @@
 """The Flink Kubernetes Operator's job autoscaler (DS2) on one consumer group: its settings and
-formulas, as ../shared/PEERS.md documents them.
+formulas, as docs/peers.md documents them.
 
 The consumer group is the job's one source vertex: its parallelism is the instance count, at most
 the partition count. Every minute (the operator evaluates every 60 s) the peer

@@ -12,7 +12,7 @@ The world:
   among the groups; a group that would read more is capped (its receives are throttled).
 - **Consumers**: one fleet per group on ``partitions`` equal partitions; ``n`` ready instances
   read at most ``P x mu / ceil(P / n)`` events a minute (an instance owning two partitions serves
-  each at half speed; ../shared/BENCHMARK.md's effective capacity). A scale-out serves after
+  each at half speed; docs/benchmark-contract.md's effective capacity). A scale-out serves after
   ``provision_delay`` minutes, a scale-in at once; instances are billed from the request.
   Events are read oldest first; the oldest unread event's age is the SLO's measure.
 - **TUs**: a change serves ``tu_provision_delay`` minutes after it is asked for (both ways);

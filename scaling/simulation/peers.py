@@ -1,6 +1,6 @@
 """The algorithms the benchmark compares, each behind the simulator's ``Autoscaler`` interface.
 
-Peers follow their documented defaults (../shared/PEERS.md). Their own control loops run faster
+Peers follow their documented defaults (docs/peers.md). Their own control loops run faster
 than the one-minute collection (HPA every 15 s, the Functions scale controller every 10 s); they
 are stepped that many times a minute on the same observation, which is all they would see.
 The seed rule and the project's policies run the real rule engine, fed the same MetricSample

@@ -11,7 +11,7 @@ is the one selection both the Spark tuning job (``scaling.tuning``) and the benc
   over the whole history (state stays warm; a run is causal, so its numbers on ``[a, b)`` are
   those of a run stopped at ``b``) and is scored per window (``scores``).
 - **Stress replays** (``stress_replays``): the same history replayed in rougher worlds built on
-  the history's own scenario (the ``realistic`` set of ../shared/BENCHMARK.md, a second set of
+  the history's own scenario (the ``realistic`` set of docs/benchmark-contract.md, a second set of
   other values of the same knobs and another seed, and the history's traffic grown toward what
   the hub can serve).
 - **The margin rule** (``Margin``): on every validation block, in the history's scenario and in

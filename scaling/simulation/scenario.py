@@ -29,7 +29,7 @@ NAMED_SCENARIOS: dict[str, dict] = {
 
 @dataclass(frozen=True, slots=True)
 class Scenario:
-    """The standard scenario of ../shared/BENCHMARK.md unless a run says otherwise."""
+    """The standard scenario of docs/benchmark-contract.md unless a run says otherwise."""
 
     peak_instances: float = 24.0
     events_per_instance_per_minute: float = 1000.0
@@ -41,7 +41,7 @@ class Scenario:
     initial_capacity: int = 1
     max_violation_fraction: float = 0.001
     skew: float = 0.0
-    # The stress knobs of ../shared/BENCHMARK.md ("Stress scenarios"); each at its neutral value
+    # The stress knobs of docs/benchmark-contract.md ("Stress scenarios"); each at its neutral value
     # leaves the standard scenario as it was. The autoscaler is told none of them.
     #: Each partition's consumer checkpoints every N seconds (phases spread evenly); 0: at the processed position.
     checkpoint_interval_seconds: float = 0.0

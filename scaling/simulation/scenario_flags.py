@@ -1,6 +1,6 @@
 """The simulated world's knobs as command-line flags, shared by ``simulate``, ``benchmark`` and ``demo``.
 
-``--scenario`` picks one of ../shared/BENCHMARK.md's named sets; every other flag overrides one
+``--scenario`` picks one of docs/benchmark-contract.md's named sets; every other flag overrides one
 ``Scenario`` field on top of it (unset flags keep the named set's value).
 """
 
@@ -54,7 +54,7 @@ def add_scenario_arguments(parser: argparse.ArgumentParser, *, scenario_choice: 
     """The knobs of ``Scenario`` (and ``--scenario`` unless the command takes several)."""
     if scenario_choice:
         parser.add_argument("--scenario", choices=tuple(NAMED_SCENARIOS), default="standard",
-                            help="a named set of ../shared/BENCHMARK.md; the flags below override its values")
+                            help="a named set of docs/benchmark-contract.md; the flags below override its values")
     group = parser.add_argument_group("simulated world (Scenario fields; default: the named scenario's value)")
     for flag, _, options in FLAGS:
         group.add_argument(flag, dest=f"scenario_{flag[2:].replace('-', '_')}", default=None, **options)

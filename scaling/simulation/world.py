@@ -2,7 +2,7 @@
 
 A partitioned hub, consumers on a plan, and a trace: the world's rules (ownership, water-filling
 service, provisioning delay, failures, checkpoints, cost and the oldest event's age, with the
-stress knobs of ../shared/BENCHMARK.md) are ``Kernel``'s (kernel.py), and ``World`` is a batch of one. Here
+stress knobs of docs/benchmark-contract.md) are ``Kernel``'s (kernel.py), and ``World`` is a batch of one. Here
 live what the loop adds: loading and scaling traces, what the autoscaler observes (what
 ``collect`` would read), and ``simulate``. See docs/benchmark.md.
 """

@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+from scaling.simulation.traces import PUBLIC_TRACES
+
 TRACE_FILES = ("worldcup98/per_minute.csv", "nasa_jul95/per_minute.csv")
 MASTERS = ("local[1]", "local[2]")
 
@@ -196,7 +198,7 @@ def _first(work):
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--history", default="out/bench-tune/history", help="history dataset (generated if absent)")
-    parser.add_argument("--traces", default="../shared/traces", help="folder of the real traces")
+    parser.add_argument("--traces", default=str(PUBLIC_TRACES), help="folder of the real traces (default: data/traces)")
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--targets", type=int, default=8)
     parser.add_argument("--grid", default="bench", choices=("bench", "small", "medium", "large"),

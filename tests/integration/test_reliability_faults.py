@@ -19,11 +19,12 @@ from hypothesis import strategies as st
 
 from scaling.local.azurite import Azurite
 from scaling.plans.local_arm import serve_local_arm
+from scaling.simulation.traces import WORLDCUP98
 from scaling.storage.records import APPLIED
 from tests.faultproxy import FaultProxy
 from tests.reliability import Rig
 
-TRACE = Path(__file__).resolve().parents[3] / "shared" / "traces" / "worldcup98" / "per_minute.csv"
+TRACE = WORLDCUP98
 #: Random examples of the property test, on top of its explicit schedules (``RELIABILITY_EXAMPLES``
 #: to try more or fewer; ``make test-deep`` runs 100).
 PROPERTY_EXAMPLES = int(os.environ.get("RELIABILITY_EXAMPLES", "10"))
@@ -227,8 +228,6 @@ def test_case_6_storage_restarted_empty_under_a_running_worker(arm_endpoint, pro
 
 
 def wc98_day() -> list[float]:
-    if not TRACE.exists():  # a checkout without ../shared beside it, as the other trace tests
-        pytest.skip(f"{TRACE} is not there")
     with TRACE.open() as handle:
         rows = list(csv.DictReader(handle))
     return [float(row["arrivals"]) for row in rows[:1440]]

@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from scaling.domain.policy import load_policy
 from scaling.simulation.peers import EngineAutoscaler, simulated_target
+from scaling.simulation.traces import PUBLIC_TRACES
 from scaling.simulation.world import Scenario, load_trace, scale_trace, simulate
 from scaling.tuning import job
 from scaling.tuning.history import write_history
@@ -20,7 +20,7 @@ from scaling.tuning.synthetic import daily_wave, simulated_samples
 
 pytestmark = pytest.mark.spark
 
-TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
+TRACES = PUBLIC_TRACES
 MU = 600.0  # events per minute per instance: what the job must find
 SCENARIO = Scenario(partitions=8, events_per_instance_per_minute=MU)
 
@@ -67,8 +67,6 @@ def test_recovers_throughput_and_recommends_a_policy_that_meets_the_slo(spark, s
 
 def test_wc98_recommendation_meets_the_slo_and_costs_no_more_than_the_default(spark, tmp_path):
     trace = TRACES / "worldcup98" / "per_minute.csv"
-    if not trace.exists():
-        pytest.skip(f"{trace} is not there")
     scenario = Scenario()  # the standard scenario
     arrivals = scale_trace(load_trace(trace), scenario)[: 2 * 1440]
     default = simulated_target(scenario, name="wc98")

@@ -1,6 +1,6 @@
 """Lag arithmetic (scaling/domain/lag.py), table-driven like KEDA's azure-eventhub scaler tests.
 
-Expected values are computed by hand from ../shared/PEERS.md and ../shared/ARCHITECTURE.md.
+Expected values are computed by hand from docs/peers.md and docs/architecture.md.
 """
 
 from __future__ import annotations

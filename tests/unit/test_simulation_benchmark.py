@@ -1,4 +1,4 @@
-"""The benchmark (scaling/simulation/benchmark.py): the command contract of ../shared/BENCHMARK.md
+"""The benchmark (scaling/simulation/benchmark.py): the command contract of docs/benchmark-contract.md
 on a tiny synthetic trace, the knob sweeps, and how the best row is flagged."""
 
 from __future__ import annotations

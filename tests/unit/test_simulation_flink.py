@@ -1,5 +1,5 @@
 """The Flink peer (scaling/simulation/flink.py, batched_peers.FlinkBatch, peers.Flink) against
-../shared/PEERS.md's Flink section: its formulas, table-driven, and its promise of one action per
+docs/peers.md's Flink section: its formulas, table-driven, and its promise of one action per
 step of the load."""
 
 from __future__ import annotations

@@ -12,8 +12,9 @@ import pytest
 from scaling.simulation.namespace_bench import best_rows, namespace_arrivals
 from scaling.simulation.namespace_peers import run_namespace, started_for
 from scaling.simulation.namespace_world import NamespaceScenario, NamespaceWorld, score
+from scaling.simulation.traces import PUBLIC_TRACES
 
-TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
+TRACES = PUBLIC_TRACES
 
 
 def test_ingress_beyond_the_tus_is_rejected_and_counted() -> None:
@@ -98,8 +99,6 @@ def busiest(trace: Path, scenario: NamespaceScenario, minutes: int = HALF_DAY) -
 @pytest.mark.parametrize("trace", ["worldcup98", "nasa_jul95"])
 def test_acceptance_on_the_busiest_half_day_joint_is_cheaper_never_throttles_producers_and_meets_the_slo(trace) -> None:
     path = TRACES / trace / "per_minute.csv"
-    if not path.exists():
-        pytest.skip(f"{path} is not here (the shared traces sit next to the repository)")
     arrivals = busiest(path, NamespaceScenario())
     # Both begin with the TUs the first minutes need, as the benchmark starts them (started_for).
     scenario = started_for(arrivals, NamespaceScenario())

@@ -1,5 +1,5 @@
 """The peers of the benchmark (scaling/simulation/peers.py), each against its documented
-behaviour in ../shared/PEERS.md and ../shared/BENCHMARK.md, on hand-made observations."""
+behaviour in docs/peers.md and docs/benchmark-contract.md, on hand-made observations."""
 
 from __future__ import annotations
 

@@ -4,8 +4,6 @@ replays, and when the current policy stays (with the reason)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -13,11 +11,12 @@ from scaling.simulation import robust
 from scaling.simulation.candidates import Candidate, rule_candidates, run_candidates, slo_candidates
 from scaling.simulation.peers import simulated_target
 from scaling.simulation.robust import Folds, Margin, blocked_folds, regime_change, select, shortlist
+from scaling.simulation.traces import PUBLIC_TRACES
 from scaling.simulation.world import Scenario, load_trace, scale_trace
 from tests.helpers import noisy_diurnal, step_surge
 
 SLO = 5.0
-TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
+TRACES = PUBLIC_TRACES
 
 
 # --- out-of-time folds --------------------------------------------------------------------------------
@@ -424,8 +423,6 @@ def test_on_a_trace_whose_history_is_quiet_the_job_recommends_a_policy_that_hold
     from scaling.tuning.synthetic import quiet_then_busy
 
     trace = TRACES / "worldcup98" / "per_minute.csv"
-    if not trace.exists():
-        pytest.skip(f"{trace} is not there")
     scenario = Scenario(partitions=32, peak_instances=24)
     arrivals = scale_trace(quiet_then_busy(load_trace(trace)[: 4 * 1440], quiet_fraction=0.3, factor=0.2), scenario)
     split = int(len(arrivals) * 0.3)

@@ -1,4 +1,4 @@
-"""The stress knobs of ../shared/BENCHMARK.md in the one simulated world (scaling/simulation/kernel.py):
+"""The stress knobs of docs/benchmark-contract.md in the one simulated world (scaling/simulation/kernel.py):
 each knob's rule by hand on small worlds, the load balancer's fewest-moves assignment as a
 property, and that a candidate's stressed world does not depend on the batch it runs in.
 """

@@ -17,7 +17,7 @@ from scaling.simulation.scenario_flags import add_scenario_arguments, scenario_f
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", type=Path, default=DEFAULT_TRACE,
-                        help="per-minute trace CSV (default: ../shared/traces/worldcup98/per_minute.csv beside the repo)")
+                        help="per-minute trace CSV (default: data/traces/worldcup98/per_minute.csv in the repository)")
     parser.add_argument("--minutes", type=int, default=DEFAULT_MINUTES,
                         help=f"simulated minutes to run (default {DEFAULT_MINUTES}: to midnight, through the day's surge)")
     parser.add_argument("--start", type=int, default=DEFAULT_START,

@@ -9,8 +9,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from scaling.simulation.traces import WORLDCUP98
+
 ROOT = Path(__file__).resolve().parents[3]
-DEFAULT_TRACE = ROOT.parent / "shared" / "traces" / "worldcup98" / "per_minute.csv"
+DEFAULT_TRACE = WORLDCUP98
 #: WC98 1998-06-10 from 10:00 UTC to midnight: the morning rise, the opening match's surge to about
 #: ten times the night's rate (peak 17:26), the evening matches and the decline. Three to four
 #: minutes on a 2-core machine; ``--start 0 --minutes 1440`` runs the whole day.

@@ -68,7 +68,7 @@ def run_namespace_demo(options: DemoOptions, stream: TextIO | None = None) -> di
     stream = stream or sys.stdout
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     if not Path(options.trace).is_file():
-        raise DemoError(f"--trace {options.trace}: no such file (the traces live in ../shared/traces beside the repo)")
+        raise DemoError(f"--trace {options.trace}: no such file (the public traces ship in data/traces)")
     scenario = NamespaceScenario()
     arrivals = namespace_arrivals(str(options.trace), scenario)[options.start:]
     if options.minutes is not None:

@@ -55,7 +55,7 @@ def run_demo(options: DemoOptions, *, stream: TextIO | None = None, tolerance: T
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     scenario = options.scenario or Scenario()
     if not Path(options.trace).is_file():
-        raise DemoError(f"--trace {options.trace}: no such file (the traces live in ../shared/traces beside the repo)")
+        raise DemoError(f"--trace {options.trace}: no such file (the public traces ship in data/traces)")
     try:
         arrivals = load_arrivals(options.trace, start=options.start, minutes=options.minutes, scenario=scenario)
     except ValueError as error:
