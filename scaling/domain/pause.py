@@ -26,6 +26,9 @@ PAUSE_EXPIRED = "pause_expired"
 RESUMED = "resumed"
 
 _DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+#: Digits a duration's part may have: far more than 7 days in any unit, few enough that the number
+#: stays an ordinary integer (a 5000-digit part would otherwise reach Python's conversion limit).
+_MAX_DURATION_DIGITS = 12
 
 
 class Hold(Protocol):
@@ -87,11 +90,17 @@ class Pause:
 
 def parse_duration(text: str) -> timedelta:
     """``90m``, ``4h``, ``1h30m``, ``2d``: a duration (``PauseError`` when unreadable)."""
-    match = _DURATION.match(text.strip().lower())
+    shown = f"{text[:40]!r}{'...' if len(text) > 40 else ''}"
+    match = _DURATION.match(text.strip().lower()) if len(text) <= 4 * (_MAX_DURATION_DIGITS + 1) else None
     if not text.strip() or match is None or not any(match.groups()):
-        raise PauseError(f"--for {text!r} is not a duration (e.g. 90m, 4h, 1h30m, 2d)")
+        raise PauseError(f"--for {shown} is not a duration (e.g. 90m, 4h, 1h30m, 2d)")
+    if any(part is not None and len(part) > _MAX_DURATION_DIGITS for part in match.groups()):
+        raise PauseError(f"--for {shown}: a pause lasts at most {MAX_PAUSE.days} days")
     days, hours, minutes, seconds = (int(part or 0) for part in match.groups())
-    return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+    try:
+        return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+    except OverflowError:
+        raise PauseError(f"--for {shown}: a pause lasts at most {MAX_PAUSE.days} days") from None
 
 
 def pause_until(now: datetime, *, until: str | datetime | None = None, duration: timedelta | None = None) -> datetime:
@@ -104,6 +113,8 @@ def pause_until(now: datetime, *, until: str | datetime | None = None, duration:
             until = parse_time(until, "--until")
         except ValueError as error:
             raise PauseError(f"{error} (ISO 8601 with an offset, e.g. 2026-11-23T18:00:00+01:00)") from None
+    if duration is not None and duration > MAX_PAUSE:  # checked before adding: now + 10**9 days overflows
+        raise PauseError(f"a pause lasts at most {MAX_PAUSE.days} days (asked for {duration.days} days)")
     end = until if until is not None else now + (duration if duration is not None else DEFAULT_PAUSE)
     if end <= now:
         raise PauseError(f"the pause must end in the future (asked to end at {format_time(end)}, now {format_time(now)})")
