@@ -24,6 +24,18 @@ PAUSED = "paused"
 PINNED = "pinned"
 PAUSE_EXPIRED = "pause_expired"
 RESUMED = "resumed"
+#: A field of the stored state could not be read (an out-of-band edit, an older writer).
+STATE_UNREADABLE = "state_unreadable"
+#: What each unreadable field counts as: the documented rule (docs/reliability.md).
+_UNREADABLE_RULES = {
+    "pause": "the pause counts as expired: the autoscaler acts again",
+    "external_writer": "the external-writer hold counts as ended",
+    "external_changes": "no external change is counted in the last hour",
+    "desired": "no desired capacity: the next decision sets one",
+    "outbox": "no action is kept for a redelivery to re-send",
+    "state": "the target starts afresh (capacity and learned throughput unknown)",
+    "document": "the target starts afresh (capacity and learned throughput unknown)",
+}
 
 _DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 #: Digits a duration's part may have: far more than 7 days in any unit, few enough that the number
@@ -121,6 +133,17 @@ def pause_until(now: datetime, *, until: str | datetime | None = None, duration:
     if end - now > MAX_PAUSE:
         raise PauseError(f"a pause lasts at most {MAX_PAUSE.days} days (asked to end at {format_time(end)})")
     return end
+
+
+def unreadable_reasons(errors: tuple[str, ...]) -> tuple[str, ...]:
+    """The decision-log reasons for fields of the stored state that could not be read (each
+    ``"field: error"``): what was wrong and what it counts as instead."""
+    reasons = []
+    for error in errors:
+        field = error.split(":", 1)[0]
+        rule = _UNREADABLE_RULES.get(field, "it reads as unset")
+        reasons.append(f"the stored {field} cannot be read ({error}); {rule}")
+    return tuple(reasons)
 
 
 def paused_reason(pause: Hold, capacity: int, wanted: int) -> str:

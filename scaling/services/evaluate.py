@@ -42,7 +42,7 @@ from scaling.domain.decisions import DOWN, HOLD, UP, Decision, ScalerState, deci
 from scaling.domain.engine import evaluate
 from scaling.domain.names import safe_text
 from scaling.domain.namespace_samples import is_namespace_message
-from scaling.domain.pause import PAUSE_EXPIRED, PINNED, Pause
+from scaling.domain.pause import PAUSE_EXPIRED, PINNED, STATE_UNREADABLE, Pause, unreadable_reasons
 from scaling.domain.policy import Policy, TargetPolicy
 from scaling.domain.policy_namespace import EventHubsNamespaceTarget
 from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, DesiredCapacity, Reconciliation, reconcile
@@ -317,6 +317,11 @@ class EvaluateService:
         if not any(item.sample_id == sample.sample_id for item in history):
             history = [*history, sample]
         records: list[DecisionRecord] = []
+        if stored.unreadable:
+            # Out-of-band edits or an older writer: what could not be read counts as unset (an
+            # unreadable pause as expired), said once in the log; the commit writes it cleanly.
+            records.append(self._unreadable(target, stored, sample.sample_id, now, old.capacity))
+            stored = replace(stored, unreadable=())
         pause = stored.pause
         if pause is not None and not pause.active(now):
             # A forgotten pause ends by itself; its end is a row of the decision log.
@@ -473,6 +478,15 @@ class EvaluateService:
                               reasons=(f"ended by itself: {pause.describe()}",), metrics={},
                               capacity_before=capacity, capacity_after=capacity)
 
+    def _unreadable(self, target: TargetPolicy, stored: StoredState, trigger: str, now: datetime,
+                    capacity: int | None) -> DecisionRecord:
+        logger.error("evaluate %s: the stored state has unreadable fields (%s); they count as unset",
+                     target.name, "; ".join(stored.unreadable))
+        return DecisionRecord(target.name, decision_id_for(target.name, f"unreadable|{stored.etag}"), now, trigger,
+                              acts=False, direction=HOLD, reason_code=STATE_UNREADABLE,
+                              reasons=unreadable_reasons(stored.unreadable), metrics={},
+                              capacity_before=capacity, capacity_after=capacity)
+
     def _reconciled(self, target: TargetPolicy, reconciliation: Reconciliation, trigger: str,
                     now: datetime, traceparent: str | None = None) -> tuple[ActionMessage | None, DecisionRecord]:
         """The decision-log row of a re-issue or an external change, and the action to send (if any)."""
@@ -576,6 +590,9 @@ class EvaluateService:
         if reconciled is not None and reconciled.kind in (REISSUE, EXTERNAL_CHANGE):
             reason = "reconcile" if reconciled.kind == REISSUE else EXTERNAL_CHANGE
         record(DECISIONS, 1, {**name, "direction": direction, "reason": reason})
+        if any(row.reason_code == STATE_UNREADABLE for row in plan.records):
+            # The state-unreadable alert's signal (infra/app/operations.bicep), beside the decision.
+            record(DECISIONS, 1, {**name, "direction": HOLD, "reason": STATE_UNREADABLE})
         for source in sample.sources:
             if source.ok:
                 record(BACKLOG, source.backlog, {**name, "source": source.name})

@@ -910,6 +910,7 @@ ALERTS = {
     "dead-letters": {"autoscaler.dead_letters"},
     "partition-problem": {"autoscaler.decisions"},
     "controller-conflict": {"autoscaler.decisions"},
+    "state-unreadable": {"autoscaler.decisions"},
     "namespace-throttled": {"autoscaler.throttled_requests", "autoscaler.throughput_units"},
 }
 #: Workbook charts and the metrics each must show (issue 12: per target, arrivals vs serving
@@ -994,6 +995,7 @@ def test_alert_rules_cover_the_operators_conditions(operations: Template) -> Non
     assert '"failed"' in rules["scale-writes-failing"]["query"]
     assert '"hot_partition"' in rules["partition-problem"]["query"] and '"unowned_partitions"' in rules["partition-problem"]["query"]
     assert 'reason startswith "conflict:"' in rules["controller-conflict"]["query"]
+    assert 'reason == "state_unreadable"' in rules["state-unreadable"]["query"]
     assert all(rule["severity"] in (0, 1, 2, 3, 4) and rule["description"] for rule in rules.values())
 
 
