@@ -241,3 +241,23 @@ def test_a_patch_whose_reply_is_dropped_on_the_wire_is_confirmed_by_reading_back
         assert proxy.counts().faulted == {"applied_then_reset": 1}
     assert (outcome.status, outcome.capacity_after) == ("applied", 3)
     assert len(w.arm.writes) == 1 and w.arm.capacity(NAMESPACE) == 3
+
+
+@pytest.mark.parametrize(("shift", "fragment"), [
+    pytest.param(timedelta(days=1), "after collected_at", id="minutes-a-day-after"),
+    pytest.param(timedelta(days=-2), "before collected_at", id="minutes-two-days-before"),
+])
+def test_a_namespace_sample_whose_minutes_disagree_with_its_collection_is_dead_lettered(world, shift, fragment) -> None:
+    """Issue 49: minute rows dated a day after ``collected_at`` drove a TU write on d0d07e7."""
+    w = world()
+    w.metrics(60, events_in=2_000, events_out=2_000)  # would scale 1 -> 3 TUs
+    document = json.loads(w.collect())
+    for row in document["minutes"]:
+        row[0] = (datetime.fromisoformat(row[0].replace("Z", "+00:00")) + shift).isoformat()
+    outcome = w.evaluate.handle(json.dumps(document))
+    assert (outcome.status, outcome.messages) == ("dead_lettered", ())
+    [letter] = w.tables.dead_letters_for("evaluate")
+    assert letter.error.startswith("minutes[0][0] ") and fragment in letter.error
+    assert w.arm.writes == [] and w.tables.decisions("orders-ns") == []
+    # The same minutes as collected: evaluated and acted on.
+    assert w.evaluate.handle(w.collect()).action.target_capacity == 3
