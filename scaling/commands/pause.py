@@ -87,6 +87,7 @@ def _who(args: argparse.Namespace) -> str:
 def _check_target(args: argparse.Namespace, pinned_at: int | None) -> str | None:
     """A problem with the target or the pinned count, when a policy is at hand; else ``None``."""
     from scaling.domain.policy import PolicyError, load_policy
+    from scaling.domain.policy_namespace import EventHubsNamespaceTarget
     from scaling.domain.profiles import widest_bounds
     from scaling.settings import SettingsError, load_policy_setting
 
@@ -98,12 +99,16 @@ def _check_target(args: argparse.Namespace, pinned_at: int | None) -> str | None
         print("note: no policy given (--policy or AUTOSCALER_POLICY_FILE); the target name is not checked", file=sys.stderr)
         return None
     try:
-        target = policy.target(args.target)
+        target = policy.scale_target(args.target)  # a plan target or a namespace target
     except KeyError:
-        return f"--target {args.target!r} is not in the policy (known: {', '.join(t.name for t in policy.targets)})"
-    low, high = widest_bounds(target)
+        known = [t.name for t in policy.targets] + [n.name for n in policy.namespaces]
+        return f"--target {args.target!r} is not in the policy (known: {', '.join(known)})"
+    if isinstance(target, EventHubsNamespaceTarget):
+        low, high, unit = target.min_tus, target.max_tus, " TUs"
+    else:
+        (low, high), unit = widest_bounds(target), ""
     if pinned_at is not None and not low <= pinned_at <= high:
-        return f"--at {pinned_at} is outside {target.name}'s bounds ({low}-{high})"
+        return f"--at {pinned_at} is outside {target.name}'s bounds ({low}-{high}{unit})"
     return None
 
 

@@ -135,6 +135,26 @@ class _Plan:
     previous: MetricSample | None = None
 
 
+def pause_expired_record(target: str, pause: Pause, trigger: str, now: datetime, capacity: int | None) -> DecisionRecord:
+    """The decision-log row of a pause that ended by itself (plan and namespace targets alike)."""
+    logger.warning("evaluate %s: the pause ended at %s (%s); the autoscaler acts again", target,
+                   pause.until.isoformat(), pause.describe())
+    return DecisionRecord(target, decision_id_for(target, f"expired|{pause.pause_id}"), now, trigger,
+                          acts=False, direction=HOLD, reason_code=PAUSE_EXPIRED,
+                          reasons=(f"ended by itself: {pause.describe()}",), metrics={},
+                          capacity_before=capacity, capacity_after=capacity)
+
+
+def unreadable_record(target: str, stored: StoredState, trigger: str, now: datetime, capacity: int | None) -> DecisionRecord:
+    """The decision-log row of stored fields that could not be read and count as unset."""
+    logger.error("evaluate %s: the stored state has unreadable fields (%s); they count as unset",
+                 target, "; ".join(stored.unreadable))
+    return DecisionRecord(target, decision_id_for(target, f"unreadable|{stored.etag}"), now, trigger,
+                          acts=False, direction=HOLD, reason_code=STATE_UNREADABLE,
+                          reasons=unreadable_reasons(stored.unreadable), metrics={},
+                          capacity_before=capacity, capacity_after=capacity)
+
+
 def decision_time(now: datetime, stored: StoredState) -> datetime:
     """``now``, but never at or before the target's latest decision (workers' clocks differ), so
     that the newest decision always carries the newest ``decided_at`` and ``scale`` can skip
@@ -471,21 +491,11 @@ class EvaluateService:
 
     def _pause_expired(self, target: TargetPolicy, pause: Pause, trigger: str, now: datetime,
                        capacity: int | None) -> DecisionRecord:
-        logger.warning("evaluate %s: the pause ended at %s (%s); the autoscaler acts again", target.name,
-                       pause.until.isoformat(), pause.describe())
-        return DecisionRecord(target.name, decision_id_for(target.name, f"expired|{pause.pause_id}"), now, trigger,
-                              acts=False, direction=HOLD, reason_code=PAUSE_EXPIRED,
-                              reasons=(f"ended by itself: {pause.describe()}",), metrics={},
-                              capacity_before=capacity, capacity_after=capacity)
+        return pause_expired_record(target.name, pause, trigger, now, capacity)
 
     def _unreadable(self, target: TargetPolicy, stored: StoredState, trigger: str, now: datetime,
                     capacity: int | None) -> DecisionRecord:
-        logger.error("evaluate %s: the stored state has unreadable fields (%s); they count as unset",
-                     target.name, "; ".join(stored.unreadable))
-        return DecisionRecord(target.name, decision_id_for(target.name, f"unreadable|{stored.etag}"), now, trigger,
-                              acts=False, direction=HOLD, reason_code=STATE_UNREADABLE,
-                              reasons=unreadable_reasons(stored.unreadable), metrics={},
-                              capacity_before=capacity, capacity_after=capacity)
+        return unreadable_record(target.name, stored, trigger, now, capacity)
 
     def _reconciled(self, target: TargetPolicy, reconciliation: Reconciliation, trigger: str,
                     now: datetime, traceparent: str | None = None) -> tuple[ActionMessage | None, DecisionRecord]:
