@@ -285,6 +285,14 @@ class TableStorage:
             raise
         return True
 
+    def decision_row(self, target: str, decided_at: datetime, decision_id: str) -> DecisionRecord | None:
+        try:
+            entity = self._recovering(lambda: self.state.get_entity(partition_key(target),
+                                                                    decision_row_key(decided_at, decision_id)))
+        except ResourceNotFoundError:
+            return None
+        return _decision_from_entity(target, entity)
+
     def decisions(self, target: str, since: datetime | None = None, limit: int | None = None) -> list[DecisionRecord]:
         low = decision_row_key(since, "") if since else "d-"
         query = (f"PartitionKey eq {quote_literal(partition_key(target))} "
