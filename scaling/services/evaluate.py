@@ -356,6 +356,12 @@ class EvaluateService:
         reconciliation = None if self.dry_run or holding_still else reconcile(
             stored.desired, newest.capacity, newest.collected_at, grace=self.reconcile_grace,
             on_external_change=target.on_external_change, clock_skew=self.clock_skew)
+        if reconciliation is not None and reconciliation.kind == EXTERNAL_CHANGE and not newest.autoscale_settings \
+                and old.last_reason_code == AUTOSCALE_SETTING and newest.capacity is not None:
+            # The first sample after an autoscale setting let go: the plan moved under the setting,
+            # not under an external writer. Act from the capacity the plan has, as when it holds.
+            reconciliation = None
+            stored = replace(stored, desired=DesiredCapacity.observed(newest.capacity, newest.collected_at, "released"))
         conflict, stored = self._conflict(stored, newest, reconciliation)
         if conflict is not None:
             # Another controller drives the plan: never contest it. The desired capacity follows
@@ -458,7 +464,10 @@ class EvaluateService:
         one): an enabled autoscale setting in the sample, or more external changes in the hour
         than ``external_changes_limit``, which holds until ``resume``."""
         writer, seen = stored.external_writer, None
+        # A resize while an enabled autoscale setting holds the target is that setting's: counted
+        # as an external writer's, four of them would latch a hold that outlives the setting.
         if writer is None and reconciliation is not None and reconciliation.kind == EXTERNAL_CHANGE \
+                and not newest.autoscale_settings \
                 and stored.desired is not None and reconciliation.observed is not None:
             seen = ExternalChange(newest.collected_at, reconciliation.observed, stored.desired.capacity)
         changes = recent_changes(stored.external_changes, seen, newest.collected_at)
