@@ -14,7 +14,7 @@ import re
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from scaling.__main__ import main
@@ -87,24 +87,27 @@ def test_a_bad_argument_is_an_error_line_and_exit_2_with_nothing_written(store, 
 
 _TEXT = st.text(st.characters(exclude_categories=()), max_size=80)  # lone surrogates and controls included
 _DIGITS = st.integers(min_value=1, max_value=5000).map(lambda n: "9" * n)
+_NAME = st.text("abcdefghijklmnopqrstuvwxyz-0123456789 ", min_size=1, max_size=30).filter(str.strip)
 
 
 @st.composite
 def arguments(draw) -> list[str]:
     """A ``pause``, pin or ``resume`` command line, each argument valid or not."""
     command = draw(st.sampled_from(["pause", "pin", "resume"]))
-    target = draw(st.one_of(st.just("orders"), st.just("orders/eu#1"), _TEXT, st.text(max_size=700)))
+    # Valid values are drawn as often as invalid ones, so that both outcomes are well exercised.
+    target = draw(st.one_of(st.just("orders"), st.just("orders"), st.just("orders/eu#1"), _NAME, _TEXT, st.text(max_size=700)))
     argv = ["resume" if command == "resume" else "pause", f"--target={target}"]
     if draw(st.booleans()):
-        argv.append(f"--by={draw(st.one_of(st.just('alice'), _TEXT, st.text(min_size=100, max_size=300)))}")
-    if draw(st.booleans()):  # a table that is not a table name (another, valid one would be written to)
+        argv.append(f"--by={draw(st.one_of(st.just('alice'), _NAME, _NAME, _TEXT, st.text(min_size=100, max_size=300)))}")
+    if draw(st.integers(0, 3)) == 0:  # a table that is not a table name (another, valid one would be written to)
         argv.append("--table=" + draw(st.from_regex(r"[A-Za-z0-9_-]{1,70}", fullmatch=True).filter(
             lambda name: not re.fullmatch(r"[A-Za-z][A-Za-z0-9]{2,62}", name))))
     if command != "resume":
-        argv.append(f"--reason={draw(st.one_of(st.just('incident 7'), _TEXT, st.text(min_size=250, max_size=300)))}")
-        end = draw(st.sampled_from(["none", "for", "until", "both"]))
+        argv.append(f"--reason={draw(st.one_of(st.just('incident 7'), _NAME, _NAME, _TEXT, st.text(min_size=250, max_size=300)))}")
+        end = draw(st.sampled_from(["none", "for", "for", "until", "both"]))
         if end in ("for", "both"):
             duration = draw(st.one_of(
+                st.integers(1, 7 * 24 * 60).map(lambda minutes: f"{minutes}m"),
                 st.from_regex(r"(\d{1,3}d)?(\d{1,4}h)?(\d{1,6}m)?(\d{1,8}s)?", fullmatch=True),
                 _DIGITS.map(lambda digits: digits + "d"), _TEXT))
             argv.append(f"--for={duration}")
@@ -112,9 +115,10 @@ def arguments(draw) -> list[str]:
             offset = st.timedeltas(min_value=timedelta(hours=-23, minutes=-59), max_value=timedelta(hours=23, minutes=59))
             moment = st.builds(lambda at, shift: at.replace(tzinfo=timezone(shift)).isoformat(),
                                st.datetimes(), offset)
-            argv.append(f"--until={draw(st.one_of(moment, st.datetimes().map(datetime.isoformat), _TEXT))}")
+            soon = st.integers(120, 7 * 86400 - 120).map(lambda seconds: (datetime.now(UTC) + timedelta(seconds=seconds)).isoformat())
+            argv.append(f"--until={draw(st.one_of(soon, moment, st.datetimes().map(datetime.isoformat), _TEXT))}")
     if command == "pin":
-        argv.append(f"--at={draw(st.one_of(st.integers(-10, 20).map(str), _DIGITS, _TEXT))}")
+        argv.append(f"--at={draw(st.one_of(st.integers(1, 8).map(str), st.integers(1, 8).map(str), st.integers(-10, 20).map(str), _DIGITS, _TEXT))}")
     return argv
 
 
@@ -132,6 +136,8 @@ def test_property_any_arguments_act_or_say_error_and_exit_2(store, argv, with_po
         argv.append(f"--policy={store.policy}")
     before = store.rows()
     code, err = store.run(argv)
+    event(f"{argv[0]}{' --at' if any(word.startswith('--at=') for word in argv) else ''}: exit {code}")
+    event("refused: " + (err.split("error: ", 1)[1].split(" ", 1)[0] if "error: " in err else "-"))
     assert "Traceback" not in err
     assert code in (0, 2), (code, err)
     if code == 2:
