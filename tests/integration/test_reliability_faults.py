@@ -342,8 +342,9 @@ def test_the_explicit_schedules_cover_every_fault_kind_at_every_step() -> None:
 def test_property_a_random_fault_schedule_over_a_day_converges(rig, proxies, schedule) -> None:
     """A day of WC98 (one sample per hour of the trace, five simulated minutes apart), a
     fault drawn for each step; after the faults stop: the plan reaches the desired capacity
-    within 5 minutes, every sample is in history or the dead-letter table, no decision wrote the
-    plan twice, and the poison queues are empty."""
+    within 5 minutes, every sample is in history or the dead-letter table, every action sent is
+    applied or accounted for on its decision row, no decision wrote the plan twice, and the poison
+    queues are empty."""
     arrivals = wc98_day()
     world = rig()
     FAULT_TOTALS["examples"] += 1
@@ -365,8 +366,10 @@ def test_property_a_random_fault_schedule_over_a_day_converges(rig, proxies, sch
     assert world.metrics.poison == [] and world.actions.poison == []
     assert world.metrics.messages == [] and world.actions.messages == []
     assert world.unaccounted_samples() == set()
+    assert world.unaccounted_actions() == {}  # applied, or dead-lettered with its row saying what became of it
     assert max(world.writes_by_decision.values(), default=0) <= 1
     FAULT_TOTALS["samples"] += len(world.samples_sent)
+    FAULT_TOTALS["actions"] += len(world.actions.bodies)
     FAULT_TOTALS["dead_letters"] += len(world.direct.dead_letters_for())
     FAULT_TOTALS["converged"] += 1
     OUT.mkdir(exist_ok=True)
