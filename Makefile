@@ -49,9 +49,10 @@ test: install lint chromium
 	$(PY) -m pytest $(PYTEST_WORKERS)
 
 # The same tests with the long property runs: 100 random fault schedules over a WC98 day instead
-# of 10 (on top of the explicit ones), 200 queue-chaos examples on Azurite tables instead of 50.
+# of 10 (on top of the explicit ones), 200 queue-chaos examples on Azurite tables instead of 50,
+# 1000 random command lines of pause/pin/resume instead of 100.
 test-deep: install lint chromium
-	RELIABILITY_EXAMPLES=100 QUEUE_CHAOS_EXAMPLES=200 $(PY) -m pytest $(PYTEST_WORKERS)
+	RELIABILITY_EXAMPLES=100 QUEUE_CHAOS_EXAMPLES=200 CLI_EXAMPLES=1000 $(PY) -m pytest $(PYTEST_WORKERS)
 
 demo: install
 	$(PY) -m scaling demo $(DEMO_ARGS)

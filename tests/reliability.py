@@ -61,9 +61,11 @@ class AtLeastOnceQueue:
     messages: list[Message] = field(default_factory=list)
     poison: list[Message] = field(default_factory=list)
     sent: int = 0
+    bodies: list[str] = field(default_factory=list)
 
     def send(self, body: str) -> None:
         self.sent += 1
+        self.bodies.append(body)
         self.messages.append(Message(body, f"{self.name}-{self.sent}"))
 
     def deliver(self, handler, *, queue: list[Message] | None = None) -> int:
@@ -194,6 +196,24 @@ class Rig:
     def desired(self) -> int | None:
         desired = self.direct.load_state("orders").desired
         return desired.capacity if desired else None
+
+    def unaccounted_actions(self) -> dict[str, str]:
+        """Actions sent whose fate nobody recorded: each must be in the applied table (applied,
+        unchanged, stale...) or in the dead-letter table with its decision row saying what became
+        of it (superseded, or dead-lettered and left to reconciliation). Decision id -> why not."""
+        letters = {json.loads(letter.body).get("decision_id") for letter in self.direct.dead_letters_for("scale")}
+        missing = {}
+        for body in self.actions.bodies:
+            action = json.loads(body)
+            decision_id = action["decision_id"]
+            if self.direct.get_applied("orders", decision_id) is not None:
+                continue
+            row = next((row for row in self.direct.decisions("orders") if row.decision_id == decision_id and row.acts), None)
+            if decision_id not in letters:
+                missing[decision_id] = "neither applied nor dead-lettered"
+            elif row is None or row.outcome is None:
+                missing[decision_id] = "dead-lettered, but its decision row does not say what became of it"
+        return missing
 
     def unaccounted_samples(self) -> set[str]:
         """Samples sent that are neither in history nor in the dead-letter table."""

@@ -399,6 +399,15 @@ customMetrics
 | where reports > 0
 '''
 
+var stateUnreadableQuery = '''
+customMetrics
+| where name == "autoscaler.decisions"
+| extend target = tostring(customDimensions.target), reason = tostring(customDimensions.reason)
+| where reason == "state_unreadable"
+| summarize reports = sum(value) by target, reason
+| where reports > 0
+'''
+
 // One rule per condition; each row of a query is one alert, split by the named dimension.
 var alertRules = [
   {
@@ -469,6 +478,16 @@ var alertRules = [
     frequency: 'PT5M'
     window: 'PT15M'
     query: conflictQuery
+    dimension: 'target'
+  }
+  {
+    name: 'state-unreadable'
+    displayName: 'Autoscaler: a target\'s stored state could not be read'
+    description: 'An evaluation found fields of a target\'s state entity it could not read (autoscaler.decisions reason state_unreadable: an out-of-band edit or an older writer). Each counts as unset (an unreadable pause as expired) and is written back cleanly; the decision log row names the field and its error. Find who edited the scalerstate table; pause again if the pause was meant.'
+    severity: 2
+    frequency: 'PT5M'
+    window: 'PT15M'
+    query: stateUnreadableQuery
     dimension: 'target'
   }
 ]

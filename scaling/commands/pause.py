@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import os
+import re
 import sys
 
 
@@ -39,6 +40,41 @@ def configure_resume(parser: argparse.ArgumentParser) -> None:
     _common(parser)
 
 
+#: What an Azure table name must be (letters and digits, starting with a letter, 3-63 long).
+_TABLE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{2,62}")
+#: The longest ``--by`` and ``--reason`` a decision-log row carries.
+MAX_BY_CHARS = 128
+MAX_REASON_CHARS = 256
+
+
+def _argument_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the arguments every command shares, before anything is read or written
+    (``None`` when nothing): each becomes an ``error:`` line and exit code 2, never a traceback or
+    a storage error after the fact."""
+    from scaling.domain.names import target_name_problem
+
+    problem = target_name_problem(args.target)
+    if problem:
+        return f"--target {_shown(args.target)} {problem}"
+    if args.by is not None and _text_problem(args.by, MAX_BY_CHARS):
+        return f"--by must be printable text of 1-{MAX_BY_CHARS} characters, got {_shown(args.by)}"
+    if args.table is not None and not _TABLE_NAME.fullmatch(args.table):
+        return f"--table {_shown(args.table)} is not a table name (a letter, then letters or digits; 3-63 characters)"
+    return None
+
+
+def _text_problem(text: str, max_chars: int) -> bool:
+    """Whether ``text`` cannot go into a decision-log row: empty, unprintable, too long, or not UTF-8."""
+    from scaling.domain.names import text_problem
+
+    return (not text.strip() or not text.isprintable() or text_problem(text, max_chars=max_chars) is not None)
+
+
+def _shown(text: str) -> str:
+    """``text`` as an error quotes it: short, and printable whatever it holds."""
+    return ascii(text[:40]) + ("..." if len(text) > 40 else "")
+
+
 def _who(args: argparse.Namespace) -> str:
     if args.by:
         return args.by
@@ -51,6 +87,7 @@ def _who(args: argparse.Namespace) -> str:
 def _check_target(args: argparse.Namespace, pinned_at: int | None) -> str | None:
     """A problem with the target or the pinned count, when a policy is at hand; else ``None``."""
     from scaling.domain.policy import PolicyError, load_policy
+    from scaling.domain.policy_namespace import EventHubsNamespaceTarget
     from scaling.domain.profiles import widest_bounds
     from scaling.settings import SettingsError, load_policy_setting
 
@@ -62,12 +99,16 @@ def _check_target(args: argparse.Namespace, pinned_at: int | None) -> str | None
         print("note: no policy given (--policy or AUTOSCALER_POLICY_FILE); the target name is not checked", file=sys.stderr)
         return None
     try:
-        target = policy.target(args.target)
+        target = policy.scale_target(args.target)  # a plan target or a namespace target
     except KeyError:
-        return f"--target {args.target!r} is not in the policy (known: {', '.join(t.name for t in policy.targets)})"
-    low, high = widest_bounds(target)
+        known = [t.name for t in policy.targets] + [n.name for n in policy.namespaces]
+        return f"--target {args.target!r} is not in the policy (known: {', '.join(known)})"
+    if isinstance(target, EventHubsNamespaceTarget):
+        low, high, unit = target.min_tus, target.max_tus, " TUs"
+    else:
+        (low, high), unit = widest_bounds(target), ""
     if pinned_at is not None and not low <= pinned_at <= high:
-        return f"--at {pinned_at} is outside {target.name}'s bounds ({low}-{high})"
+        return f"--at {pinned_at} is outside {target.name}'s bounds ({low}-{high}{unit})"
     return None
 
 
@@ -88,11 +129,15 @@ def run(args: argparse.Namespace) -> int:
     from scaling.domain.policy_fields import MAX_INSTANCES
     from scaling.storage.records import utc_now
 
+    problem = _argument_problem(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     if args.at is not None and not 1 <= args.at <= MAX_INSTANCES:
         print(f"error: --at must be between 1 and {MAX_INSTANCES}, got {args.at}", file=sys.stderr)
         return 2
-    if not args.reason.strip() or not args.reason.isprintable() or len(args.reason) > 256:
-        print("error: --reason must be printable text of at most 256 characters", file=sys.stderr)
+    if _text_problem(args.reason, MAX_REASON_CHARS):
+        print(f"error: --reason must be printable text of at most {MAX_REASON_CHARS} characters", file=sys.stderr)
         return 2
     try:
         until = pause_until(utc_now(), until=args.until,
@@ -124,6 +169,9 @@ def _on_service(args: argparse.Namespace, pinned_at: int | None, verb: str, act)
     except SettingsError as error:
         print(f"error: {error} (or pass --connection-string)", file=sys.stderr)
         return 2, None
+    except ValueError as error:  # the storage SDK refuses a malformed connection string
+        print(f"error: --connection-string: {error}", file=sys.stderr)
+        return 2, None
     try:
         return None, act(service)
     except PauseConflict as error:
@@ -137,6 +185,10 @@ def _on_service(args: argparse.Namespace, pinned_at: int | None, verb: str, act)
 
 
 def run_resume(args: argparse.Namespace) -> int:
+    problem = _argument_problem(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     code, outcome = _on_service(args, None, "resume", lambda service: service.resume(args.target, requested_by=_who(args)))
     if code is not None:
         return code

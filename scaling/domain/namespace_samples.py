@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from scaling.domain.samples import MAX_CLOCK_SKEW, SampleError, format_time, parse_time, sample_id_for
+from scaling.domain.samples import MAX_CLOCK_SKEW, SampleError, check_inner_time, format_time, parse_time, sample_id_for
 from scaling.domain.throughput_units import NamespaceMinute, NamespaceReading
 
 NAMESPACE_SAMPLE_KIND = "eventhubs_namespace"
@@ -119,6 +119,11 @@ def parse_namespace_sample(body: str | bytes, *, now: datetime, clock_skew: time
         minutes.append(NamespaceMinute(parse_time(row[0], f"minutes[{index}][0]"), *values))
     if any(b.minute <= a.minute for a, b in zip(minutes, minutes[1:], strict=False)):
         raise SampleError("minutes must be in increasing time order")
+    for index in {0, len(minutes) - 1} if minutes else ():  # in order: the first and the last bound them all
+        # A minute row starts before collection (the newest complete minute) and within the
+        # longest scale-down hold of it: one dated otherwise would drive a TU write on made-up load.
+        check_inner_time(minutes[index].minute, collected_at, f"minutes[{index}][0]", clock_skew,
+                         oldest=timedelta(minutes=MAX_MINUTES + 1))
     error = document.get("error")
     if error is not None and (not isinstance(error, str) or len(error) > MAX_ERROR_CHARS):
         raise SampleError(f"error must be text of at most {MAX_ERROR_CHARS} characters")

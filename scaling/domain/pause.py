@@ -24,8 +24,23 @@ PAUSED = "paused"
 PINNED = "pinned"
 PAUSE_EXPIRED = "pause_expired"
 RESUMED = "resumed"
+#: A field of the stored state could not be read (an out-of-band edit, an older writer).
+STATE_UNREADABLE = "state_unreadable"
+#: What each unreadable field counts as: the documented rule (docs/reliability.md).
+_UNREADABLE_RULES = {
+    "pause": "the pause counts as expired: the autoscaler acts again",
+    "external_writer": "the external-writer hold counts as ended",
+    "external_changes": "no external change is counted in the last hour",
+    "desired": "no desired capacity: the next decision sets one",
+    "outbox": "no action is kept for a redelivery to re-send",
+    "state": "the target starts afresh (capacity and learned throughput unknown)",
+    "document": "the target starts afresh (capacity and learned throughput unknown)",
+}
 
 _DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+#: Digits a duration's part may have: far more than 7 days in any unit, few enough that the number
+#: stays an ordinary integer (a 5000-digit part would otherwise reach Python's conversion limit).
+_MAX_DURATION_DIGITS = 12
 
 
 class Hold(Protocol):
@@ -87,11 +102,17 @@ class Pause:
 
 def parse_duration(text: str) -> timedelta:
     """``90m``, ``4h``, ``1h30m``, ``2d``: a duration (``PauseError`` when unreadable)."""
-    match = _DURATION.match(text.strip().lower())
+    shown = f"{text[:40]!r}{'...' if len(text) > 40 else ''}"
+    match = _DURATION.match(text.strip().lower()) if len(text) <= 4 * (_MAX_DURATION_DIGITS + 1) else None
     if not text.strip() or match is None or not any(match.groups()):
-        raise PauseError(f"--for {text!r} is not a duration (e.g. 90m, 4h, 1h30m, 2d)")
+        raise PauseError(f"--for {shown} is not a duration (e.g. 90m, 4h, 1h30m, 2d)")
+    if any(part is not None and len(part) > _MAX_DURATION_DIGITS for part in match.groups()):
+        raise PauseError(f"--for {shown}: a pause lasts at most {MAX_PAUSE.days} days")
     days, hours, minutes, seconds = (int(part or 0) for part in match.groups())
-    return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+    try:
+        return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+    except OverflowError:
+        raise PauseError(f"--for {shown}: a pause lasts at most {MAX_PAUSE.days} days") from None
 
 
 def pause_until(now: datetime, *, until: str | datetime | None = None, duration: timedelta | None = None) -> datetime:
@@ -104,12 +125,25 @@ def pause_until(now: datetime, *, until: str | datetime | None = None, duration:
             until = parse_time(until, "--until")
         except ValueError as error:
             raise PauseError(f"{error} (ISO 8601 with an offset, e.g. 2026-11-23T18:00:00+01:00)") from None
+    if duration is not None and duration > MAX_PAUSE:  # checked before adding: now + 10**9 days overflows
+        raise PauseError(f"a pause lasts at most {MAX_PAUSE.days} days (asked for {duration.days} days)")
     end = until if until is not None else now + (duration if duration is not None else DEFAULT_PAUSE)
     if end <= now:
         raise PauseError(f"the pause must end in the future (asked to end at {format_time(end)}, now {format_time(now)})")
     if end - now > MAX_PAUSE:
         raise PauseError(f"a pause lasts at most {MAX_PAUSE.days} days (asked to end at {format_time(end)})")
     return end
+
+
+def unreadable_reasons(errors: tuple[str, ...]) -> tuple[str, ...]:
+    """The decision-log reasons for fields of the stored state that could not be read (each
+    ``"field: error"``): what was wrong and what it counts as instead."""
+    reasons = []
+    for error in errors:
+        field = error.split(":", 1)[0]
+        rule = _UNREADABLE_RULES.get(field, "it reads as unset")
+        reasons.append(f"the stored {field} cannot be read ({error}); {rule}")
+    return tuple(reasons)
 
 
 def paused_reason(pause: Hold, capacity: int, wanted: int) -> str:

@@ -578,6 +578,21 @@ class TargetPolicy:
         return max(rule_window, self.slo.history_seconds if self.mode == "slo" else 0)
 
 
+def _one_target_per_resource(field_name: str, resources: list[tuple[str, str]]) -> None:
+    """Two targets that resize one plan (or one namespace) would fight each other, each undoing
+    the other's writes and counting them as an external writer: refused, naming both. Resource
+    ids compare as ARM compares them (case-insensitively, a trailing slash ignored)."""
+    first: dict[str, tuple[int, str]] = {}
+    for index, (name, resource_id) in enumerate(resources):
+        key = resource_id.strip().rstrip("/").lower()
+        if key in first:
+            other_index, other = first[key]
+            raise invalid(f"{field_name}[{index}]", f"{name!r} resizes the same resource as "
+                          f"{field_name}[{other_index}] {other!r} ({resource_id}): the two would fight each "
+                          "other; give each resource one target")
+        first[key] = (index, name)
+
+
 @dataclass(frozen=True, slots=True)
 class Policy:
     """The whole file: one target per App Service Plan."""
@@ -610,7 +625,9 @@ class Policy:
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
             raise invalid("targets", f"has duplicate name {duplicates[0]!r}")
+        _one_target_per_resource("targets", [(target.name, target.plan.resource_id) for target in self.targets])
         self._check_namespaces(names)
+        _one_target_per_resource("namespaces", [(namespace.name, namespace.resource_id) for namespace in self.namespaces])
         return self
 
     def _check_namespaces(self, plan_targets: list[str]) -> None:

@@ -396,10 +396,30 @@ def sample_from_dict(document: Any, *, now: datetime | None = None, clock_skew: 
                                  in enumerate(_list(document.get("autoscale_settings") or [], "autoscale_settings",
                                                     MAX_AUTOSCALE_SETTINGS))),
     )
+    for index, source in enumerate(sources):
+        if source.oldest_enqueued_at is not None:
+            check_inner_time(source.oldest_enqueued_at, collected_at, f"sources[{index}].oldest_enqueued_at", clock_skew)
     declared_id = document.get("sample_id")
     if declared_id is not None and declared_id != sample.sample_id:
         raise SampleError(f"sample_id {declared_id!r} does not match target and collected_at")
     return sample
+
+
+def check_inner_time(moment: datetime, collected_at: datetime, path: str, clock_skew: timedelta,
+                     *, oldest: timedelta | None = None) -> None:
+    """``SampleError`` when a time inside a sample disagrees with its ``collected_at``: after it by
+    more than the clock skew tolerated (nothing read at collection can be dated later), or, with
+    ``oldest``, before it by more than that and the tolerance. Such a sample was forged or
+    mangled, and what it says (an oldest message from the future, tomorrow's metrics) would drive
+    a write."""
+    if moment - collected_at > clock_skew:
+        raise SampleError(f"{path} {format_time(moment)} is {(moment - collected_at).total_seconds():.0f} s after "
+                          f"collected_at {format_time(collected_at)}; at most {clock_skew.total_seconds():.0f} s of "
+                          "clock skew is tolerated")
+    if oldest is not None and collected_at - moment > oldest + clock_skew:
+        raise SampleError(f"{path} {format_time(moment)} is {(collected_at - moment).total_seconds():.0f} s before "
+                          f"collected_at {format_time(collected_at)}; a sample covers at most "
+                          f"{oldest.total_seconds():.0f} s (and {clock_skew.total_seconds():.0f} s of clock skew)")
 
 
 def parse_sample(body: str | bytes, *, now: datetime | None = None, clock_skew: timedelta = MAX_CLOCK_SKEW) -> MetricSample:

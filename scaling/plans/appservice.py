@@ -60,6 +60,9 @@ EXTRA_RETRY_STATUSES = (409,)
 #: malformed header in the LRO poller are ``ValueError``s, a malformed body a ``TypeError`` or
 #: ``KeyError``. All become ``PlanError`` so the scale service records them like any ARM failure.
 CLIENT_ERRORS = (AzureError, ValueError, TypeError, KeyError, AttributeError)
+#: After the subscription's autoscale-settings list was refused, how long to list only the plan's
+#: resource group before asking the subscription again.
+SUBSCRIPTION_LIST_RETRY_SECONDS = 3600.0
 
 
 #: Headers that carry a server's requested delay, and the unit of each (seconds or milliseconds).
@@ -150,6 +153,8 @@ class AppServicePlanAdapter:
         self.client_kwargs = client_kwargs
         self._clients: dict[str, Any] = {}
         self._monitors: dict[str, Any] = {}
+        #: Subscriptions whose autoscale-settings list was refused, and when (monotonic seconds).
+        self._subscription_refused: dict[str, float] = {}
         self._lock = threading.Lock()
 
     def _client(self, subscription_id: str) -> Any:
@@ -238,16 +243,42 @@ class AppServicePlanAdapter:
     # --- other controllers on the plan (domain/conflict.py) ----------------------------------------
 
     def enabled_autoscale_settings(self, resource_id: str) -> tuple[str, ...]:
-        """Names of the enabled Azure Monitor autoscale settings whose target is the plan: one
-        list of the plan's resource group (``Microsoft.Insights/autoscaleSettings/read``)."""
+        """Names of the enabled Azure Monitor autoscale settings whose target is the plan.
+
+        A setting may live in any resource group of the subscription, so the subscription's
+        settings are listed (``Microsoft.Insights/autoscaleSettings/read`` at subscription scope,
+        docs/deploy.md). Where that is refused (the role is assigned on the plan's resource group
+        only, as ``azd up`` does), the plan's resource group is listed instead, as before, and the
+        subscription is asked again an hour later (a role granted meanwhile is picked up)."""
         plan = plan_settings(resource_id)
-        try:
-            settings = list(self._monitor(plan.subscription_id).autoscale_settings.list_by_resource_group(plan.resource_group))
-        except CLIENT_ERRORS as error:
-            raise self._translate(error, resource_id, "listing the autoscale settings of its resource group") from error
+        monitor = self._monitor(plan.subscription_id)
+        settings = None
+        if self._subscription_list_allowed(plan.subscription_id):
+            try:
+                settings = list(monitor.autoscale_settings.list_by_subscription())
+            except CLIENT_ERRORS as error:
+                if getattr(error, "status_code", None) not in (401, 403):
+                    raise self._translate(error, resource_id, "listing the autoscale settings of its subscription") from error
+                with self._lock:
+                    self._subscription_refused[plan.subscription_id] = time.monotonic()
+                logger.warning("listing the autoscale settings of subscription %s was refused (%s); listing plan %s's "
+                               "resource group only (docs/deploy.md: the Autoscale Settings Reader role at "
+                               "subscription scope finds a setting kept anywhere)", plan.subscription_id,
+                               getattr(error, "status_code", "?"), resource_id)
+        if settings is None:
+            try:
+                settings = list(monitor.autoscale_settings.list_by_resource_group(plan.resource_group))
+            except CLIENT_ERRORS as error:
+                raise self._translate(error, resource_id, "listing the autoscale settings of its resource group") from error
         wanted = resource_id.rstrip("/").lower()
         return tuple(sorted(setting.name for setting in settings if setting.enabled
                             and (setting.target_resource_uri or "").rstrip("/").lower() == wanted))
+
+    def _subscription_list_allowed(self, subscription_id: str) -> bool:
+        """Whether to list the subscription's settings: not when it was refused within the hour."""
+        with self._lock:
+            refused = self._subscription_refused.get(subscription_id)
+        return refused is None or time.monotonic() - refused >= SUBSCRIPTION_LIST_RETRY_SECONDS
 
     async def current_autoscale_settings(self, plan: PlanSettings) -> tuple[str, ...]:
         """``enabled_autoscale_settings`` for the collector (async)."""

@@ -285,24 +285,30 @@ class LocalServiceBus:
 # read-only here.
 
 AUTOSCALE_SETTINGS_PATH = re.compile(
-    r"^/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/Microsoft\.Insights/autoscalesettings$",
+    r"^/subscriptions/(?P<sub>[^/]+)(?:/resourceGroups/(?P<rg>[^/]+))?/providers/Microsoft\.Insights/autoscalesettings$",
     re.IGNORECASE,
 )
 
 
 class LocalAutoscaleSettings:
-    """Autoscale settings per resource group, answered as ARM lists them. ``requests`` logs each
-    list (method, path); ``deny`` makes every list answer 403 (an identity without the role)."""
+    """Autoscale settings, answered as ARM lists them per resource group or per subscription.
+    ``requests`` logs each list (method, path); ``denied`` makes every list answer 403 (an
+    identity without the role), ``subscription_denied`` only the subscription's (the role
+    assigned on resource groups only)."""
 
     def __init__(self) -> None:
         self.settings: dict[str, dict] = {}
         self.requests: list[tuple[str, str]] = []
         self.denied = False
+        self.subscription_denied = False
         self._lock = threading.Lock()
 
-    def add(self, name: str, target_resource_uri: str, *, enabled: bool = True) -> dict:
-        """An autoscale setting in the target's resource group (where ARM keeps it, usually)."""
+    def add(self, name: str, target_resource_uri: str, *, enabled: bool = True, resource_group: str | None = None) -> dict:
+        """An autoscale setting in the target's resource group (where ARM keeps it, usually), or
+        in ``resource_group`` of the same subscription (Azure lets it live anywhere there)."""
         group = target_resource_uri.split("/providers/")[0]
+        if resource_group is not None:
+            group = f"{group.split('/resourceGroups/')[0]}/resourceGroups/{resource_group}"
         document = {
             "id": f"{group}/providers/microsoft.insights/autoscalesettings/{name}",
             "name": name, "type": "Microsoft.Insights/autoscaleSettings", "location": "West Europe",
@@ -329,11 +335,12 @@ class LocalAutoscaleSettings:
             self.requests.append((request.method, request.path))
             if request.method != "GET":
                 return json_reply(405, {"error": {"code": "MethodNotAllowed", "message": f"{request.method}: read-only here"}})
-            if self.denied:
+            if self.denied or (self.subscription_denied and match["rg"] is None):
                 return json_reply(403, {"error": {"code": "AuthorizationFailed", "message": (
                     "The client does not have authorization to perform action "
                     f"'Microsoft.Insights/autoscalesettings/read' over scope '{request.path}'.")}})
-            prefix = f"/subscriptions/{match['sub']}/resourcegroups/{match['rg']}/".lower()
+            prefix = (f"/subscriptions/{match['sub']}/" if match["rg"] is None
+                      else f"/subscriptions/{match['sub']}/resourcegroups/{match['rg']}/").lower()
             value = [copy.deepcopy(document) for key, document in self.settings.items() if key.startswith(prefix)]
         return json_reply(200, {"value": value})
 

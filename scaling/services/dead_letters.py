@@ -25,13 +25,16 @@ from typing import Protocol
 from scaling.domain.telemetry import DEAD_LETTERS
 from scaling.services.telemetry import NO_TELEMETRY, Telemetry
 from scaling.settings import ACTIONS_QUEUE, METRICS_QUEUE
-from scaling.storage.records import DeadLetter, body_text, target_of, utc_now
+from scaling.storage.records import DeadLetter, DecisionRecord, StoredState, body_text, parse_action, target_of, utc_now
 
 logger = logging.getLogger(__name__)
 
 #: The queue each function reads: where a replayed letter goes.
 QUEUE_OF_FUNCTION = {"evaluate": METRICS_QUEUE, "scale": ACTIONS_QUEUE}
 POISON = "poison"
+#: Outcomes a poisoned action's decision row gets (docs/reliability.md, "After a storage outage").
+SUPERSEDED = "superseded"
+POISONED = "dead_lettered"
 
 
 class DeadLetterStore(Protocol):
@@ -40,6 +43,13 @@ class DeadLetterStore(Protocol):
     def dead_letters_for(self, function: str | None = None) -> list[DeadLetter]: ...
 
     def mark_replayed(self, letter: DeadLetter, at: datetime) -> None: ...
+
+    def load_state(self, target: str) -> StoredState: ...
+
+    def decision_row(self, target: str, decided_at: datetime, decision_id: str) -> DecisionRecord | None: ...
+
+    def record_outcome(self, target: str, decided_at: datetime, decision_id: str, outcome: str,
+                       detail: str | None, at: datetime) -> bool: ...
 
 
 class LastErrors:
@@ -103,7 +113,36 @@ class DeadLetterService:
             self.telemetry.record(DEAD_LETTERS, 1, {"function": function})
         logger.error("%s-poison: message %s recorded as dead letter %s: %s", queue, message_id or "?",
                      letter.letter_id, error)
+        if function == "scale":
+            self._account_action(text, letter)
         return PoisonOutcome("recorded" if created else "already_recorded", letter)
+
+    def _account_action(self, text: str, letter: DeadLetter) -> None:
+        """Say on a poisoned action's decision row what became of it, so that the decision log
+        accounts for every action after an outage: superseded by a newer decision, or dead-lettered
+        with its error and re-issued by reconciliation once the grace has passed (the desired
+        capacity stays in the state). A row that already has an outcome (scale got that far) keeps it."""
+        try:
+            action = parse_action(text)
+            stored = self.store.load_state(action.target)
+            row = self.store.decision_row(action.target, action.decided_at, action.decision_id)
+            row_outcome = row.outcome if row is not None else None
+        except Exception as error:  # the letter is recorded; accounting is best effort
+            logger.warning("scale-poison: could not account dead letter %s on its decision row: %s", letter.letter_id, error)
+            return
+        if row_outcome is not None:
+            return
+        newest = stored.latest_decision_id
+        if newest is not None and newest.startswith(f"{action.decision_id}-r"):
+            outcome, detail = POISONED, f"dead-lettered ({letter.error}); reconciliation re-issued it as {newest}"
+        elif newest is not None and newest != action.decision_id:
+            outcome, detail = SUPERSEDED, f"superseded by decision {newest}; the action was dead-lettered ({letter.error})"
+        elif stored.desired is not None and stored.desired.capacity == action.target_capacity:
+            outcome, detail = POISONED, (f"dead-lettered ({letter.error}); its capacity {action.target_capacity} stays "
+                                         "desired: reconciliation re-issues it after the grace")
+        else:
+            outcome, detail = POISONED, f"dead-lettered ({letter.error})"
+        self.store.record_outcome(action.target, action.decided_at, action.decision_id, outcome, detail[:1000], self.clock())
 
     def letters(self, target: str | None = None, function: str | None = None) -> list[DeadLetter]:
         letters = self.store.dead_letters_for(function)

@@ -42,7 +42,7 @@ from scaling.domain.decisions import DOWN, HOLD, UP, Decision, ScalerState, deci
 from scaling.domain.engine import evaluate
 from scaling.domain.names import safe_text
 from scaling.domain.namespace_samples import is_namespace_message
-from scaling.domain.pause import PAUSE_EXPIRED, PINNED, Pause
+from scaling.domain.pause import PAUSE_EXPIRED, PINNED, STATE_UNREADABLE, Pause, unreadable_reasons
 from scaling.domain.policy import Policy, TargetPolicy
 from scaling.domain.policy_namespace import EventHubsNamespaceTarget
 from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, DesiredCapacity, Reconciliation, reconcile
@@ -133,6 +133,26 @@ class _Plan:
     purge: bool
     reconciliation: Reconciliation | None = None
     previous: MetricSample | None = None
+
+
+def pause_expired_record(target: str, pause: Pause, trigger: str, now: datetime, capacity: int | None) -> DecisionRecord:
+    """The decision-log row of a pause that ended by itself (plan and namespace targets alike)."""
+    logger.warning("evaluate %s: the pause ended at %s (%s); the autoscaler acts again", target,
+                   pause.until.isoformat(), pause.describe())
+    return DecisionRecord(target, decision_id_for(target, f"expired|{pause.pause_id}"), now, trigger,
+                          acts=False, direction=HOLD, reason_code=PAUSE_EXPIRED,
+                          reasons=(f"ended by itself: {pause.describe()}",), metrics={},
+                          capacity_before=capacity, capacity_after=capacity)
+
+
+def unreadable_record(target: str, stored: StoredState, trigger: str, now: datetime, capacity: int | None) -> DecisionRecord:
+    """The decision-log row of stored fields that could not be read and count as unset."""
+    logger.error("evaluate %s: the stored state has unreadable fields (%s); they count as unset",
+                 target, "; ".join(stored.unreadable))
+    return DecisionRecord(target, decision_id_for(target, f"unreadable|{stored.etag}"), now, trigger,
+                          acts=False, direction=HOLD, reason_code=STATE_UNREADABLE,
+                          reasons=unreadable_reasons(stored.unreadable), metrics={},
+                          capacity_before=capacity, capacity_after=capacity)
 
 
 def decision_time(now: datetime, stored: StoredState) -> datetime:
@@ -317,6 +337,11 @@ class EvaluateService:
         if not any(item.sample_id == sample.sample_id for item in history):
             history = [*history, sample]
         records: list[DecisionRecord] = []
+        if stored.unreadable:
+            # Out-of-band edits or an older writer: what could not be read counts as unset (an
+            # unreadable pause as expired), said once in the log; the commit writes it cleanly.
+            records.append(self._unreadable(target, stored, sample.sample_id, now, old.capacity))
+            stored = replace(stored, unreadable=())
         pause = stored.pause
         if pause is not None and not pause.active(now):
             # A forgotten pause ends by itself; its end is a row of the decision log.
@@ -331,6 +356,12 @@ class EvaluateService:
         reconciliation = None if self.dry_run or holding_still else reconcile(
             stored.desired, newest.capacity, newest.collected_at, grace=self.reconcile_grace,
             on_external_change=target.on_external_change, clock_skew=self.clock_skew)
+        if reconciliation is not None and reconciliation.kind == EXTERNAL_CHANGE and not newest.autoscale_settings \
+                and old.last_reason_code == AUTOSCALE_SETTING and newest.capacity is not None:
+            # The first sample after an autoscale setting let go: the plan moved under the setting,
+            # not under an external writer. Act from the capacity the plan has, as when it holds.
+            reconciliation = None
+            stored = replace(stored, desired=DesiredCapacity.observed(newest.capacity, newest.collected_at, "released"))
         conflict, stored = self._conflict(stored, newest, reconciliation)
         if conflict is not None:
             # Another controller drives the plan: never contest it. The desired capacity follows
@@ -433,7 +464,10 @@ class EvaluateService:
         one): an enabled autoscale setting in the sample, or more external changes in the hour
         than ``external_changes_limit``, which holds until ``resume``."""
         writer, seen = stored.external_writer, None
+        # A resize while an enabled autoscale setting holds the target is that setting's: counted
+        # as an external writer's, four of them would latch a hold that outlives the setting.
         if writer is None and reconciliation is not None and reconciliation.kind == EXTERNAL_CHANGE \
+                and not newest.autoscale_settings \
                 and stored.desired is not None and reconciliation.observed is not None:
             seen = ExternalChange(newest.collected_at, reconciliation.observed, stored.desired.capacity)
         changes = recent_changes(stored.external_changes, seen, newest.collected_at)
@@ -466,12 +500,11 @@ class EvaluateService:
 
     def _pause_expired(self, target: TargetPolicy, pause: Pause, trigger: str, now: datetime,
                        capacity: int | None) -> DecisionRecord:
-        logger.warning("evaluate %s: the pause ended at %s (%s); the autoscaler acts again", target.name,
-                       pause.until.isoformat(), pause.describe())
-        return DecisionRecord(target.name, decision_id_for(target.name, f"expired|{pause.pause_id}"), now, trigger,
-                              acts=False, direction=HOLD, reason_code=PAUSE_EXPIRED,
-                              reasons=(f"ended by itself: {pause.describe()}",), metrics={},
-                              capacity_before=capacity, capacity_after=capacity)
+        return pause_expired_record(target.name, pause, trigger, now, capacity)
+
+    def _unreadable(self, target: TargetPolicy, stored: StoredState, trigger: str, now: datetime,
+                    capacity: int | None) -> DecisionRecord:
+        return unreadable_record(target.name, stored, trigger, now, capacity)
 
     def _reconciled(self, target: TargetPolicy, reconciliation: Reconciliation, trigger: str,
                     now: datetime, traceparent: str | None = None) -> tuple[ActionMessage | None, DecisionRecord]:
@@ -576,6 +609,9 @@ class EvaluateService:
         if reconciled is not None and reconciled.kind in (REISSUE, EXTERNAL_CHANGE):
             reason = "reconcile" if reconciled.kind == REISSUE else EXTERNAL_CHANGE
         record(DECISIONS, 1, {**name, "direction": direction, "reason": reason})
+        if any(row.reason_code == STATE_UNREADABLE for row in plan.records):
+            # The state-unreadable alert's signal (infra/app/operations.bicep), beside the decision.
+            record(DECISIONS, 1, {**name, "direction": HOLD, "reason": STATE_UNREADABLE})
         for source in sample.sources:
             if source.ok:
                 record(BACKLOG, source.backlog, {**name, "source": source.name})

@@ -27,16 +27,17 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from scaling.domain.decisions import HOLD, UP, Decision, decision_id_for
+from scaling.domain.decisions import DOWN, HOLD, UP, Decision, decision_id_for
 from scaling.domain.names import safe_text
 from scaling.domain.namespace_samples import NamespaceSample, parse_namespace_sample
+from scaling.domain.pause import PINNED, Pause, paused_reason
 from scaling.domain.policy import Policy
 from scaling.domain.policy_namespace import EventHubsNamespaceTarget
 from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, DesiredCapacity, reconcile
 from scaling.domain.samples import MAX_CLOCK_SKEW, SampleError
 from scaling.domain.telemetry import DECISIONS, SAMPLES, THROTTLED_REQUESTS, THROUGHPUT_UNITS
 from scaling.domain.throughput_units import ConsumerCatchUp, size_namespace
-from scaling.services.evaluate import RECONCILE_GRACE, EvaluateOutcome
+from scaling.services.evaluate import RECONCILE_GRACE, EvaluateOutcome, pause_expired_record, unreadable_record
 from scaling.services.telemetry import NO_TELEMETRY, Telemetry
 from scaling.storage.base import ConcurrencyConflict, EvaluateStore
 from scaling.storage.records import ActionMessage, DeadLetter, DecisionRecord, StoredState, body_text, target_of, utc_now
@@ -188,13 +189,20 @@ class NamespaceEvaluateService:
         old = stored.state
         decision_id = decision_id_for(target.name, sample.sample_id)
         records: list[DecisionRecord] = []
+        if stored.unreadable:
+            records.append(unreadable_record(target.name, stored, sample.sample_id, now, old.capacity))
+            stored = replace(stored, unreadable=())
+        pause = stored.pause
+        if pause is not None and not pause.active(now):
+            records.append(pause_expired_record(target.name, pause, sample.sample_id, now, old.capacity))
+            stored, pause = replace(stored, pause=None), None
         if old.last_sample_at is not None and sample.collected_at < old.last_sample_at:
             # A late sample knows less than one evaluated already: remembered, never acted on.
             late = Decision(decision_id, target.name, now, sample.capacity, None, HOLD, "late_sample",
                             (f"collected at {sample.collected_at.isoformat()}, before the newest evaluated sample "
                              f"({old.last_sample_at.isoformat()}); not acted on",), {})
             return (replace(stored.with_evaluated(sample.collected_at, keep_after=now - timedelta(hours=2)), updated_at=now),
-                    [], late, None)
+                    records, late, None)
         reading = sample.reading
         desired = stored.desired
         reconciliation = reconcile(desired, sample.capacity, sample.collected_at, grace=self.reconcile_grace,
@@ -212,6 +220,17 @@ class NamespaceEvaluateService:
             notes = (f"metrics: {sample.error}",) if sample.error else ()
             decision = Decision(decision_id, target.name, now, tu.capacity, tu.target_capacity, tu.direction,
                                 tu.reason_code, (*tu.reasons, *notes), dict(tu.metrics))
+        if pause is not None:
+            # Paused or pinned, as a plan target is (docs/operations.md): the sizing is logged as
+            # what it would have done, never sent; a pin's count goes out once through the outbox.
+            would = decision.target_capacity if decision.acts else None
+            decision = replace(decision, direction=HOLD, target_capacity=decision.current_capacity,
+                               reason_code=pause.code,
+                               reasons=(*((paused_reason(pause, decision.current_capacity, would),) if would else ()),
+                                        pause.describe(), *decision.reasons),
+                               metrics={**decision.metrics, **({"would_scale_to": would} if would else {})})
+            if pause.pinned_at is None:  # nothing at all goes to scale while paused: no re-issue either
+                reconciliation, desired = replace(reconciliation, kind="held"), stored.desired
         action = None
         state = replace(old, capacity=sample.capacity if sample.capacity is not None else old.capacity,
                         last_sample_at=sample.collected_at, last_reason_code=decision.reason_code,
@@ -221,7 +240,27 @@ class NamespaceEvaluateService:
         next_stored = stored.with_evaluated(sample.collected_at, keep_after=now - timedelta(hours=2))
         # A count already asked for (its write not seen yet) is reconciliation's to re-issue, not a new decision.
         asked = desired is not None and decision.target_capacity == desired.capacity
-        if decision.acts and decision_id != stored.latest_decision_id and not asked:
+        if pause is not None and pause.pinned_at is not None and not pause.pin_requested:
+            action, record = self._pin(target, pause, sample, now, decision.current_capacity)
+            records.append(record)
+            pause = replace(pause, pin_requested=True)
+            next_stored = replace(next_stored.with_outbox(sample.sample_id, action), pause=pause,
+                                  latest_decision_id=action.decision_id, latest_decided_at=now)
+            desired = DesiredCapacity.decided(action.target_capacity, action.decision_id, now, decision.current_capacity,
+                                              previous=desired, clock_skew=self.clock_skew)
+            state = replace(state, last_action_at=now, last_direction=action.direction)
+        elif pause is not None:
+            would = decision.metrics.get("would_scale_to")
+            if would != pause.logged_would or decision.reason_code != old.last_reason_code:
+                records.append(DecisionRecord.from_decision(decision, sample.sample_id, None))
+                next_stored = replace(next_stored, pause=replace(pause, logged_would=would))
+            if reconciliation.kind in (REISSUE, EXTERNAL_CHANGE) and desired is not None:
+                action, record = self._reconciled(target, reconciliation, sample.sample_id, now)
+                records.append(record)
+                if action is not None:
+                    next_stored = replace(next_stored.with_outbox(sample.sample_id, action),
+                                          latest_decision_id=action.decision_id, latest_decided_at=now)
+        elif decision.acts and decision_id != stored.latest_decision_id and not asked:
             action = ActionMessage(decision_id=decision_id, target=target.name, plan_resource_id=target.resource_id,
                                    target_capacity=decision.target_capacity or 0, direction=decision.direction,
                                    reason=f"{decision.reason_code}: {'; '.join(decision.reasons)}"[:1000], decided_at=now,
@@ -243,6 +282,21 @@ class NamespaceEvaluateService:
                                           latest_decision_id=action.decision_id, latest_decided_at=now)
         next_stored = replace(next_stored, state=state, desired=desired, updated_at=now)
         return next_stored, records, decision, action
+
+    def _pin(self, target: EventHubsNamespaceTarget, pause: Pause, sample: NamespaceSample, now: datetime,
+             capacity: int | None) -> tuple[ActionMessage, DecisionRecord]:
+        """The one action of a pin (its id is the pause's: ``scale`` applies it at most once)."""
+        assert pause.pinned_at is not None
+        decision_id = decision_id_for(target.name, f"pin|{pause.pause_id}")
+        direction = DOWN if capacity is not None and pause.pinned_at < capacity else UP
+        action = ActionMessage(decision_id=decision_id, target=target.name, plan_resource_id=target.resource_id,
+                               target_capacity=pause.pinned_at, direction=direction,
+                               reason=f"{PINNED}: {pause.describe()}", decided_at=now, traceparent=sample.traceparent)
+        record = DecisionRecord(target.name, decision_id, now, sample.sample_id, acts=True, direction=direction,
+                                reason_code=PINNED, reasons=(pause.describe(),),
+                                metrics={"pinned_at": pause.pinned_at, "until": pause.until.isoformat()},
+                                capacity_before=capacity, capacity_after=pause.pinned_at, action=action)
+        return action, record
 
     def _report(self, target: EventHubsNamespaceTarget, sample: NamespaceSample, decision: Decision,
                 action: ActionMessage | None) -> None:

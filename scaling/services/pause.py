@@ -14,20 +14,36 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from scaling.domain.conflict import ExternalWriterHold
 from scaling.domain.decisions import HOLD, decision_id_for
 from scaling.domain.pause import RESUMED, Pause
 from scaling.storage.base import ConcurrencyConflict, EvaluateStore
-from scaling.storage.records import DecisionRecord, StoredState, utc_now
+from scaling.storage.records import HOLD_FIELDS, DecisionRecord, StoredState, utc_now
 
 logger = logging.getLogger(__name__)
 
 
 class PauseConflict(Exception):
     """Another operator paused or resumed the target meanwhile; nothing was written."""
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadableHold:
+    """A stored pause or external-writer hold that could not be read (``StoredState.unreadable``):
+    evaluate treats it as ended, and ``resume`` clears it."""
+
+    errors: tuple[str, ...]
+
+    @classmethod
+    def of(cls, stored: StoredState) -> UnreadableHold | None:
+        errors = tuple(error for error in stored.unreadable if error.split(":", 1)[0] in HOLD_FIELDS)
+        return cls(errors) if errors else None
+
+    def describe(self) -> str:
+        return "unreadable: " + "; ".join(self.errors)
 
 
 class PauseService:
@@ -53,24 +69,27 @@ class PauseService:
         logger.warning("pause %s: %s", target, pause.describe())
         return pause
 
-    def resume(self, target: str, *, requested_by: str) -> Pause | ExternalWriterHold | None:
+    def resume(self, target: str, *, requested_by: str) -> Pause | ExternalWriterHold | UnreadableHold | None:
         """End ``target``'s pause now, and a hold for another controller resizing its plan
-        (``domain/conflict.py``: the operator has dealt with it); returns the pause ended, else
-        the hold ended (``None`` when there was neither)."""
+        (``domain/conflict.py``: the operator has dealt with it), and clear either when the
+        stored one cannot be read; returns the pause ended, else the hold ended, else what could
+        not be read (``None`` when there was none of them)."""
         now = self.clock()
         stored = self.store.load_state(target)
         ended = stored.pause if stored.pause is not None and stored.pause.active(now) else None
         writer = stored.external_writer
-        if stored.pause is None and writer is None:
+        unreadable = UnreadableHold.of(stored)
+        if stored.pause is None and writer is None and unreadable is None:
             return None
-        was = [item.describe() for item in (ended, writer) if item is not None]
+        was = [item.describe() for item in (ended, writer, unreadable) if item is not None]
         text = f"resumed by {requested_by}" + (f" (was {'; '.join(was)})" if was else "")
-        held_id = stored.pause.pause_id if stored.pause is not None else f"writer|{writer.since.isoformat()}"
+        held_id = stored.pause.pause_id if stored.pause is not None else \
+            f"writer|{writer.since.isoformat()}" if writer is not None else f"unreadable|{stored.etag}"
         record = _row(target, f"resume|{held_id}", now, RESUMED, text, None)
-        self._write(target, lambda fresh: replace(fresh, pause=None, external_writer=None, external_changes=()), record,
-                    first=stored)
+        self._write(target, lambda fresh: replace(fresh, pause=None, external_writer=None, external_changes=(),
+                                                  unreadable=()), record, first=stored)
         logger.warning("resume %s: %s", target, text)
-        return ended if ended is not None else writer
+        return ended if ended is not None else writer if writer is not None else unreadable
 
     def _live_id(self, stored: StoredState) -> str | None:
         """The id of the pause in force (an expired one an evaluation may clear any time counts as none)."""

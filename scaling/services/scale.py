@@ -52,6 +52,7 @@ from scaling.storage.records import (
     ActionMessage,
     AppliedRecord,
     DeadLetter,
+    StoredState,
     body_text,
     parse_action,
     target_of,
@@ -150,6 +151,9 @@ class ScaleService:
             return ScaleOutcome("in_progress", action.decision_id, target.name)
 
         stored = self.store.load_state(target.name)
+        problem = self._not_committed(action, stored)
+        if problem is not None:
+            return self._dead_letter(body, problem, now, dequeue_count, message_id)
         stale = (stored.latest_decision_id is not None and stored.latest_decision_id != action.decision_id
                  and stored.latest_decided_at is not None and action.decided_at < stored.latest_decided_at)
         claim = AppliedRecord(target.name, action.decision_id, STALE if stale else APPLYING, action.decided_at,
@@ -194,6 +198,37 @@ class ScaleService:
         return ScaleOutcome(status, action.decision_id, target.name, before, after, detail)
 
     # --- steps ------------------------------------------------------------------------------------
+
+    def _not_committed(self, action: ActionMessage, stored: StoredState) -> str | None:
+        """Why ``action`` is not what evaluate committed for its target (``None`` when it is).
+
+        Evaluate commits every action it sends (a decision, a re-issue, a pin) to the state's
+        outbox and the decision log in one transaction before the message leaves, so a genuine
+        action is always found by its decision id with the same capacity: in the outbox (the
+        last few, no extra read), as the desired capacity, or in its decision-log row (one point
+        read, for an action delivered after the outbox moved on). Anything else was written to the
+        queue by someone else, or changed on the way: it must not resize the plan."""
+        for entry in reversed(stored.outbox):
+            if entry.action.decision_id == action.decision_id:
+                return self._capacity_differs(action, entry.action.target_capacity, "the state's outbox")
+        desired = stored.desired
+        if desired is not None and (action.decision_id == desired.decision_id
+                                    or action.decision_id.startswith(f"{desired.decision_id}-r")):
+            return self._capacity_differs(action, desired.capacity, "the desired capacity")
+        row = self.store.decision_row(action.target, action.decided_at, action.decision_id)
+        if row is not None and row.acts:
+            committed = row.action.target_capacity if row.action is not None else row.capacity_after
+            return self._capacity_differs(action, committed, "the decision log")
+        return (f"decision {action.decision_id} ({action.target_capacity} for {action.target}, decided at "
+                f"{action.decided_at.isoformat()}) was not committed by evaluate: it is in neither the target's "
+                "state nor its decision log; a queue message alone does not resize a plan")
+
+    @staticmethod
+    def _capacity_differs(action: ActionMessage, committed: int | None, where: str) -> str | None:
+        if committed == action.target_capacity:
+            return None
+        return (f"decision {action.decision_id} asks {action.target_capacity} for {action.target}, but evaluate "
+                f"committed {committed} for it ({where}); not applied")
 
     def _apply(self, action: ActionMessage, target: TargetPolicy, seen: dict[str, int]) -> tuple[str, int | None, int, str | None]:
         # The bounds in force (schedule profiles) were applied when deciding: clamp to the widest.

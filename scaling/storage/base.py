@@ -147,6 +147,9 @@ class ScaleStore(Protocol):
                        detail: str | None, at: datetime) -> bool:
         """Note what became of an action on its decision row; ``False`` if the row is gone."""
 
+    def decision_row(self, target: str, decided_at: datetime, decision_id: str) -> DecisionRecord | None:
+        """The decision-log row of ``decision_id`` decided at ``decided_at`` (``None`` when absent)."""
+
     def dead_letter(self, letter: DeadLetter) -> None: ...
 
 

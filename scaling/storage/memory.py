@@ -95,6 +95,10 @@ class MemoryStorage:
             rows[key] = replace(rows[key], outcome=outcome, outcome_detail=detail, outcome_at=at)
             return True
 
+    def decision_row(self, target: str, decided_at: datetime, decision_id: str) -> DecisionRecord | None:
+        with self._lock:
+            return self.decision_rows.get(target, {}).get(decision_row_key(decided_at, decision_id))
+
     def decisions(self, target: str, since: datetime | None = None, limit: int | None = None) -> list[DecisionRecord]:
         with self._lock:
             rows = [self.decision_rows.get(target, {})[key] for key in sorted(self.decision_rows.get(target, {}))]

@@ -130,6 +130,7 @@ class StoredState:
     here so that it is written under the same ETag as everything the evaluation writes.
     ``external_changes`` are the plan's resizes from outside within the last hour and
     ``external_writer`` the hold they led to (``domain/conflict.py``; ``resume`` ends it).
+    ``unreadable`` names the fields the read had to drop.
     """
 
     state: ScalerState
@@ -145,6 +146,9 @@ class StoredState:
     pause: Pause | None = None
     external_changes: tuple[ExternalChange, ...] = ()
     external_writer: ExternalWriterHold | None = None
+    #: Fields the last read could not parse, each ``"name: error"``; they read as their defaults
+    #: and are never written back (``stored_state_from_document``).
+    unreadable: tuple[str, ...] = ()
 
     @property
     def target(self) -> str:
@@ -177,6 +181,8 @@ def encode_evaluated(evaluated: Iterable[int]) -> str:
 def decode_evaluated(text: str | None) -> frozenset[int]:
     if not text:
         return frozenset()
+    if not isinstance(text, str):
+        raise TypeError(f"not text: {text!r:.40}")
     return frozenset(int(part) for part in text.split(",") if part)
 
 
@@ -215,23 +221,68 @@ def desired_from_dict(document: Mapping[str, Any]) -> DesiredCapacity:
                                :MAX_EARLIER_CAPACITIES])
 
 
+#: What reading one stored field may raise when an out-of-band edit or an older writer left it
+#: unreadable (a missing key, a wrong type, a time that is no time, a number that is no number).
+_UNREADABLE = (KeyError, TypeError, ValueError, AttributeError, OverflowError, IndexError)
+#: The fields whose loss holds a target (``resume`` clears them).
+HOLD_FIELDS = ("pause", "external_writer")
+
+
+def _field(document: Mapping[str, Any], name: str, parse, default: Any, errors: list[str]) -> Any:
+    """``parse(document[name])`` when the field is there (``default`` when absent or empty); an
+    unreadable one is ``default`` and its error goes to ``errors``, never up: one bad field
+    must not make every sample of the target fail into poison (issue 49)."""
+    value = document.get(name)
+    if value is None or value == "" or value == [] or value == {}:
+        return default
+    try:
+        return parse(value)
+    except _UNREADABLE as error:
+        errors.append(f"{name}: {safe_text(str(error))[:300] or type(error).__name__}")
+        return default
+
+
+def unreadable_document(text: str, target: str, etag: str | None) -> StoredState:
+    """A state entity whose document is not JSON: a fresh state (under the entity's ETag, so that
+    the next commit replaces it) that says so."""
+    return StoredState(state=ScalerState(target=target), etag=etag,
+                       unreadable=(f"document: not JSON ({safe_text(text[:80])!r})",))
+
+
 def stored_state_from_document(document: Mapping[str, Any], target: str, etag: str | None) -> StoredState:
+    """The stored state; a field that cannot be read takes its default (no pause, no hold, no
+    desired capacity, ...) and is named with its error in ``unreadable``: the evaluation that
+    reads it logs a ``state_unreadable`` row and its commit writes the state without it
+    (docs/reliability.md, "No stored state can wedge a target")."""
+    errors: list[str] = []
+    if not isinstance(document, Mapping):
+        return StoredState(state=ScalerState(target=target), etag=etag,
+                           unreadable=(f"document: not an object ({type(document).__name__})",))
     return StoredState(
-        state=state_from_dict(document.get("state") or {}, target),
+        state=_field(document, "state", lambda value: state_from_dict(value, target), ScalerState(target=target), errors),
         etag=etag,
-        evaluated=decode_evaluated(document.get("evaluated")),
-        outbox=tuple(OutboxEntry(entry["trigger"], action_from_dict(entry["action"])) for entry in document.get("outbox") or ()),
-        latest_decision_id=document.get("latest_decision_id"),
-        latest_decided_at=_time_or_none(document.get("latest_decided_at"), "latest_decided_at"),
-        retention_at=_time_or_none(document.get("retention_at"), "retention_at"),
-        updated_at=_time_or_none(document.get("updated_at"), "updated_at"),
-        desired=desired_from_dict(document["desired"]) if document.get("desired") else None,
-        written_by=document.get("written_by"),
-        pause=Pause.from_dict(document["pause"]) if document.get("pause") else None,
-        external_changes=tuple(ExternalChange.from_dict(item) for item in document.get("external_changes") or ())[
-            -MAX_CHANGES_KEPT:],
-        external_writer=ExternalWriterHold.from_dict(document["external_writer"]) if document.get("external_writer") else None,
+        evaluated=_field(document, "evaluated", decode_evaluated, frozenset(), errors),
+        outbox=_field(document, "outbox", lambda value: tuple(
+            OutboxEntry(str(entry["trigger"]), action_from_dict(entry["action"])) for entry in value), (), errors),
+        latest_decision_id=_field(document, "latest_decision_id", _text, None, errors),
+        latest_decided_at=_field(document, "latest_decided_at", lambda value: parse_time(value, "latest_decided_at"),
+                                 None, errors),
+        retention_at=_field(document, "retention_at", lambda value: parse_time(value, "retention_at"), None, errors),
+        updated_at=_field(document, "updated_at", lambda value: parse_time(value, "updated_at"), None, errors),
+        desired=_field(document, "desired", desired_from_dict, None, errors),
+        written_by=_field(document, "written_by", _text, None, errors),
+        pause=_field(document, "pause", Pause.from_dict, None, errors),
+        external_changes=_field(document, "external_changes", lambda value: tuple(
+            ExternalChange.from_dict(item) for item in value)[-MAX_CHANGES_KEPT:], (), errors),
+        external_writer=_field(document, "external_writer", ExternalWriterHold.from_dict, None, errors),
+        unreadable=tuple(errors),
     )
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"not text: {value!r:.40}")
+    return value
 
 
 def restore_learning(new: ScalerState, old: ScalerState) -> ScalerState:

@@ -49,6 +49,7 @@ from scaling.storage.records import (
     json_text,
     stored_state_from_document,
     stored_state_to_document,
+    unreadable_document,
 )
 
 logger = logging.getLogger(__name__)
@@ -229,7 +230,11 @@ class TableStorage:
             entity = self._recovering(lambda: self.state.get_entity(partition_key(target), STATE_ROW))
         except ResourceNotFoundError:
             return StoredState(state=_fresh_state(target))
-        document = json.loads(join_text(entity, "document") or "{}")
+        text = join_text(entity, "document") or "{}"
+        try:
+            document = json.loads(text)
+        except (ValueError, RecursionError):
+            return unreadable_document(text, target, entity.metadata["etag"])
         return stored_state_from_document(document, target, entity.metadata["etag"])
 
     def _state_entity(self, stored: StoredState) -> dict[str, Any]:
@@ -279,6 +284,14 @@ class TableStorage:
                 return False
             raise
         return True
+
+    def decision_row(self, target: str, decided_at: datetime, decision_id: str) -> DecisionRecord | None:
+        try:
+            entity = self._recovering(lambda: self.state.get_entity(partition_key(target),
+                                                                    decision_row_key(decided_at, decision_id)))
+        except ResourceNotFoundError:
+            return None
+        return _decision_from_entity(target, entity)
 
     def decisions(self, target: str, since: datetime | None = None, limit: int | None = None) -> list[DecisionRecord]:
         low = decision_row_key(since, "") if since else "d-"

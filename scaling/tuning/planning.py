@@ -18,11 +18,18 @@ from scaling.tuning.spark_io import ship_package
 
 
 def default_target(name: str, partitions: int) -> Any:
-    """Built-in defaults shaped like the observed hub (placeholder plan and source settings)."""
-    from scaling.simulation.peers import simulated_target
+    """Built-in defaults shaped like the observed hub (placeholder plan and source settings). The
+    placeholder plan is the target's own (a policy holds one target per plan), named after a
+    digest of the target's name so that any name makes a valid resource id."""
+    import hashlib
+    from dataclasses import replace
+
+    from scaling.domain.policy import PlanSettings
+    from scaling.simulation.peers import SIMULATED_PLAN, simulated_target
     from scaling.simulation.world import Scenario
 
-    return simulated_target(Scenario(partitions=max(partitions, 1)), name=name)
+    target = simulated_target(Scenario(partitions=max(partitions, 1)), name=name)
+    return replace(target, plan=PlanSettings(f"{SIMULATED_PLAN}-{hashlib.sha256(name.encode('utf-8', 'backslashreplace')).hexdigest()[:12]}"))
 
 
 def plan_target(history: TargetHistory, current: Any | None, options: TuneOptions) -> tuple[Any, Any, list[str]] | str:

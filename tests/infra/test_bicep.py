@@ -574,6 +574,8 @@ def test_example_policy_matches_the_role_assignments(parameters_file: dict) -> N
 
 SB_NS = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-billing/providers/Microsoft.ServiceBus/namespaces/billing"
 SB_PLAN = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg-billing/providers/Microsoft.Web/serverfarms/plan"
+#: One target per plan (two on one plan would fight each other: the policy refuses them).
+SB_AUDIT_PLAN = SB_PLAN + "-audit"
 
 
 def service_bus_parameters(**overrides: list) -> dict:
@@ -582,12 +584,12 @@ def service_bus_parameters(**overrides: list) -> dict:
         {"name": "invoices", "plan": {"resource_id": SB_PLAN}, "mode": "slo", "bounds": {"balanced_counts": False},
          "sources": [{"kind": "servicebus", "name": "invoices", "queueName": "invoices", "metricsResourceId": SB_NS,
                       "fullyQualifiedNamespace": "billing.servicebus.windows.net"}]},
-        {"name": "audit", "plan": {"resource_id": SB_PLAN}, "mode": "rules",
+        {"name": "audit", "plan": {"resource_id": SB_AUDIT_PLAN}, "mode": "rules",
          "rules": [{"name": "backlog", "scale_up_above": 100}],
          "sources": [{"kind": "servicebus", "name": "audit", "topicName": "events", "subscriptionName": "audit",
                       "namespaceResourceId": SB_NS}]},
     ]}
-    values = {"targetPlanIds": [SB_PLAN], "serviceBusNamespaceIds": [SB_NS], "serviceBusSloNamespaceIds": [SB_NS],
+    values = {"targetPlanIds": [SB_PLAN, SB_AUDIT_PLAN], "serviceBusNamespaceIds": [SB_NS], "serviceBusSloNamespaceIds": [SB_NS],
               "serviceBusSloQueueIds": [f"{SB_NS}/queues/invoices"], **overrides}
     return {"autoscalerPolicy": {"value": policy}, **{name: {"value": value} for name, value in values.items()}}
 
@@ -910,6 +912,7 @@ ALERTS = {
     "dead-letters": {"autoscaler.dead_letters"},
     "partition-problem": {"autoscaler.decisions"},
     "controller-conflict": {"autoscaler.decisions"},
+    "state-unreadable": {"autoscaler.decisions"},
     "namespace-throttled": {"autoscaler.throttled_requests", "autoscaler.throughput_units"},
 }
 #: Workbook charts and the metrics each must show (issue 12: per target, arrivals vs serving
@@ -994,6 +997,7 @@ def test_alert_rules_cover_the_operators_conditions(operations: Template) -> Non
     assert '"failed"' in rules["scale-writes-failing"]["query"]
     assert '"hot_partition"' in rules["partition-problem"]["query"] and '"unowned_partitions"' in rules["partition-problem"]["query"]
     assert 'reason startswith "conflict:"' in rules["controller-conflict"]["query"]
+    assert 'reason == "state_unreadable"' in rules["state-unreadable"]["query"]
     assert all(rule["severity"] in (0, 1, 2, 3, 4) and rule["description"] for rule in rules.values())
 
 

@@ -58,14 +58,14 @@ class QueueCount:
 class Loop:
     """collect (capacity and autoscale settings from the local ARM) -> evaluate -> scale, a minute a step."""
 
-    def __init__(self, endpoint, *, capacity: int = 2) -> None:
+    def __init__(self, endpoint, *, capacity: int = 2, store=None) -> None:
         self.target = replace(rules_target("orders", min_samples=1, up_cooldown=0, down_cooldown=0, max_instances=8),
                               on_external_change="revert")
         self.arm = endpoint.arm
         self.arm.add_plan(self.target.plan.resource_id, capacity=capacity)
         self.plans = AppServicePlanAdapter(endpoint.credential, base_url=endpoint.base_url, retry_total=0,
                                            polling_interval=0, **endpoint.client_kwargs())
-        self.store = MemoryStorage()
+        self.store = store or MemoryStorage()
         self.store.commit(StoredState(ScalerState(self.target.name, capacity=capacity)))
         self.clock = Clock(T0)
         policy = policy_of(self.target)
@@ -162,3 +162,64 @@ def test_a_refused_list_of_autoscale_settings_names_the_action_to_grant(endpoint
         loop.plans.enabled_autoscale_settings(loop.target.plan.resource_id)
     [outcome] = loop.step(HIGH)  # neither collect nor scale blocks on it: the write goes through
     assert outcome.status == "applied"
+
+
+@pytest.fixture
+def tables(azurite, unique_name):
+    from scaling.storage.base import TableNames
+    from scaling.storage.tables import TableStorage
+
+    made = TableStorage.from_connection_string(azurite.connection_string, TableNames.with_prefix(unique_name))
+    made.ensure_tables()
+    yield made
+    made.close()
+
+
+def test_resizes_by_a_setting_that_holds_the_target_are_its_own_and_disabling_it_resumes_at_once(endpoint, tables):
+    """Issue 49: on d0d07e7 the setting's resizes were counted as an external writer's; after
+    four the hold latched, and the target stayed held after the setting was disabled."""
+    loop = Loop(endpoint, store=tables)
+    loop.arm.autoscale.add("cpu-autoscale", loop.target.plan.resource_id)
+    for capacity in (3, 5, 4, 6, 5, 4):  # the setting moves the plan, six times in six minutes
+        loop.arm.add_plan(loop.target.plan.resource_id, capacity=capacity)
+        assert loop.step(HIGH) == []
+    assert loop.plan_writes() == 0
+    stored = tables.load_state("orders")
+    assert (stored.external_writer, stored.external_changes) == (None, ())
+    assert loop.rows(EXTERNAL_WRITER) == [] and loop.rows("external_change") == []
+    # Its last resize lands just before it is disabled: still the setting's, never reverted.
+    loop.arm.add_plan(loop.target.plan.resource_id, capacity=6)
+    loop.arm.autoscale.set_enabled("cpu-autoscale", False)
+    [outcome] = loop.step(HIGH)  # the first evaluation after it is disabled acts, from what the plan has
+    assert (outcome.status, outcome.capacity_before, outcome.capacity_after) == ("applied", 6, 7)
+    assert loop.rows("external_change") == [] and tables.load_state("orders").external_changes == ()
+
+
+def test_an_enabled_setting_kept_in_another_resource_group_holds_the_target(endpoint, tables):
+    """Issue 49: Azure lets a setting live anywhere in the plan's subscription; on d0d07e7 only the
+    plan's resource group was listed, so this one was never seen and the autoscaler wrote."""
+    loop = Loop(endpoint, store=tables)
+    loop.arm.autoscale.add("ops-autoscale", loop.target.plan.resource_id, resource_group="rg-operations")
+    for _ in range(2):
+        assert loop.step(HIGH) == []
+    assert loop.plan_writes() == 0 and loop.capacity() == 2
+    [row] = loop.rows(AUTOSCALE_SETTING)
+    assert "conflict:autoscale-setting ops-autoscale" in " ".join(row.reasons)
+    assert all("/resourcegroups/" not in path.lower() for _, path in loop.arm.autoscale.requests)  # the subscription's
+    loop.arm.autoscale.set_enabled("ops-autoscale", False)
+    [outcome] = loop.step(HIGH)
+    assert outcome.status == "applied" and loop.capacity() == 3
+
+
+def test_a_refused_subscription_list_falls_back_to_the_plans_resource_group(endpoint, tables):
+    """The role on the plan's resource group only (as azd assigns it): today's behaviour, a setting
+    there still holds the target; the subscription is not asked again within the hour."""
+    loop = Loop(endpoint, store=tables)
+    loop.arm.autoscale.subscription_denied = True
+    loop.arm.autoscale.add("cpu-autoscale", loop.target.plan.resource_id)
+    for _ in range(3):
+        assert loop.step(HIGH) == []
+    assert loop.plan_writes() == 0 and loop.rows(AUTOSCALE_SETTING)
+    paths = [path.lower() for _, path in loop.arm.autoscale.requests]
+    assert sum("/resourcegroups/" not in path for path in paths) == 1  # refused once, then remembered
+    assert sum("/resourcegroups/rg-consumers/" in path for path in paths) == len(paths) - 1

@@ -63,6 +63,7 @@ class World:
         self.target = EventHubsNamespaceTarget(name="orders-ns", resource_id=NAMESPACE, max_tus=10,
                                                consumer_targets=("orders",) if consumers else ())
         self.policy = Policy(targets=(self.consumer,), namespaces=(self.target,))
+        self.connection = azurite.connection_string
         self.tables = TableStorage.from_connection_string(azurite.connection_string, TableNames.with_prefix(unique_name))
         self.tables.ensure_tables()
         self.tables.commit(StoredState(ScalerState("orders", capacity=2)))
@@ -241,3 +242,82 @@ def test_a_patch_whose_reply_is_dropped_on_the_wire_is_confirmed_by_reading_back
         assert proxy.counts().faulted == {"applied_then_reset": 1}
     assert (outcome.status, outcome.capacity_after) == ("applied", 3)
     assert len(w.arm.writes) == 1 and w.arm.capacity(NAMESPACE) == 3
+
+
+@pytest.mark.parametrize(("shift", "fragment"), [
+    pytest.param(timedelta(days=1), "after collected_at", id="minutes-a-day-after"),
+    pytest.param(timedelta(days=-2), "before collected_at", id="minutes-two-days-before"),
+])
+def test_a_namespace_sample_whose_minutes_disagree_with_its_collection_is_dead_lettered(world, shift, fragment) -> None:
+    """Issue 49: minute rows dated a day after ``collected_at`` drove a TU write on d0d07e7."""
+    w = world()
+    w.metrics(60, events_in=2_000, events_out=2_000)  # would scale 1 -> 3 TUs
+    document = json.loads(w.collect())
+    for row in document["minutes"]:
+        row[0] = (datetime.fromisoformat(row[0].replace("Z", "+00:00")) + shift).isoformat()
+    outcome = w.evaluate.handle(json.dumps(document))
+    assert (outcome.status, outcome.messages) == ("dead_lettered", ())
+    [letter] = w.tables.dead_letters_for("evaluate")
+    assert letter.error.startswith("minutes[0][0] ") and fragment in letter.error
+    assert w.arm.writes == [] and w.tables.decisions("orders-ns") == []
+    # The same minutes as collected: evaluated and acted on.
+    assert w.evaluate.handle(w.collect()).action.target_capacity == 3
+
+
+def _command(w, tmp_path, *arguments: str) -> tuple[int, str]:
+    """``python -m scaling ARGUMENTS`` against this world's tables and policy; exit code and output."""
+    import contextlib
+    import io
+
+    from scaling.__main__ import main
+    from scaling.domain.policy import policy_to_dict
+
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps(policy_to_dict(w.policy)), encoding="utf-8")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = main([*arguments, "--target", "orders-ns", "--policy", str(policy), "--connection-string", w.connection,
+                     "--table", w.tables.names.state, "--by", "alice"])
+    return code, out.getvalue()
+
+
+def test_a_paused_namespace_target_logs_what_it_would_do_writes_nothing_and_resumes(world, tmp_path) -> None:
+    """Issue 49: on d0d07e7 ``pause`` said paused and the namespace evaluation kept resizing; with
+    ``--policy`` it said the namespace target was not in the policy."""
+    w = world()
+    code, said = _command(w, tmp_path, "pause", "--for", "2h", "--reason", "INC-9 hub migration")
+    assert code == 0 and "orders-ns: paused by alice" in said
+    w.clock.now = datetime.now(UTC).replace(microsecond=0)  # the command stamps its pause with the real clock
+    for _ in range(2):
+        w.metrics(60, events_in=2_000, events_out=2_000)  # would scale 1 -> 3
+        outcome = w.evaluate.handle(w.collect())
+        assert (outcome.status, outcome.messages) == ("evaluated", ())
+        w.advance()
+    assert w.arm.writes == []
+    [row] = [row for row in w.tables.decisions("orders-ns") if row.reason_code == "paused" and row.trigger_sample_id != "operator"]
+    assert row.reasons[0] == "paused: would scale 1 -> 3" and "INC-9 hub migration" in row.reasons[1]
+    code, said = _command(w, tmp_path, "resume")
+    assert code == 0 and "orders-ns: resumed (was paused by alice" in said
+    w.metrics(60, events_in=2_000, events_out=2_000)
+    [message] = w.evaluate.handle(w.collect()).messages
+    w.scale.handle(message)
+    assert w.arm.capacity(NAMESPACE) == 3
+
+
+def test_a_pinned_namespace_target_gets_its_count_once_then_holds(world, tmp_path) -> None:
+    w = world()
+    assert _command(w, tmp_path, "pause", "--at", "11", "--reason", "load test")[0] == 2  # max_tus is 10
+    code, said = _command(w, tmp_path, "pause", "--at", "5", "--for", "1h", "--reason", "load test LT-3")
+    assert code == 0 and "orders-ns: pinned at 5 by alice" in said
+    w.clock.now = datetime.now(UTC).replace(microsecond=0)
+    w.metrics(60, events_in=2_000, events_out=2_000)  # the sizing alone would ask for 3
+    outcome = w.evaluate.handle(w.collect())
+    assert (outcome.action.target_capacity, outcome.action.reason.split(":")[0]) == (5, "pinned")
+    for dequeue_count in (1, 2):
+        w.scale.handle(outcome.messages[0], dequeue_count=dequeue_count)
+    assert [write.body["sku"]["capacity"] for write in w.arm.writes] == [5]
+    w.advance()
+    w.metrics(60, events_in=2_000, events_out=2_000)
+    held = w.evaluate.handle(w.collect())
+    assert held.messages == () and held.decision.reason_code == "pinned"
+    assert w.arm.capacity(NAMESPACE) == 5 and len(w.arm.writes) == 1

@@ -20,6 +20,7 @@ from scaling.plans.local_arm import serve_local_arm
 from scaling.services.evaluate import EvaluateService
 from scaling.services.pause import PauseConflict, PauseService
 from scaling.services.scale import ScaleService
+from scaling.services.telemetry import NoTelemetry
 from scaling.storage.base import TableNames
 from scaling.storage.records import StoredState
 from scaling.storage.synthetic import policy_of, queue_sample, rules_target
@@ -220,3 +221,78 @@ def test_the_commands_pause_show_and_resume_a_target(world, tmp_path, capsys):
     assert world.tables.load_state("orders").pause is None
     assert main(["resume", *common, "--by", "ivan"]) == 0
     assert "orders: resumed (it was neither paused nor held)" in capsys.readouterr().out
+
+
+class RecordedTelemetry(NoTelemetry):
+    """Keeps each metric's name and ``reason`` dimension."""
+
+    def __init__(self) -> None:
+        self.reasons: list[tuple[str, str | None]] = []
+
+    def record(self, metric, value, attributes) -> None:
+        self.reasons.append((metric.name, attributes.get("reason")))
+
+
+def corrupt_stored_pause(world, edit) -> None:
+    """An out-of-band edit of the state entity's pause (Storage Explorer, an older writer): ``edit``
+    changes the stored document's ``pause`` in place, written straight to the table."""
+    from azure.data.tables import UpdateMode
+
+    from scaling.storage.base import STATE_ROW, join_text, partition_key, split_text
+
+    entity = world.tables.state.get_entity(partition_key("orders"), STATE_ROW)
+    document = json.loads(join_text(entity, "document"))
+    edit(document)
+    entity.update(split_text("document", json.dumps(document)))
+    world.tables.state.upsert_entity(entity, mode=UpdateMode.REPLACE)
+
+
+def _drop_until(document):
+    del document["pause"]["until"]
+
+
+def _garbage_until(document):
+    document["pause"]["until"] = "next tuesday"
+
+
+def _text_pause(document):
+    document["pause"] = "paused by someone"
+
+
+def _word_pin(document):
+    document["pause"]["pinned_at"] = "twelve"
+
+
+UNREADABLE_PAUSES = [pytest.param(_drop_until, id="until-missing"), pytest.param(_garbage_until, id="until-garbage"),
+                     pytest.param(_text_pause, id="pause-is-text"), pytest.param(_word_pin, id="pinned-at-a-word")]
+
+
+@pytest.mark.parametrize("edit", UNREADABLE_PAUSES)
+def test_an_unreadable_stored_pause_counts_as_expired_with_a_logged_alert(world, edit):
+    world.pauses.pause("orders", reason="deploy", requested_by="carol", until=T0 + timedelta(hours=4))
+    corrupt_stored_pause(world, edit)
+    world.evaluate.telemetry = telemetry = RecordedTelemetry()
+    outcome, _ = world.sample()  # on d0d07e7: every delivery raised (five, then poison)
+    assert outcome.status == "evaluated"
+    assert ("autoscaler.decisions", "state_unreadable") in telemetry.reasons  # the state-unreadable alert's signal
+    [row] = world.rows("state_unreadable")
+    assert row.reasons[0].startswith("the stored pause cannot be read (pause: ")
+    assert "the pause counts as expired" in row.reasons[0]
+    assert world.deliver(outcome) == ["applied"] and world.capacities_written() == [3]
+    stored = world.tables.load_state("orders")
+    assert (stored.pause, stored.unreadable) == (None, ())  # written back cleanly: said once
+    world.sample()
+    assert len(world.rows("state_unreadable")) == 1
+
+
+@pytest.mark.parametrize("edit", UNREADABLE_PAUSES)
+def test_resume_clears_an_unreadable_stored_pause(world, edit, capsys):
+    world.pauses.pause("orders", reason="deploy", requested_by="carol", until=T0 + timedelta(hours=4))
+    corrupt_stored_pause(world, edit)
+    assert main(["resume", "--target", "orders", "--connection-string", world.connection,
+                 "--table", world.names.state, "--by", "ivan"]) == 0
+    assert "orders: resumed (was unreadable: pause: " in capsys.readouterr().out
+    stored = world.tables.load_state("orders")
+    assert (stored.pause, stored.unreadable) == (None, ())
+    [row] = [row for row in world.operator_rows() if row.reason_code == "resumed"]
+    assert row.reasons[0].startswith("resumed by ivan (was unreadable: pause: ")

@@ -206,6 +206,47 @@ def test_case_6_an_outage_longer_than_five_deliveries_loses_nothing(rig, proxies
     assert world.capacity() == world.desired() == 3
 
 
+@pytest.mark.parametrize(("after", "fate", "final"), [
+    pytest.param(HIGH, "superseded", 4, id="a-newer-decision-supersedes-it"),
+    pytest.param(28_000.0, "dead_lettered", 3, id="reconciliation-re-issues-it"),  # 2 and 3 instances both hold
+])
+def test_case_6_actions_in_flight_through_an_outage_are_accounted_for_and_the_plan_converges(
+        rig, proxies, after, fate, final) -> None:
+    """Issue 49: an action on its way to scale when storage goes down for more than five
+    deliveries is poisoned; on d0d07e7 nothing said what became of it. Now its decision row says
+    (dead-lettered, left to reconciliation, or superseded by a newer decision), every action sent
+    is applied or accounted for, and the plan reaches the newest decision within 5 minutes of
+    storage returning, with no operator step."""
+    table_proxy, _ = proxies
+    world = rig()
+    world.step(LOW)
+    world.collect(HIGH)  # decided and committed: 2 -> 3, its action on the queue ...
+    world.metrics.deliver(world._evaluate)
+    assert len(world.actions.messages) == 1
+    world.minute += 1
+    table_proxy.down()  # ... when storage goes away for 7 minutes
+    for _ in range(7):
+        world.step(HIGH)
+    assert world.actions.poison and world.capacity() == 2
+    table_proxy.up()
+    converged_after = None
+    for minute in range(1, 6):
+        world.step(after)
+        if converged_after is None and world.capacity() == world.desired() == final:
+            converged_after = minute
+    assert converged_after is not None and converged_after <= 5, converged_after
+    assert world.capacity() == world.desired() == final
+    assert world.actions.poison == [] and world.metrics.poison == []
+    assert world.unaccounted_actions() == {}
+    assert world.unaccounted_samples() == set()
+    [poisoned] = [row for row in world.direct.decisions("orders") if row.acts and row.outcome in ("dead_lettered", "superseded")]
+    assert poisoned.outcome == fate
+    assert fate == "superseded" or "reconciliation re-issued it as" in poisoned.outcome_detail
+    assert "dead-lettered" in poisoned.outcome_detail and "actions-poison" in poisoned.outcome_detail
+    print(f"converged {converged_after} minute(s) after storage returned; the poisoned action: {poisoned.outcome}")
+    assert all(count <= 1 for count in world.writes_by_decision.values())
+
+
 @pytest.mark.slow
 def test_case_6_storage_restarted_empty_under_a_running_worker(arm_endpoint, proxies, unique_name) -> None:
     """After a restart with empty storage the running worker failed every invocation on main.
@@ -300,8 +341,9 @@ def test_the_explicit_schedules_cover_every_fault_kind_at_every_step() -> None:
 def test_property_a_random_fault_schedule_over_a_day_converges(rig, proxies, schedule) -> None:
     """A day of WC98 (one sample per hour of the trace, five simulated minutes apart), a
     fault drawn for each step; after the faults stop: the plan reaches the desired capacity
-    within 5 minutes, every sample is in history or the dead-letter table, no decision wrote the
-    plan twice, and the poison queues are empty."""
+    within 5 minutes, every sample is in history or the dead-letter table, every action sent is
+    applied or accounted for on its decision row, no decision wrote the plan twice, and the poison
+    queues are empty."""
     arrivals = wc98_day()
     world = rig()
     FAULT_TOTALS["examples"] += 1
@@ -323,8 +365,10 @@ def test_property_a_random_fault_schedule_over_a_day_converges(rig, proxies, sch
     assert world.metrics.poison == [] and world.actions.poison == []
     assert world.metrics.messages == [] and world.actions.messages == []
     assert world.unaccounted_samples() == set()
+    assert world.unaccounted_actions() == {}  # applied, or dead-lettered with its row saying what became of it
     assert max(world.writes_by_decision.values(), default=0) <= 1
     FAULT_TOTALS["samples"] += len(world.samples_sent)
+    FAULT_TOTALS["actions"] += len(world.actions.bodies)
     FAULT_TOTALS["dead_letters"] += len(world.direct.dead_letters_for())
     FAULT_TOTALS["converged"] += 1
     OUT.mkdir(exist_ok=True)

@@ -184,3 +184,26 @@ def test_a_running_worker_recovers_when_storage_comes_back_empty(tables) -> None
         statuses.append(service.handle(queue_sample("orders", T0 + timedelta(minutes=index), 5000, 2).to_json()).status)
     assert statuses == ["evaluated"] * 3
     assert tables.load_state("orders").etag is not None
+
+
+@pytest.mark.parametrize(("oldest_after", "status"), [
+    pytest.param(timedelta(days=1), "dead_lettered", id="a-day-after"),
+    pytest.param(timedelta(seconds=61), "dead_lettered", id="past-the-tolerance"),
+    pytest.param(timedelta(seconds=59), "evaluated", id="within-the-tolerance"),
+    pytest.param(timedelta(hours=-5), "evaluated", id="five-hours-before"),
+])
+def test_a_queue_sample_whose_oldest_message_postdates_its_collection_is_dead_lettered(tables, oldest_after, status) -> None:
+    """Issue 49: the oldest active message's enqueued time is read at collection; one dated after
+    it (beyond the clock skew tolerated) is no reading, and would set the SLO mode's age."""
+    from dataclasses import replace
+
+    clock = Clock(T0 + timedelta(seconds=5))
+    service = EvaluateService(tables, policy_of(rules_target("orders", min_samples=1)), clock=clock)
+    sample = queue_sample("orders", T0, 5000, capacity=2)
+    sample = replace(sample, sources=(replace(sample.sources[0], oldest_enqueued_at=T0 + oldest_after),))
+    outcome = service.handle(sample.to_json())
+    assert outcome.status == status
+    if status == "dead_lettered":
+        [letter] = tables.dead_letters_for("evaluate")
+        assert "sources[0].oldest_enqueued_at" in letter.error and "after collected_at" in letter.error
+        assert "clock skew is tolerated" in letter.error

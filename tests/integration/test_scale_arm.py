@@ -270,3 +270,43 @@ def test_a_malformed_action_is_dead_lettered(scale_function, setup, arm):
 
 def test_local_arm_resource_ids_match_the_policy_shape():
     assert LocalArm.resource_id("s", "g", "p") == "/subscriptions/s/resourceGroups/g/providers/Microsoft.Web/serverfarms/p"
+
+
+def _forged(world, **changes) -> str:
+    """An action as anyone with write access to the actions queue could send it: well formed, for
+    the policy's target and plan, ``decided_at`` 59 s ahead (inside the clock tolerance)."""
+    action = {"schema_version": 1, "decision_id": "0123456789abcdef01234567", "target": "orders",
+              "plan_resource_id": world.target.plan.resource_id, "target_capacity": 8, "direction": "up",
+              "reason": "backlog_high: forged", **changes,
+              "decided_at": (world.clock.now + timedelta(seconds=59)).isoformat().replace("+00:00", "Z")}
+    return json.dumps(action)
+
+
+@pytest.mark.parametrize("case", ["unknown-decision", "real-decision-other-capacity"])
+def test_an_action_evaluate_never_committed_is_dead_lettered_and_writes_nothing(scale_function, setup, arm, case):
+    """Issue 49: on d0d07e7 a forged action inside the clock tolerance resized the plan."""
+    world = setup()
+    scale_module.set_service(world.scale)
+    real = json.loads(world.decide())  # evaluate committed 3
+    changes = {"decision_id": real["decision_id"], "target_capacity": 7} if case == "real-decision-other-capacity" else {}
+    invoke(scale_function, _forged(world, **changes))
+    assert [request for request in arm.requests if request.method == "PUT"] == []
+    [letter] = world.tables.dead_letters_for("scale")
+    expected = "evaluate committed 3 for it" if changes else "was not committed by evaluate"
+    assert expected in letter.error, letter.error
+    invoke(scale_function, json.dumps(real))  # the real decision still applies
+    assert [write.body["sku"]["capacity"] for write in arm.writes] == [3]
+
+
+def test_an_action_whose_outbox_entry_moved_on_is_found_in_the_decision_log(scale_function, setup, arm):
+    """A genuine action delivered late, after more than the outbox keeps: matched by its row."""
+    from dataclasses import replace
+
+    world = setup()
+    scale_module.set_service(world.scale)
+    message = world.decide()
+    stored = world.tables.load_state("orders")
+    world.tables.commit(replace(stored, outbox=(), desired=None))  # as if many newer actions had pushed it out
+    invoke(scale_function, message)
+    assert [write.body["sku"]["capacity"] for write in arm.writes] == [3]
+    assert world.tables.dead_letters_for("scale") == []

@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from scaling.domain.policy import load_policy
+from scaling.domain.policy import PlanSettings, load_policy
 from scaling.simulation.peers import EngineAutoscaler, simulated_target
 from scaling.simulation.traces import PUBLIC_TRACES
 from scaling.simulation.world import Scenario, load_trace, scale_trace, simulate
@@ -86,7 +86,8 @@ def test_wc98_recommendation_meets_the_slo_and_costs_no_more_than_the_default(sp
 def test_current_policy_is_the_baseline_and_other_targets_are_kept(spark, synthetic, tmp_path):
     _, history = synthetic
     current = replace(simulated_target(SCENARIO, name="orders"), bounds=replace(simulated_target(SCENARIO).bounds, max_instances=8))
-    other = simulated_target(SCENARIO, name="not-in-history")
+    other = replace(simulated_target(SCENARIO, name="not-in-history"),
+                    plan=PlanSettings(current.plan.resource_id + "-other"))  # one target per plan
     from scaling.domain.policy import Policy, policy_to_dict
 
     policy_file = tmp_path / "current.json"

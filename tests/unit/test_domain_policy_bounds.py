@@ -47,6 +47,11 @@ def document(**target_changes: Any) -> dict:
     return {"version": 1, "targets": [target]}
 
 
+def _own_plan(index: int) -> dict:
+    """Target ``t{index}`` on plan ``asp{index}`` (one target per plan)."""
+    return document(name=f"t{index}", plan={"resource_id": f"{PLAN}{index}"})["targets"][0]
+
+
 def rules_document(*rules: dict, **target_changes: Any) -> dict:
     return document(mode="rules", rules=list(rules) or [rule()], **target_changes)
 
@@ -138,8 +143,8 @@ BOUNDARIES = [
      document(profiles=[profile(name="p" * 129)]), "must be at most 128 characters"),
     ("targets[0].profiles", document(profiles=[profile(name=f"p{index}") for index in range(20)]),
      document(profiles=[profile(name=f"p{index}") for index in range(21)]), "must list at most 20"),
-    ("targets", {"version": 1, "targets": [document(name=f"t{index}")["targets"][0] for index in range(100)]},
-     {"version": 1, "targets": [document(name=f"t{index}")["targets"][0] for index in range(101)]}, "must list at most 100"),
+    ("targets", {"version": 1, "targets": [_own_plan(index) for index in range(100)]},
+     {"version": 1, "targets": [_own_plan(index) for index in range(101)]}, "must list at most 100"),
 ]
 
 

@@ -74,6 +74,17 @@ def test_bounds_and_errors_name_the_setting(changes: dict, message: str | None) 
         policy_from_dict(document(**changes))
 
 
+def test_two_namespace_targets_on_one_namespace_are_refused_naming_both() -> None:
+    doc = document()
+    doc["namespaces"].append({"name": "other-ns", "resource_id": NAMESPACE.replace("Microsoft.EventHub", "microsoft.eventhub"),
+                              "consumer_targets": []})
+    with pytest.raises(PolicyError, match=r"namespaces\[1\] 'other-ns' resizes the same resource as "
+                                          r"namespaces\[0\] 'orders-ns'"):
+        policy_from_dict(doc)
+    doc["namespaces"][1]["resource_id"] = NAMESPACE + "2"  # another namespace: accepted
+    policy_from_dict(doc)
+
+
 def test_a_consumer_reads_one_namespace() -> None:
     doc = document()
     doc["namespaces"].append({"name": "other-ns", "resource_id": NAMESPACE + "2", "consumer_targets": ["orders"]})

@@ -82,11 +82,11 @@ def test_actions_in_order_are_both_applied():
 
 def test_capacity_is_clamped_to_the_policy_bounds_and_the_sku_limit():
     world = World(capacity=2, tier="Basic", max_instances=3)
-    body = json.loads(world.decide())
-    body["target_capacity"] = 9  # beyond the policy (8) and Basic (3)
-    outcome = world.scale.handle(json.dumps(body))
+    # The sample says 3 (the plan has 2): evaluate decides 4, beyond Basic's 3. (An action whose
+    # capacity differs from the committed decision's is refused, so the clamp is reached this way.)
+    outcome = world.scale.handle(world.decide(capacity=3))
     assert outcome.status == "applied" and outcome.capacity_after == 3
-    assert "clamped 9 -> 3" in outcome.detail
+    assert "clamped 4 -> 3" in outcome.detail
 
 
 def test_nothing_is_written_when_the_plan_already_has_the_capacity():
