@@ -86,7 +86,7 @@ def test_on_a_lower_bound_of_the_rate_an_aging_queue_drains_within_the_slo() -> 
     oldest message is predicted past the SLO itself, so the scale-out drains within the SLO
     (``slo_kernel.drain_seconds``, the Event Hubs mode's rule) instead of half the dwell, and
     asks for more instances than the same rate known for sure would."""
-    samples = steady(4, 2, active=6000, age=280, incoming=1800, completed=None)
+    samples = steady(4, 2, active=12000, age=290, incoming=1800, completed=None)
     bound = decide(target(None), samples, ScalerState(target="jobs", throughput_floor=10.0))
     known = decide(target(10.0), samples)
     slo = target(None).slo
@@ -94,7 +94,7 @@ def test_on_a_lower_bound_of_the_rate_an_aging_queue_drains_within_the_slo() -> 
     assert bound.metrics["throughput_source"] == "lower bound"
     assert bound.metrics["predicted_age_seconds"] > slo.max_event_age_seconds
     forecast = 30 * (1 + slo.headroom)
-    piled = 6000 + forecast * slo.provisioning_delay_seconds - forecast * slo.safety_seconds  # (decided as sampled)
+    piled = 12000 + forecast * slo.provisioning_delay_seconds - forecast * slo.safety_seconds  # (decided as sampled)
     assert (bound.direction, known.direction) == (UP, UP)
     assert bound.target_capacity == math.ceil((forecast + piled / slo.max_event_age_seconds) / 10)
     assert bound.target_capacity > known.target_capacity
@@ -153,10 +153,12 @@ def test_throughput_is_learned_from_completions_of_a_busy_queue(active, learned)
 
 def test_completions_after_a_capacity_change_teach_nothing_until_it_is_steady() -> None:
     """Azure Monitor's minute trails the sample: right after 4 -> 2 instances the completions
-    still count 4 instances' work and would double the learned rate."""
+    still count 4 instances' work and would double the learned rate. Divided by the most
+    instances of that stretch they are still a lower bound."""
     samples = steady(3, 4, active=5000, age=30, incoming=2400, completed=2400) + [
         sample(minute, 2, active=5000, age=30, incoming=2400, completed=2400) for minute in range(3, 6)]
     decision = decide(target(throughput=None), samples)
-    assert decision.state.throughput_per_instance is None and decision.state.throughput_floor is None
+    assert decision.state.throughput_per_instance is None
+    assert decision.state.throughput_floor == pytest.approx(2400 / 60 / 4)
     later = samples + [sample(minute, 2, active=5000, age=30, incoming=1200, completed=1200) for minute in range(6, 9)]
     assert decide(target(throughput=None), later).state.throughput_per_instance == pytest.approx(10.0)
