@@ -306,7 +306,7 @@ def holds(outlook: QueueOutlook, calm: float, service: float, limit: float, reac
     no surplus."""
     backlog, age = outlook.backlog, outlook.age_seconds
     through = backlog / service if backlog > 0 and service > NO_RATE else (math.inf if backlog > 0 else 0.0)
-    checks = [reaction, dwell + reaction] + ([through] if reaction < through < dwell + reaction else [])
+    checks = [reaction, dwell + reaction] + ([through] if 0 < through < dwell + reaction else [])
     if any(age_after(age, backlog, calm, service, moment) > limit for moment in checks):
         return 0.0
     growth = 1.0 - service / calm if calm > NO_RATE else -1.0
@@ -395,6 +395,10 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     if (latest.collected_at - samples[0].collected_at).total_seconds() < slo.rate_window_seconds:
         return Proposal(None, HOLD, "too_few_samples",
                         (f"holding: rates need {slo.rate_window_seconds:.0f}s of history before any scale-in",), metrics)
+    if outlook.age_seconds > limit:
+        return Proposal(None, HOLD, "queue_age_over_limit",
+                        (f"holding: the oldest message is {outlook.age_seconds:.0f}s old, past the {limit:.0f}s limit; "
+                         "no scale-in until it is back under (a missed SLO is no surplus)",), metrics)
     if schedule.ready < capacity:
         return Proposal(None, HOLD, "scale_out_in_flight",
                         (f"holding: {capacity - schedule.ready} of {capacity} instances not serving yet; "

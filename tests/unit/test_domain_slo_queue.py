@@ -12,7 +12,7 @@ from scaling.domain.decisions import DOWN, HOLD, UP, ScalerState
 from scaling.domain.engine import evaluate
 from scaling.domain.policy import Bounds, PlanSettings, SloSettings, SourceSettings, TargetPolicy
 from scaling.domain.samples import MetricSample, SourceReading
-from scaling.domain.slo_queue import age_after, is_queue_target
+from scaling.domain.slo_queue import age_after, interval_throughput, is_queue_target, readiness
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 PLAN = "/subscriptions/0/resourceGroups/rg/providers/Microsoft.Web/serverfarms/jobs"
@@ -162,3 +162,58 @@ def test_completions_after_a_capacity_change_teach_nothing_until_it_is_steady() 
     assert decision.state.throughput_floor == pytest.approx(2400 / 60 / 4)
     later = samples + [sample(minute, 2, active=5000, age=30, incoming=1200, completed=1200) for minute in range(6, 9)]
     assert decide(target(throughput=None), later).state.throughput_per_instance == pytest.approx(10.0)
+
+
+# --- issue 51: the queue-specific readings ------------------------------------------------------------
+
+
+def _capacities(*counts: int) -> list[MetricSample]:
+    return [sample(minute, count, active=0, age=None, incoming=60, completed=60) for minute, count in enumerate(counts)]
+
+
+@pytest.mark.parametrize(
+    ("counts", "fallback", "ready", "steps"),
+    [
+        pytest.param((4, 4, 4, 4), 4, 4, (), id="steady"),
+        pytest.param((4, 4, 4, 8, 12), 4, 8, ((60.0, 12),), id="each-scale-out-on-its-own"),
+        pytest.param((4, 4, 4, 4, 8), 4, 4, ((60.0, 8),), id="one-in-flight"),
+        pytest.param((8, 8, 8, 4, 6), 4, 4, ((60.0, 6),), id="scale-in-at-once-then-out"),
+        pytest.param((6, 6), 3, 3, ((60.0, 6),), id="window-shorter-than-the-delay"),
+    ],
+)
+def test_readiness_is_tracked_per_scale_out(counts, fallback, ready, steps) -> None:
+    """A count the samples show was asked for after the sample before and serves 120 s later;
+    another scale-out does not restart its wait (on d0d07e7 the engine's single due time moved
+    with every scale-out, and the mode added an instance a minute meanwhile)."""
+    schedule = readiness(_capacities(*counts), counts[-1], 120.0, fallback)
+    assert (schedule.ready, schedule.steps) == (ready, steps)
+
+
+def test_a_climbing_count_still_raises_the_throughput_floor() -> None:
+    """Completions of 2,400 a minute while the count climbs 2 -> 3 -> 4: never steady for five
+    minutes, so d0d07e7 learned no bound at all; over the most instances it is 10/s each."""
+    samples = [sample(minute, count, active=9000, age=100, incoming=3000, completed=2400)
+               for minute, count in enumerate((2, 3, 4))]
+    assert interval_throughput(samples, 4) == (pytest.approx(10.0), False)
+
+
+def test_no_scale_in_while_the_oldest_message_is_past_the_limit() -> None:
+    """Reproduction 1 on the engine: 32 instances, 103,200 waiting, the oldest 420 s old, arrivals
+    down to 80/s. On d0d07e7: 32 -> 11 ("holds indefinitely"), judged at the now-low rate."""
+    samples = steady(6, 32, active=103_200, age=420, incoming=4800, completed=32_000)
+    decision = decide(target(1000 / 60), samples)
+    assert decision.direction != DOWN
+    assert decision.reason_code in ("queue_age_over_limit", "slo_at_risk")
+
+
+def test_the_active_counts_growth_calls_a_surge_azure_monitor_has_not_reported() -> None:
+    """Reproduction 3 on the engine: the active count 19,000 -> 38,000 -> 57,000 a minute apart
+    while Azure Monitor still reports 80/s; 5 instances serve 10/s each and stay busy, so the
+    arrivals are (19,000 / 60 + 50)/s. On d0d07e7 the forecast stayed 84/s and it held."""
+    samples = steady(3, 5, active=100, age=5, incoming=4800, completed=3000) + [
+        sample(3 + minute, 5, active=active, age=age, incoming=4800, completed=3000)
+        for minute, (active, age) in enumerate(((19_000, 50), (38_000, 100), (57_000, 150)))]
+    decision = decide(target(10.0), samples)
+    assert decision.metrics["growth_rate"] == pytest.approx(19_000 / 60 + 50)
+    assert (decision.direction, decision.reason_code) == (UP, "slo_at_risk")
+    assert decision.target_capacity == 32  # (its serving the growth needs more than the 32 allowed)
