@@ -29,7 +29,7 @@ import numpy as np
 
 from scaling.domain.policy import SEED_STEP, Bounds, PlanSettings, SourceSettings, TargetPolicy, seed_rules
 from scaling.domain.samples import MetricSample, SourceReading
-from scaling.simulation.kernel import DRAINED, arrival_minutes
+from scaling.simulation.kernel import DRAINED
 from scaling.simulation.peers import EPOCH, SIMULATED_PLAN, EngineAutoscaler
 from scaling.simulation.scenario import RunResult, Scenario, scored_result
 from scaling.simulation.world import drive
@@ -115,6 +115,21 @@ class QueueWorld:
         self.backlog_series = np.zeros(minutes)
         self.age_series = np.zeros(minutes)
         self.completed_series = np.zeros(minutes)
+        # Plain-number copies for the minute loop (numpy's per-call overhead is most of a minute's cost).
+        self._arrivals, self._curve, self._speed = self.arrivals.tolist(), self.cumulative.tolist(), self.speed.tolist()
+        self._completed: list[float] = []
+        self._head = 1  # the curve's first point above what was processed (it only moves forward)
+        self._oldest: float | None = None
+
+    def _oldest_arrival(self) -> float:
+        """When the oldest unprocessed message arrived (minutes; ``arrival_minutes`` of the
+        processed position, read off the curve from where the last minute left it)."""
+        curve, position, head = self._curve, self.processed, self._head
+        while head < len(curve) - 1 and curve[head] <= position:
+            head += 1
+        self._head = head
+        low, high = curve[head - 1], curve[head]
+        return head - 1 + ((position - low) / max(high - low, 1e-12) if high > low else 0.0)
 
     @property
     def done(self) -> bool:
@@ -135,14 +150,16 @@ class QueueWorld:
                 self.failed += 1
                 self._restores = sorted([*self._restores, minute + self._next_delay()])
         serving = max(min(self.ready, self.requested) - self.failed, 0)
-        waiting = self.backlog + self.arrivals[minute]
-        completed = min(waiting, serving * self.scenario.events_per_instance_per_minute * float(self.speed[minute]))
+        waiting = self.backlog + self._arrivals[minute]
+        completed = min(waiting, serving * self.scenario.events_per_instance_per_minute * self._speed[minute])
         self.processed += completed
         self.backlog = waiting - completed
         self.minute = now = minute + 1
-        age = 0.0
+        age, self._oldest = 0.0, None
         if self.backlog > DRAINED:
-            age = now - float(arrival_minutes(self.cumulative, np.asarray([self.processed]))[0])
+            self._oldest = self._oldest_arrival()
+            age = now - self._oldest
+        self._completed.append(completed)
         self.capacity_series[minute] = self.requested
         self.serving_series[minute] = serving
         self.backlog_series[minute] = self.backlog
@@ -152,13 +169,11 @@ class QueueWorld:
 
     def observe(self) -> QueueObservation:
         reported = self.minute - 1 - self.lag
-        oldest = None
-        if self.backlog > DRAINED:
-            oldest = float(arrival_minutes(self.cumulative, np.asarray([self.processed]))[0])
         return QueueObservation(
-            minute=self.minute, capacity=self.requested, active_messages=round(self.backlog), oldest_enqueued_minute=oldest,
-            incoming_per_minute=float(self.arrivals[reported]) if reported >= 0 else None,
-            completed_per_minute=float(self.completed_series[reported]) if reported >= 0 else None,
+            minute=self.minute, capacity=self.requested, active_messages=round(self.backlog),
+            oldest_enqueued_minute=self._oldest,
+            incoming_per_minute=self._arrivals[reported] if reported >= 0 else None,
+            completed_per_minute=self._completed[reported] if reported >= 0 else None,
             true_backlog=self.backlog,
         )
 
