@@ -248,21 +248,33 @@ def age_after(age: float, backlog: float, arrival_rate: float, service_rate: flo
 
 def age_path(outlook: QueueOutlook, forecast: float, throughput: float, schedule: Readiness,
              moments: Sequence[float]) -> list[tuple[float, float]]:
-    """The oldest message's age (``age_after``) along the way from the latest sample, the instances
-    serving as ``schedule`` has them: (seconds after the sample, age) at ``moments`` and wherever
-    the path bends between them (a scale-out serving, the waiting messages served), so that its
-    highest point is among them."""
+    """The oldest message's age along the way from the latest sample, the instances serving as
+    ``schedule`` has them: (seconds after the sample, age) at ``moments`` and wherever the path
+    bends between them (a scale-out serving, the waiting messages all served), so that its
+    highest point is among them. The head moves through what waited at the sample at the rate it
+    came in (backlog over age), then through new arrivals at ``forecast``, as far as the messages
+    served so far take it (``age_after``'s two stretches, with the service changing on the way)."""
+    age, backlog = outlook.age_seconds, outlook.backlog
+    came_in = backlog / age if age > 0 else math.inf
+
+    def head_age(moment: float, served: float) -> float:
+        if served < backlog:
+            return moment + age - (served / came_in if math.isfinite(came_in) else 0.0)
+        if forecast <= NO_RATE:
+            return 0.0
+        return max(moment - (served - backlog) / forecast, 0.0)
+
     end = max(moments)
     stops = sorted({0.0, *(at for at, _ in schedule.steps if 0 < at < end), *moments})
-    age, backlog, points = outlook.age_seconds, outlook.backlog, [(0.0, outlook.age_seconds)]
+    served, points = 0.0, [(0.0, age)]
     for start, stop in zip(stops, stops[1:], strict=False):
         service = schedule.serving(start) * throughput
-        through = backlog / service if backlog > 0 and service > NO_RATE else math.inf
-        if 0 < through < stop - start:
-            points.append((start + through, age_after(age, backlog, forecast, service, through)))
-        age = age_after(age, backlog, forecast, service, stop - start)
-        backlog = max(backlog + (forecast - service) * (stop - start), 0.0)
-        points.append((stop, age))
+        if service > NO_RATE and served < backlog < served + service * (stop - start):
+            through = start + (backlog - served) / service
+            points.append((through, head_age(through, backlog)))
+        # (no more is served than has arrived: an empty queue waits for the next message)
+        served = min(served + service * (stop - start), backlog + forecast * stop)
+        points.append((stop, head_age(stop, served)))
     return points
 
 

@@ -12,7 +12,15 @@ from scaling.domain.decisions import DOWN, HOLD, UP, ScalerState
 from scaling.domain.engine import evaluate
 from scaling.domain.policy import Bounds, PlanSettings, SloSettings, SourceSettings, TargetPolicy
 from scaling.domain.samples import MetricSample, SourceReading
-from scaling.domain.slo_queue import age_after, interval_throughput, is_queue_target, readiness
+from scaling.domain.slo_queue import (
+    QueueOutlook,
+    Readiness,
+    age_after,
+    age_path,
+    interval_throughput,
+    is_queue_target,
+    readiness,
+)
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 PLAN = "/subscriptions/0/resourceGroups/rg/providers/Microsoft.Web/serverfarms/jobs"
@@ -217,3 +225,18 @@ def test_the_active_counts_growth_calls_a_surge_azure_monitor_has_not_reported()
     assert decision.metrics["growth_rate"] == pytest.approx(19_000 / 60 + 50)
     assert (decision.direction, decision.reason_code) == (UP, "slo_at_risk")
     assert decision.target_capacity == 32  # (its serving the growth needs more than the 32 allowed)
+
+
+def test_the_age_path_moves_the_head_through_the_backlog_at_the_rate_it_came_in_across_a_scale_out() -> None:
+    """20,781 messages that came in over the last 57 s, 15/s arriving now; one instance of 1,000/min
+    serves until a scale-out to six serves at 120 s. The head reaches the newest of them once
+    all 20,781 are served: 2,000 by 120 s, the rest at 100/s, at 307.8 s, then 307.8 s old (they
+    came in at the sample). Chaining the stretches at backlog / age anew (the first version) thinned
+    the backlog with the new arrivals and put that age at 206 s, under the 210 s limit."""
+    outlook = QueueOutlook(arrival_rate=15.0, recent_arrival_rate=15.0, completion_rate=None, backlog=20_781.0,
+                           age_seconds=57.0)
+    schedule = Readiness(1, ((120.0, 6),))
+    path = age_path(outlook, 15.0, 1000 / 60, schedule, [420.0])
+    through = 120 + (20_781 - 2_000) / 100
+    assert max(age for _, age in path) == pytest.approx(through, rel=1e-3)
+    assert any(abs(moment - through) < 1e-6 for moment, _ in path)
