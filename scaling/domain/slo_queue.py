@@ -149,17 +149,17 @@ def _growth_rates(samples: Sequence[MetricSample], readiness_now: Readiness, thr
     """Arrivals per interval as the active count implies them: its growth plus what the serving
     instances completed where the queue stayed busy (more than an interval's service waiting at
     both ends), else its growth alone (a lower bound: completions are not negative)."""
-    read = [(_seconds(sample), float(sum(queue.active_messages or 0 for queue in _queues(sample))))
+    read = [(_seconds(sample), float(sum(queue.active_messages or 0 for queue in _queues(sample))), sample.capacity)
             for sample in samples if _queues(sample)]
-    latest = read[-1][0] if read else 0.0
     rates = []
-    for (start, before), (end, after) in zip(read, read[1:], strict=False):
+    for (start, before, asked), (end, after, _) in zip(read, read[1:], strict=False):
         elapsed = end - start
         if elapsed <= 0:
             continue
         rate = max(after - before, 0.0) / elapsed
         if throughput:
-            service = readiness_now.serving(start - latest) * throughput
+            # (no more served then than were asked for then, nor than are ready now)
+            service = min(readiness_now.ready, asked if asked is not None else readiness_now.ready) * throughput
             if min(before, after) > service * elapsed:
                 rate = (after - before) / elapsed + service
         rates.append(max(rate, 0.0))
