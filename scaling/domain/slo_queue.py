@@ -33,9 +33,11 @@ from scaling.domain.samples import MetricSample, SourceReading
 
 KIND = "servicebus"
 NO_RATE = 1e-9
-#: Azure Monitor reports a minute one to three minutes late: completions teach the throughput only
-#: when the capacity was the same over this long before the sample (else they belong to another count).
-RATE_STEADY_SECONDS = 300.0
+#: Azure Monitor reports a minute one to three minutes late, and new instances serve a provisioning
+#: delay (up to four minutes) after they are asked for: completions teach the throughput only when
+#: the capacity was the same for longer than this before the sample (else they may count the work
+#: of another count: one instance's completions over thirteen taught 1.3/s instead of 16.7/s).
+RATE_STEADY_SECONDS = 420.0
 
 
 def is_queue_target(target: TargetPolicy) -> bool:
@@ -203,7 +205,7 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int) ->
 
     The completion rate is Azure Monitor's latest complete minute, which trails the sample, so it
     measures the rate only when the capacity was the same in every sample of the last
-    ``RATE_STEADY_SECONDS``. Only a busy queue tells the real rate: the interval counts as
+    ``RATE_STEADY_SECONDS`` and the one before them (the change is older than that). Only a busy queue tells the real rate: the interval counts as
     saturated when the queue held more than a minute's arrivals and more messages than instances
     at both of the last two samples (every instance had work). Otherwise the rate is a lower bound
     (the engine keeps it as the throughput floor): while the capacity changed, over the most
@@ -216,7 +218,8 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int) ->
     if not queues_before or not queues_after or completed is None or ready_capacity <= 0:
         return None, False
     recent = [s for s in samples if (later.collected_at - s.collected_at).total_seconds() <= RATE_STEADY_SECONDS]
-    if any(s.capacity != later.capacity for s in recent) or len(recent) < 2:
+    older = samples[-len(recent) - 1] if len(samples) > len(recent) else None
+    if older is None or any(s.capacity != later.capacity for s in (older, *recent)) or len(recent) < 2:
         most = max([ready_capacity, *(s.capacity or 0 for s in recent), *(s.capacity or 0 for s in samples[-len(recent) - 1:])])
         return completed / most, False
     arrivals_per_minute = (_pooled_rate(queues_after, "incoming_per_minute") or 0.0) * 60.0

@@ -150,7 +150,7 @@ def test_a_failed_peek_holds() -> None:
 )
 def test_throughput_is_learned_from_completions_of_a_busy_queue(active, learned) -> None:
     """Completions of 1200 a minute on 2 instances: 10 messages/s each, learned only while busy."""
-    decision = decide(target(throughput=None), steady(3, 2, active=active, age=30, incoming=1200, completed=1200))
+    decision = decide(target(throughput=None), steady(9, 2, active=active, age=30, incoming=1200, completed=1200))
     state = decision.state
     if learned:
         assert state.throughput_per_instance == pytest.approx(10.0)
@@ -168,7 +168,10 @@ def test_completions_after_a_capacity_change_teach_nothing_until_it_is_steady() 
     decision = decide(target(throughput=None), samples)
     assert decision.state.throughput_per_instance is None
     assert decision.state.throughput_floor == pytest.approx(2400 / 60 / 4)
-    later = samples + [sample(minute, 2, active=5000, age=30, incoming=1200, completed=1200) for minute in range(6, 9)]
+    # Seven minutes after the change (lag and provisioning both) they still may count the 4.
+    seven = samples + [sample(minute, 2, active=5000, age=30, incoming=1200, completed=1200) for minute in range(6, 10)]
+    assert decide(target(throughput=None), seven).state.throughput_per_instance is None
+    later = seven + [sample(minute, 2, active=5000, age=30, incoming=1200, completed=1200) for minute in range(10, 12)]
     assert decide(target(throughput=None), later).state.throughput_per_instance == pytest.approx(10.0)
 
 
