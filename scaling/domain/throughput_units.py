@@ -219,6 +219,10 @@ def size_namespace(reading: NamespaceReading, consumers: Sequence[ConsumerCatchU
     if egress_bound or ingress_throttled:
         # What was moved is capped by the ceiling: the real demand is at least one TU more than served.
         wanted = max(wanted, min(max(capacity, serving + 1), settings.max_tus))
+    if ingress_throttled:
+        # Producers turned away: how much they offered is known only as far as the batch says; twice
+        # what served finds a step of any size in a few raises instead of one TU at a time.
+        wanted = max(wanted, min(2 * serving, settings.max_tus))
     metrics = {"capacity": capacity, "ingress_tus": round(need.ingress, 3), "egress_tus": round(need.egress, 3),
                "catch_up_events_per_second": round(catch_up, 3), "bytes_per_event": round(event_bytes, 1),
                "throttled_requests": latest.throttled_requests, "serving_tus": serving,

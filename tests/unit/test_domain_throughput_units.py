@@ -238,3 +238,12 @@ def test_ingress_is_sized_from_what_was_offered_on_the_tus_serving(serving, thro
     settings = replace(SETTINGS, events_per_throttled_request=100.0)
     decision = size_namespace(NamespaceReading(3, minutes=minutes, serving=serving), [], settings, NOW)
     assert decision.target_capacity == wanted
+
+
+def test_throttled_producers_of_an_unknown_batch_double_the_tus_serving() -> None:
+    """The same minute with the batch unknown (each throttled request counted as one event): what
+    producers offered is not known, so twice what served (one TU at a time took a 5x step six
+    throttled minutes, now four; docs/benchmark-namespace.md)."""
+    minutes = steady(60, NOW, events_in=2_000, size=100, throttled=10)
+    decision = size_namespace(NamespaceReading(2, minutes=minutes, serving=2), [], SETTINGS, NOW)
+    assert (decision.direction, decision.target_capacity) == (UP, 4)
