@@ -9,7 +9,7 @@ DEMO_ARGS ?=
 # cold starts every trace at 1 instance with nothing learned at busy minutes (seconds)
 BENCHMARK_SCENARIOS ?= standard realistic cold
 
-.PHONY: install test test-deep lint demo benchmark gate optimum stress clean chromium
+.PHONY: install test test-deep lint demo benchmark benchmark-queue gate optimum stress clean chromium
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -58,9 +58,15 @@ demo: install
 	$(PY) -m scaling demo $(DEMO_ARGS)
 
 # Every public trace (azure_llm2023_code from its per_minute.csv: docs/benchmark.md says why) and the
-# trace family (--family: 30 generated members) in every scenario.
+# trace family (--family: 30 generated members) in every scenario; then the same traces as one
+# Service Bus queue each (one family member per shape), standard and realistic, Azure Monitor
+# 1-3 minutes late, the first 3 days of each (docs/benchmark-queue.md; about 8 minutes on 2 free cores).
 benchmark: install
 	$(PY) -m scaling benchmark --trace $(TRACES)/worldcup98/per_minute.csv --trace $(TRACES)/nasa_jul95/per_minute.csv --trace $(TRACES)/azure_llm2023_code/per_minute.csv --family $(foreach scenario,$(BENCHMARK_SCENARIOS),--scenario $(scenario)) --json out/benchmark.json --markdown docs/benchmark.md --readme README.md --optimum out/optimum.json
+	$(MAKE) benchmark-queue
+
+benchmark-queue: install
+	$(PY) -m scaling queue-benchmark --trace $(TRACES)/worldcup98/per_minute.csv --trace $(TRACES)/nasa_jul95/per_minute.csv --trace $(TRACES)/azure_llm2023_code/per_minute.csv --family --minutes 4320 --workers 2 --json out/queue-benchmark.json --markdown docs/benchmark-queue.md
 
 # The regression gate: project-default on the baseline's traces and scenarios; fails, naming each
 # row, when it got dearer or newly misses the SLO (docs/benchmark.md, "The regression gate").

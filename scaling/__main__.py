@@ -14,6 +14,8 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("scaling.commands.simulate", "replay one trace through the simulated hub and plan with one policy"),
     "benchmark": ("scaling.simulation.benchmark", "compare every algorithm on traces in the standard scenario"),
+    "queue-benchmark": ("scaling.simulation.queue_bench", "the SLO mode on one Service Bus queue against KEDA, Functions, "
+                        "Azure Monitor, the seed rule and the clairvoyant, Azure Monitor 1-3 minutes late"),
     "stress": ("scaling.simulation.stress_bench", "the default policy under skew, both load balancers and realistic seeds, beside the clairvoyant"),
     "optimum": ("scaling.simulation.optimum_bench", "bracket the offline optimum on traces and compare the default policy with it"),
     "validate-policy": ("scaling.domain.cli", "check a policy file and say what is wrong, naming the field"),

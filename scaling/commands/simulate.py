@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         counts = counts[: args.minutes]
     arrivals = scale_trace(counts, scenario)
     if args.source == "servicebus":
-        return _run_queue(args, scenario, arrivals, target if args.policy else None)
+        return _run_queue(args, scenario, arrivals, target if args.policy else None, start)
 
     samples = []
     autoscaler = EngineAutoscaler(target, on_decision=(lambda sample, decision: samples.append(sample)) if args.history_out else None,
@@ -112,31 +112,62 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_queue(args: argparse.Namespace, scenario, arrivals, target) -> int:
-    """One queue: the SLO mode (the policy's target, or the default) beside the seed rule."""
-    from scaling.simulation.queue_world import QueueEngineAutoscaler, compare_on_queue, queue_target, simulate_queue
+def _run_queue(args: argparse.Namespace, scenario, arrivals, target, start: datetime) -> int:
+    """One queue: the SLO mode (the policy's target, or the default) beside the seed rule, in the
+    queue world with every scenario knob a queue has; the outputs are the hub's (``--series``,
+    ``--report``, ``--history-out``: the SLO mode's run)."""
+    from scaling.simulation.queue_world import (
+        QUEUE_IGNORES,
+        QueueEngineAutoscaler,
+        compare_on_queue,
+        queue_target,
+        simulate_queue,
+    )
+    from scaling.simulation.scenario_flags import FLAGS, scenario_overrides
 
     if args.max_instances < 1 or args.metrics_lag < 0:
         print("error: --max-instances must be at least 1 and --metrics-lag not negative", file=sys.stderr)
+        return 2
+    refused = sorted(flag for flag, field_name, _ in FLAGS if field_name in QUEUE_IGNORES and field_name in scenario_overrides(args))
+    if refused:
+        print(f"error: --source servicebus: a queue has no partitions, checkpoints or owners; {', '.join(refused)} "
+              "cannot apply (drop the flag)", file=sys.stderr)
         return 2
     if target is not None and not all(source.kind == "servicebus" for source in target.sources):
         print(f"error: --source servicebus needs a target whose sources are Service Bus queues; {target.name!r} has "
               f"{', '.join(sorted({source.kind for source in target.sources}))}", file=sys.stderr)
         return 2
-    runs = compare_on_queue(arrivals, scenario, max_instances=args.max_instances, metrics_lag_minutes=args.metrics_lag)
-    if target is not None:
-        runs["slo"] = simulate_queue(arrivals, QueueEngineAutoscaler(target), scenario, algorithm=f"policy:{target.name}",
-                                     knob=target.mode, metrics_lag_minutes=args.metrics_lag)
+    lag = args.metrics_lag
     chosen = target or queue_target(scenario, max_instances=args.max_instances)
+    samples = []
+
+    def replay(on_decision=None):
+        autoscaler = QueueEngineAutoscaler(chosen, on_decision=on_decision, start=start)
+        return simulate_queue(arrivals, autoscaler, scenario, algorithm=f"policy:{chosen.name}", knob=chosen.mode,
+                              metrics_lag_minutes=lag)
+
+    runs = compare_on_queue(arrivals, scenario, max_instances=args.max_instances, metrics_lag_minutes=lag, start=start)
+    runs["slo"] = replay((lambda sample, decision: samples.append(sample)) if args.history_out else None)
     summary = {"trace": args.trace, "source": "servicebus", "target": chosen.name, "mode": chosen.mode,
+               "scenario": getattr(args, "scenario", "standard"), "metrics_lag_minutes": lag,
                "runs": {name: result.summary(scenario) for name, result in runs.items()}}
     if args.series:
-        summary["series"] = {name: {"capacity": result.capacity.tolist(), "backlog": result.backlog.round(1).tolist(),
+        summary["series"] = {name: {"arrivals": result.arrivals.round(1).tolist(), "capacity": result.capacity.tolist(),
+                                    "serving": result.serving.tolist(), "backlog": result.backlog.round(1).tolist(),
                                     "oldest_age_minutes": result.age.round(3).tolist()} for name, result in runs.items()}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    if args.history_out:
+        from scaling.tuning.history import write_history
+
+        write_history(samples, args.history_out)
+    if args.report:
+        from scaling.report.runs import write_simulation_report
+
+        write_simulation_report(args.report, arrivals, chosen, scenario, start=start, replay=replay,
+                                origin=f"simulate --source servicebus --trace {args.trace}")
     print(f"one Service Bus queue, competing consumers; {len(arrivals)} minutes, SLO {scenario.slo_minutes:g} min, "
-          f"Azure Monitor rates {args.metrics_lag} min behind")
+          f"Azure Monitor rates {lag} min behind")
     print(f"{'run':<22}{'cost ratio':>11}{'SLO-violation min':>19}{'p99 age min':>13}{'max age min':>13}{'actions':>9}")
     for name, result in runs.items():
         row = result.summary(scenario)

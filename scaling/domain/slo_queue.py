@@ -23,6 +23,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from scaling.domain import slo_kernel as kernel
 from scaling.domain.decisions import DOWN, HOLD, UP
 from scaling.domain.policy import TargetPolicy
@@ -31,9 +33,11 @@ from scaling.domain.samples import MetricSample, SourceReading
 
 KIND = "servicebus"
 NO_RATE = 1e-9
-#: Azure Monitor reports a minute one to three minutes late: completions teach the throughput only
-#: when the capacity was the same over this long before the sample (else they belong to another count).
-RATE_STEADY_SECONDS = 300.0
+#: Azure Monitor reports a minute one to three minutes late, and new instances serve a provisioning
+#: delay (up to four minutes) after they are asked for: completions teach the throughput only when
+#: the capacity was the same for longer than this before the sample (else they may count the work
+#: of another count: one instance's completions over thirteen taught 1.3/s instead of 16.7/s).
+RATE_STEADY_SECONDS = 420.0
 
 
 def is_queue_target(target: TargetPolicy) -> bool:
@@ -45,41 +49,154 @@ def _queues(sample: MetricSample) -> list[SourceReading]:
     return [source for source in sample.sources if source.ok and source.kind == KIND and source.active_messages is not None]
 
 
-@dataclass(frozen=True, slots=True)
-class QueueOutlook:
-    """What the engine knows of a target's queues at the latest sample: arrival rates (messages/s)
-    over the rate window and at the latest sample (``None`` when Azure Monitor had no complete
-    minute yet), the active messages and the oldest one's age (s)."""
-
-    arrival_rate: float | None
-    recent_arrival_rate: float | None
-    completion_rate: float | None
-    backlog: float
-    age_seconds: float
-
-
 def _pooled_rate(queues: Sequence[SourceReading], field: str) -> float | None:
     values = [getattr(queue, field) for queue in queues]
     known = [value for value in values if value is not None]
     return sum(known) / 60.0 if known else None
 
 
-def queue_outlook(samples: Sequence[MetricSample], rate_window_seconds: float) -> QueueOutlook | None:
-    """The latest sample's queues pooled, their rates averaged over the window (``None`` when the
-    latest sample read no queue)."""
+def _rate(sample: MetricSample) -> float | None:
+    """The pooled Azure Monitor arrival rate a sample read (messages/s; ``None``: no minute yet)."""
+    return _pooled_rate(_queues(sample), "incoming_per_minute")
+
+
+def _seconds(sample: MetricSample) -> float:
+    return sample.collected_at.timestamp()
+
+
+@dataclass(frozen=True, slots=True)
+class Readiness:
+    """Which instances serve at the latest sample and when each scale-out in flight will: a
+    queue shows no owners, so every scale-out is tracked on its own from the capacity the
+    samples read (a count asked for after one sample serves a provisioning delay later; a
+    scale-in acts at once). Another scale-out does not restart the wait of the ones before it."""
+
+    ready: int
+    #: (seconds after the latest sample, instances serving from then on), ascending.
+    steps: tuple[tuple[float, int], ...] = ()
+
+    def serving(self, offset: float) -> int:
+        """Instances serving ``offset`` seconds after the latest sample (negative: before it)."""
+        count = self.ready
+        for at, ready in self.steps:
+            if at <= offset:
+                count = ready
+        return count
+
+
+def readiness(samples: Sequence[MetricSample], capacity: int, provisioning_seconds: float, fallback_ready: int) -> Readiness:
+    """Per-scale-out readiness from the samples' capacities (``Readiness``). Before the window's
+    first sample nothing is known: a count it already shows counts as ready only once a whole
+    provisioning delay has passed since that sample, else as ``fallback_ready`` (the engine's)."""
+    timed = [(_seconds(sample), sample.capacity) for sample in samples if sample.capacity is not None]
+    if not timed:
+        return Readiness(min(fallback_ready, capacity))
+    first_time, first_count = timed[0]
+    latest = timed[-1][0]
+    # (when it was asked for, the count asked for): a change a sample shows was asked for after the one before.
+    requests = [(before[0], after[1]) for before, after in zip(timed, timed[1:], strict=False) if after[1] != before[1]]
+
+    def ready_at(moment: float) -> int:
+        horizon = moment - provisioning_seconds
+        count = first_count if first_time <= horizon else min(first_count, fallback_ready)
+        for asked_at, asked in requests:
+            count = asked if asked_at <= horizon else min(count, asked)
+        return max(min(count, capacity), 0)
+
+    ready = ready_at(latest)
+    due = sorted({asked_at + provisioning_seconds - latest for asked_at, asked in requests
+                  if asked_at + provisioning_seconds > latest})
+    steps, previous = [], ready
+    for offset in due:
+        count = ready_at(latest + offset)
+        if count != previous:
+            steps.append((offset, count))
+            previous = count
+    if previous < capacity and not first_time <= latest - provisioning_seconds and fallback_ready < capacity:
+        # The window starts within a provisioning delay: what it cannot place is due a delay after its start.
+        steps.append((max(first_time + provisioning_seconds - latest, 0.0), capacity))
+    return Readiness(ready, tuple(steps))
+
+
+@dataclass(frozen=True, slots=True)
+class QueueOutlook:
+    """What the engine knows of a target's queues at the latest sample (rates in messages/s;
+    ``None``: not known):
+
+    - Azure Monitor's arrival rate over the rate window, at the latest sample, the lower of the
+      last two (a level that lasted, not a one-minute spike) and the busiest of the last
+      ``scale_in_peak_seconds``, and the trend of its readings (``slo_kernel.trend``);
+    - the arrivals the active message count's growth implies over the last two intervals (the
+      lower of the two): the count is read directly at every sample, so it shows a surge while
+      Azure Monitor still reports minutes before it;
+    - the active messages and the oldest one's age (s)."""
+
+    arrival_rate: float | None
+    recent_arrival_rate: float | None
+    completion_rate: float | None
+    backlog: float
+    age_seconds: float
+    level_rate: float | None = None
+    growth_rate: float | None = None
+    peak_arrival_rate: float | None = None
+    rise: float = 0.0
+    noise: float = 0.0
+
+    def signals(self) -> list[float]:
+        """The arrival rates known now, each a reading the forecast may rest on."""
+        return [rate for rate in (self.arrival_rate, self.level_rate, self.growth_rate) if rate is not None]
+
+
+def _growth_rates(samples: Sequence[MetricSample], readiness_now: Readiness, throughput: float | None) -> list[float]:
+    """Arrivals per interval as the active count implies them: its growth plus what the serving
+    instances completed where the queue stayed busy (more than an interval's service waiting at
+    both ends), else its growth alone (a lower bound: completions are not negative)."""
+    read = [(_seconds(sample), float(sum(queue.active_messages or 0 for queue in _queues(sample))), sample.capacity)
+            for sample in samples if _queues(sample)]
+    rates = []
+    for (start, before, asked), (end, after, _) in zip(read, read[1:], strict=False):
+        elapsed = end - start
+        if elapsed <= 0:
+            continue
+        rate = max(after - before, 0.0) / elapsed
+        if throughput:
+            # (no more served then than were asked for then, nor than are ready now)
+            service = min(readiness_now.ready, asked if asked is not None else readiness_now.ready) * throughput
+            if min(before, after) > service * elapsed:
+                rate = (after - before) / elapsed + service
+        rates.append(max(rate, 0.0))
+    return rates
+
+
+def queue_outlook(samples: Sequence[MetricSample], rate_window_seconds: float, peak_seconds: float = 0.0,
+                  readiness_now: Readiness | None = None, throughput: float | None = None) -> QueueOutlook | None:
+    """The latest sample's queues pooled (``QueueOutlook``; ``None`` when it read no queue)."""
     latest = samples[-1]
     queues = _queues(latest)
     if not queues:
         return None
-    window = [sample for sample in samples
-              if (latest.collected_at - sample.collected_at).total_seconds() < rate_window_seconds]
-    rates = [rate for rate in (_pooled_rate(_queues(sample), "incoming_per_minute") for sample in window) if rate is not None]
+    now = _seconds(latest)
+    known = [(_seconds(sample), rate) for sample in samples if (rate := _rate(sample)) is not None]
+    window = [rate for moment, rate in known if now - moment < rate_window_seconds]
+    peak = [rate for moment, rate in known if now - moment <= peak_seconds]
+    recent = _rate(latest)
+    rise = noise = 0.0
+    if len(known) >= 4:
+        times = np.array([moment for moment, _ in known])
+        totals = np.concatenate(([0.0], np.cumsum([rate * (b - a) for (a, _), (b, rate) in zip(known, known[1:], strict=False)])))
+        rise, noise = kernel.trend(times, totals)
+    growth = _growth_rates(samples, readiness_now or Readiness(latest.capacity or 0), throughput)
     return QueueOutlook(
-        arrival_rate=sum(rates) / len(rates) if rates else None,
-        recent_arrival_rate=_pooled_rate(queues, "incoming_per_minute"),
+        arrival_rate=sum(window) / len(window) if window else None,
+        recent_arrival_rate=recent,
         completion_rate=_pooled_rate(queues, "completed_per_minute"),
         backlog=float(sum(queue.active_messages or 0 for queue in queues)),
         age_seconds=max(queue.oldest_age_seconds(latest.collected_at) for queue in queues),
+        level_rate=min(rate for _, rate in known[-2:]) if known else None,
+        growth_rate=min(growth[-2:]) if len(growth) >= 2 else None,
+        peak_arrival_rate=max(peak) if peak else recent,
+        rise=rise,
+        noise=noise,
     )
 
 
@@ -87,11 +204,13 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int) ->
     """Messages per second per ready instance at the latest sample, and whether the queue was busy.
 
     The completion rate is Azure Monitor's latest complete minute, which trails the sample, so it
-    counts only when the capacity was the same in every sample of the last ``RATE_STEADY_SECONDS``.
-    Only a busy queue tells the real rate: the interval counts as saturated when the queue held more
-    than a minute's arrivals and more messages than instances at both of the last two samples
-    (every instance had work). Otherwise the rate is a lower bound (the engine keeps it as the
-    throughput floor).
+    measures the rate only when the capacity was the same in every sample of the last
+    ``RATE_STEADY_SECONDS`` and the one before them (the change is older than that). Only a busy queue tells the real rate: the interval counts as
+    saturated when the queue held more than a minute's arrivals and more messages than instances
+    at both of the last two samples (every instance had work). Otherwise the rate is a lower bound
+    (the engine keeps it as the throughput floor): while the capacity changed, over the most
+    instances any sample of that stretch asked for (no more served the minute it counts), so a
+    count that climbs does not keep the bound from rising.
     """
     earlier, later = samples[-2], samples[-1]
     queues_before, queues_after = _queues(earlier), _queues(later)
@@ -99,31 +218,88 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int) ->
     if not queues_before or not queues_after or completed is None or ready_capacity <= 0:
         return None, False
     recent = [s for s in samples if (later.collected_at - s.collected_at).total_seconds() <= RATE_STEADY_SECONDS]
-    if any(s.capacity != later.capacity for s in recent) or len(recent) < 2:
-        return None, False
+    older = samples[-len(recent) - 1] if len(samples) > len(recent) else None
+    if older is None or any(s.capacity != later.capacity for s in (older, *recent)) or len(recent) < 2:
+        most = max([ready_capacity, *(s.capacity or 0 for s in recent), *(s.capacity or 0 for s in samples[-len(recent) - 1:])])
+        return completed / most, False
     arrivals_per_minute = (_pooled_rate(queues_after, "incoming_per_minute") or 0.0) * 60.0
     busy = min(sum(q.active_messages or 0 for q in queues_before), sum(q.active_messages or 0 for q in queues_after))
     saturated = completed > 0 and busy > max(arrivals_per_minute, ready_capacity)
     return completed / ready_capacity, saturated
 
 
+def _fluid(age: float, backlog: float, rate: float, service: float, seconds: float) -> float:
+    """``slo_kernel.predicted_age`` on plain numbers (as numpy scalars, which it takes)."""
+    return float(kernel.predicted_age(np.float64(age), np.float64(backlog), np.float64(rate), np.float64(service), seconds))
+
+
 def age_after(age: float, backlog: float, arrival_rate: float, service_rate: float, seconds: float) -> float:
-    """The oldest message's age after ``seconds`` at constant rates (a fluid model of a FIFO queue):
-    the head waits one second per second and moves ``service / arrivals`` seconds of arrival time
-    per second; it is 0 once the backlog and what arrives meanwhile are served."""
+    """The oldest message's age after ``seconds`` at constant rates, a FIFO queue read with the
+    kernel's fluid model (``slo_kernel.predicted_age``) in two stretches: the head first moves
+    through the waiting messages at the rate *they* arrived at (``backlog / age``: an old backlog
+    from a burst drains no faster because the arrivals are low now), then, once they are served,
+    through new arrivals at ``arrival_rate``."""
     if seconds <= 0:
         return age
-    if service_rate * seconds >= backlog + arrival_rate * seconds:
-        return 0.0
-    if arrival_rate <= NO_RATE:
-        return age + seconds
-    if age <= 0 and service_rate >= arrival_rate:
-        return 0.0
-    return max(age + (1.0 - service_rate / arrival_rate) * seconds, 0.0)
+    if backlog > 0:
+        through = backlog / service_rate if service_rate > NO_RATE else math.inf
+        if seconds <= through:
+            return seconds if age <= 0 else _fluid(age, backlog, backlog / age, service_rate, seconds)
+        age, seconds = through, seconds - through  # served through them: the head arrived at the sample
+    return _fluid(age, 0.0, arrival_rate, service_rate, seconds)
 
 
-def _throughput_unknown(target: TargetPolicy, situation: Situation, outlook: QueueOutlook) -> Proposal:
-    capacity, ready = situation.capacity, situation.ready_capacity
+def age_path(outlook: QueueOutlook, forecast: float, throughput: float, schedule: Readiness,
+             moments: Sequence[float]) -> list[tuple[float, float]]:
+    """The oldest message's age along the way from the latest sample, the instances serving as
+    ``schedule`` has them: (seconds after the sample, age) at ``moments`` and wherever the path
+    bends between them (a scale-out serving, the waiting messages all served), so that its
+    highest point is among them. The head moves through what waited at the sample at the rate it
+    came in (backlog over age), then through new arrivals at ``forecast``, as far as the messages
+    served so far take it (``age_after``'s two stretches, with the service changing on the way)."""
+    age, backlog = outlook.age_seconds, outlook.backlog
+    came_in = backlog / age if age > 0 else math.inf
+
+    def head_age(moment: float, served: float) -> float:
+        if served < backlog:
+            return moment + age - (served / came_in if math.isfinite(came_in) else 0.0)
+        if forecast <= NO_RATE:
+            return 0.0
+        return max(moment - (served - backlog) / forecast, 0.0)
+
+    end = max(moments)
+    stops = sorted({0.0, *(at for at, _ in schedule.steps if 0 < at < end), *moments})
+    served, points = 0.0, [(0.0, age)]
+    for start, stop in zip(stops, stops[1:], strict=False):
+        service = schedule.serving(start) * throughput
+        if service > NO_RATE and served < backlog < served + service * (stop - start):
+            through = start + (backlog - served) / service
+            points.append((through, head_age(through, backlog)))
+        # (no more is served than has arrived: an empty queue waits for the next message)
+        served = min(served + service * (stop - start), backlog + forecast * stop)
+        points.append((stop, head_age(stop, served)))
+    return points
+
+
+def predicted_age(outlook: QueueOutlook, forecast: float, throughput: float, schedule: Readiness, seconds: float) -> float:
+    """The oldest message's age ``seconds`` after the latest sample (``age_path``)."""
+    return age_path(outlook, forecast, throughput, schedule, [seconds])[-1][1]
+
+
+def keeps_age(outlook: QueueOutlook, forecast: float, throughput: float, schedule: Readiness, serving_from: float,
+              limit: float, within: float) -> bool:
+    """Whether the instances of ``schedule`` keep the oldest message under ``limit`` from
+    ``serving_from`` (when the last of them serve) over the next ``within`` seconds; where it is
+    past the limit by then already, whether they bring it back under within that time."""
+    path = age_path(outlook, forecast, throughput, schedule, [serving_from, serving_from + within])
+    at_start = next(age for moment, age in path if moment >= serving_from)
+    if at_start > limit:
+        return path[-1][1] <= limit
+    return all(age <= limit for moment, age in path if moment >= serving_from)
+
+
+def _throughput_unknown(target: TargetPolicy, situation: Situation, outlook: QueueOutlook, ready: int) -> Proposal:
+    capacity = situation.capacity
     limit = target.slo.max_event_age_seconds - target.slo.safety_seconds
     if ready < capacity:
         return Proposal(None, HOLD, "throughput_unknown_waiting",
@@ -136,23 +312,43 @@ def _throughput_unknown(target: TargetPolicy, situation: Situation, outlook: Que
                     ("per-instance throughput not learned yet (needs a minute with the queue busy)",), {})
 
 
+def holds(outlook: QueueOutlook, calm: float, service: float, limit: float, reaction: float, dwell: float) -> float:
+    """How long ``service`` keeps the oldest message under ``limit`` at the ``calm`` rate with a
+    scale-out ``reaction`` seconds away (seconds; infinite when the age stops growing; 0 when it
+    does not hold at all): the kernel's rule (``slo_kernel.hold_seconds``: the age a scale-out
+    ``reaction`` later would still meet) on the queue's age path (``age_after``), which first
+    drains the waiting messages at the rate they came in. An old backlog that drains slowly is
+    no surplus."""
+    backlog, age = outlook.backlog, outlook.age_seconds
+    through = backlog / service if backlog > 0 and service > NO_RATE else (math.inf if backlog > 0 else 0.0)
+    checks = [reaction, dwell + reaction] + ([through] if 0 < through < dwell + reaction else [])
+    if any(age_after(age, backlog, calm, service, moment) > limit for moment in checks):
+        return 0.0
+    growth = 1.0 - service / calm if calm > NO_RATE else -1.0
+    if growth <= 0 and through < math.inf:
+        return math.inf
+    then = age_after(age, backlog, calm, service, dwell + reaction)
+    return dwell + (limit - then) / max(growth, NO_RATE)
+
+
 def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     """Scale out when the queue's oldest message would pass the SLO before new instances help;
     otherwise scale in to the smallest count expected to hold ``min_dwell_seconds``."""
-    samples, capacity, ready = situation.samples, situation.capacity, situation.ready_capacity
+    samples, capacity = situation.samples, situation.capacity
     slo, throughput, counts = target.slo, situation.throughput, situation.counts
     latest = samples[-1]
-    outlook = queue_outlook(samples, slo.rate_window_seconds)
+    schedule = readiness(samples, capacity, slo.provisioning_delay_seconds, situation.ready_capacity)
+    outlook = queue_outlook(samples, slo.rate_window_seconds, slo.scale_in_peak_seconds, schedule, throughput)
     if outlook is None:
         return Proposal(None, HOLD, "no_queue_data", ("no Service Bus queue read in the latest sample",), {})
     if throughput is None or throughput <= 0:
-        return _throughput_unknown(target, situation, outlook)
+        return _throughput_unknown(target, situation, outlook, schedule.ready)
 
     clock = timing(target, situation)
-    limit, interval, since_latest, pending_seconds = clock.limit, clock.interval, clock.since_latest, clock.pending_seconds
+    limit, interval, since_latest = clock.limit, clock.interval, clock.since_latest
     react = since_latest + interval + slo.provisioning_delay_seconds
-    known = [rate for rate in (outlook.arrival_rate, outlook.recent_arrival_rate) if rate is not None]
-    if not known:
+    signals = outlook.signals()
+    if outlook.arrival_rate is None and (not signals or outlook.age_seconds > limit):
         # No complete minute from Azure Monitor yet: the age alone can still call for capacity.
         if outlook.age_seconds > limit:
             return Proposal(capacity + target.scale_up.size(capacity), UP, "queue_age_over_limit",
@@ -161,29 +357,49 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         return Proposal(None, HOLD, "queue_rates_unknown",
                         ("holding: Azure Monitor has not reported the queue's arrival rate yet",),
                         {"oldest_age_seconds": round(outlook.age_seconds, 1)})
-    forecast = max(known) * (1.0 + slo.headroom)
-    first = min(pending_seconds, react)
-    predicted = age_after(outlook.age_seconds, outlook.backlog, forecast, ready * throughput, first)
-    predicted = age_after(predicted, outlook.backlog, forecast, capacity * throughput, react - first)
-    arrivals = outlook.arrival_rate if outlook.arrival_rate is not None else forecast
+    forecast = max(signals) * (1.0 + slo.headroom)
+    predicted = predicted_age(outlook, forecast, throughput, schedule, react)
+    arrivals = outlook.arrival_rate if outlook.arrival_rate is not None else max(signals)
     metrics = {
         "arrival_rate": round(arrivals, 3),
         "completion_rate": None if outlook.completion_rate is None else round(outlook.completion_rate, 3),
+        "growth_rate": None if outlook.growth_rate is None else round(outlook.growth_rate, 3),
         "oldest_age_seconds": round(outlook.age_seconds, 1),
         "predicted_age_seconds": round(predicted, 1),
         "age_limit_seconds": limit,
         "reaction_seconds": round(react, 1),
+        "ready_instances": schedule.ready,
     }
     rates = f"arrivals {arrivals:.1f}/s, {throughput:.2f}/s per instance"
+    if outlook.growth_rate is not None and outlook.growth_rate * (1.0 + slo.headroom) >= forecast:
+        rates += f" (the active count's growth says {outlook.growth_rate:.1f}/s)"
 
     if predicted > limit:
-        # Serve the forecast and drain what will have piled up by the time new instances serve.
-        # (the kernel's rules, on plain numbers: the drain and the need are the Event Hubs mode's)
+        # Serve the forecast and drain what will have piled up by the time new instances serve
+        # (the kernel's rules on plain numbers: the drain and the need are the Event Hubs mode's).
         drain_seconds, drain_note = scale_out_drain(target, situation, predicted)
         needed = float(kernel.scale_out_need(forecast, outlook.backlog, slo.provisioning_delay_seconds, since_latest,
                                              slo.safety_seconds, drain_seconds))
-        wanted = next((count for count in counts if count > capacity and count * throughput >= needed), counts[-1])
         metrics["drain_seconds"] = round(drain_seconds, 1)
+        serving_from = since_latest + slo.provisioning_delay_seconds
+        within = slo.max_event_age_seconds
+
+        def keeps(count: int) -> bool:
+            earlier = tuple(step for step in schedule.steps if step[0] < serving_from)
+            return keeps_age(outlook, forecast, throughput, Readiness(schedule.ready, (*earlier, (serving_from, count))),
+                             serving_from, limit, within)
+
+        if (schedule.ready < capacity and capacity * throughput >= needed
+                and keeps_age(outlook, forecast, throughput, schedule, max([0.0, *(at for at, _ in schedule.steps)]), limit,
+                              within)):
+            return Proposal(None, HOLD, "scale_out_in_flight",
+                            (f"oldest message would be {predicted:.0f}s old in {react:.0f}s (limit {limit:.0f}s) while "
+                             f"{capacity - schedule.ready} instances start; the {capacity} asked for serve the "
+                             f"{needed:.1f}/s needed ({rates})", *drain_note), metrics)
+        # The smallest count that serves the need and keeps the oldest message under the limit (the
+        # waiting messages drain at the rate they came in: a one-minute spike is not a new level).
+        wanted = next((count for count in counts if count > capacity and count * throughput >= needed and keeps(count)),
+                      counts[-1])
         return Proposal(wanted, UP, "slo_at_risk",
                         (f"oldest message would be {predicted:.0f}s old in {react:.0f}s (limit {limit:.0f}s); {rates}",
                          *drain_note), metrics)
@@ -194,21 +410,32 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     if (latest.collected_at - samples[0].collected_at).total_seconds() < slo.rate_window_seconds:
         return Proposal(None, HOLD, "too_few_samples",
                         (f"holding: rates need {slo.rate_window_seconds:.0f}s of history before any scale-in",), metrics)
-    chosen, hold_seconds = None, math.inf
+    if outlook.age_seconds > limit:
+        return Proposal(None, HOLD, "queue_age_over_limit",
+                        (f"holding: the oldest message is {outlook.age_seconds:.0f}s old, past the {limit:.0f}s limit; "
+                         "no scale-in until it is back under (a missed SLO is no surplus)",), metrics)
+    if schedule.ready < capacity:
+        return Proposal(None, HOLD, "scale_out_in_flight",
+                        (f"holding: {capacity - schedule.ready} of {capacity} instances not serving yet; "
+                         "no scale-in before they show what they do",), metrics)
+    # The kernel's guards: a scale-in holds at the busiest recent minute on noisy arrivals and at the
+    # rate halfway through the dwell while they clearly rise (no scale-in into a rising edge).
+    peak = outlook.peak_arrival_rate if outlook.peak_arrival_rate is not None else 0.0
+    calm = float(np.max(kernel.calm_rates(forecast, peak, 1.0 + slo.headroom, outlook.rise, slo.min_dwell_seconds,
+                                          outlook.noise, slo.scale_in_peak_full_noise)))
+    metrics["calm_rate"] = round(calm, 3)
+    reaction = interval + slo.provisioning_delay_seconds
+    chosen, hold_seconds = None, 0.0
     for count in (count for count in counts if count < capacity):
-        growth = 1.0 - count * throughput / forecast if forecast > NO_RATE else -1.0
-        if growth <= 0:
-            shortest = math.inf
-        else:
-            margin = limit - growth * (interval + slo.provisioning_delay_seconds) - outlook.age_seconds
-            shortest = margin / growth if margin > 0 else 0.0
-        if shortest >= slo.min_dwell_seconds:
-            chosen, hold_seconds = count, shortest
+        hold_seconds = holds(outlook, calm, count * throughput, limit, reaction, slo.min_dwell_seconds)
+        if hold_seconds >= slo.min_dwell_seconds:
+            chosen = count
             break
     if chosen is None:
         return Proposal(None, HOLD, "slo_steady",
                         (f"oldest message {outlook.age_seconds:.0f}s, predicted {predicted:.0f}s within the {limit:.0f}s "
-                         f"limit; no smaller count would hold for {slo.min_dwell_seconds:.0f}s",), metrics)
-    holds = "indefinitely" if math.isinf(hold_seconds) else f"for about {hold_seconds:.0f}s"
+                         f"limit; no smaller count would hold for {slo.min_dwell_seconds:.0f}s at {calm:.1f}/s",), metrics)
+    lasting = "indefinitely" if math.isinf(hold_seconds) else f"for about {hold_seconds:.0f}s"
     return Proposal(chosen, DOWN, "slo_surplus",
-                    (f"{chosen} instances keep the oldest message under {limit:.0f}s {holds} ({rates})",), metrics)
+                    (f"{chosen} instances keep the oldest message under {limit:.0f}s {lasting} at {calm:.1f}/s ({rates})",),
+                    metrics)

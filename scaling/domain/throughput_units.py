@@ -50,6 +50,7 @@ TU_SCALE_UP = "tu_scale_up"
 TU_SCALE_DOWN = "tu_scale_down"
 TU_STEADY = "tu_steady"
 TU_AT_MAX = "tu_at_max"
+TU_RAISE_IN_FLIGHT = "tu_raise_in_flight"
 SCALE_DOWN_HOLD = "tu_scale_down_hold"
 AUTO_INFLATE_RAISES = "auto_inflate_raises"
 NO_METRICS = "tu_no_metrics"
@@ -77,6 +78,9 @@ class NamespaceReading:
     auto_inflate: bool = False
     auto_inflate_max: int | None = None
     minutes: tuple[NamespaceMinute, ...] = ()
+    #: The TUs that served the latest minute, where known (a raise still provisioning serves
+    #: later: its minute hit the ceiling of the count before it); ``None``: ``capacity``.
+    serving: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +103,9 @@ class TuSettings:
     scale_down_hold_seconds: float = 3600.0
     scale_down_from_minute: int = 50
     spare_tus: int = 1
+    #: Events a throttled request is counted as (the producers' batch): the ingress a throttled
+    #: minute needs is what was accepted plus what was turned away. 1: at least one each.
+    events_per_throttled_request: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,14 +160,17 @@ def bytes_per_event(minutes: Iterable[NamespaceMinute]) -> float:
 
 
 def minute_need(minute: NamespaceMinute, headroom: float, catch_up_events_per_second: float = 0.0,
-                event_bytes: float = 0.0, spare_tus: int = 0) -> TuNeed:
-    """The TUs one minute needs with headroom: its ingress (raised by ``headroom``, and at least
-    ``spare_tus`` whole TUs above it: at one or two TUs a percentage is less than a burst), and its
-    egress or the consumers' planned catch-up reads, whichever is higher."""
+                event_bytes: float = 0.0, spare_tus: int = 0, turned_away: float = 0.0) -> TuNeed:
+    """The TUs one minute needs with headroom: what producers offered (accepted plus the
+    ``turned_away`` events of a throttled minute) raised by ``headroom``, and at least
+    ``spare_tus`` whole TUs above it (at one or two TUs a percentage is less than a burst), and
+    its egress or the consumers' planned catch-up reads, whichever is higher."""
     egress_events = max(minute.outgoing_messages / 60.0, catch_up_events_per_second)
     egress_bytes = max(minute.outgoing_bytes / 60.0, catch_up_events_per_second * event_bytes)
     raise_by = 1.0 + headroom
-    ingress = ingress_tus(minute.incoming_bytes / 60.0, minute.incoming_messages / 60.0)
+    size = minute.incoming_bytes / minute.incoming_messages if minute.incoming_messages > 0 else event_bytes
+    offered = minute.incoming_messages + turned_away
+    ingress = ingress_tus((minute.incoming_bytes + turned_away * size) / 60.0, offered / 60.0)
     return TuNeed(max(ingress * raise_by, ingress + spare_tus if ingress > 0 else 0.0),
                   egress_tus(egress_bytes, egress_events) * raise_by)
 
@@ -197,20 +207,28 @@ def size_namespace(reading: NamespaceReading, consumers: Sequence[ConsumerCatchU
     if not reading.minutes:
         return TuDecision(capacity, None, HOLD, NO_METRICS, ("no complete minute of namespace metrics yet",))
     latest = reading.minutes[-1]
+    # The ceilings are those of the TUs that served the minute, not of a raise still provisioning.
+    serving = reading.serving if reading.serving is not None else capacity
     catch_up = sum(max(consumer.events_per_second, 0.0) for consumer in consumers)
     event_bytes = bytes_per_event(reading.minutes[-10:])
-    need = minute_need(latest, settings.headroom, catch_up, event_bytes, settings.spare_tus)
-    egress_bound = is_egress_bound(latest, capacity)
-    ingress_throttled = is_ingress_throttled(latest, capacity)
+    egress_bound = is_egress_bound(latest, serving)
+    ingress_throttled = is_ingress_throttled(latest, serving)
+    turned_away = latest.throttled_requests * settings.events_per_throttled_request if ingress_throttled else 0.0
+    need = minute_need(latest, settings.headroom, catch_up, event_bytes, settings.spare_tus, turned_away)
     wanted = whole_tus(need.tus, settings)
     if egress_bound or ingress_throttled:
-        # What was moved is capped by the ceiling: the real demand is at least one TU more.
-        wanted = max(wanted, min(capacity + 1, settings.max_tus))
+        # What was moved is capped by the ceiling: the real demand is at least one TU more than served.
+        wanted = max(wanted, min(max(capacity, serving + 1), settings.max_tus))
+    if ingress_throttled:
+        # Producers turned away: how much they offered is known only as far as the batch says; twice
+        # what served finds a step of any size in a few raises instead of one TU at a time.
+        wanted = max(wanted, min(2 * serving, settings.max_tus))
     metrics = {"capacity": capacity, "ingress_tus": round(need.ingress, 3), "egress_tus": round(need.egress, 3),
                "catch_up_events_per_second": round(catch_up, 3), "bytes_per_event": round(event_bytes, 1),
-               "throttled_requests": latest.throttled_requests, "egress_bound": egress_bound,
+               "throttled_requests": latest.throttled_requests, "serving_tus": serving,
+               "turned_away_events": turned_away, "egress_bound": egress_bound,
                "ingress_throttled": ingress_throttled, "auto_inflate": reading.auto_inflate,
-               "egress_ceiling_share": round(egress_ceiling_share(latest, capacity), 3), "wanted_tus": wanted}
+               "egress_ceiling_share": round(egress_ceiling_share(latest, serving), 3), "wanted_tus": wanted}
     numbers = (f"ingress needs {need.ingress:.2f} TU, egress {need.egress:.2f} TU with {settings.headroom:.0%} headroom "
                f"(consumers plan to read {catch_up:.0f} events/s)")
     code = EGRESS_BOUND if egress_bound else INGRESS_THROTTLED if ingress_throttled else TU_SCALE_UP
@@ -220,6 +238,10 @@ def size_namespace(reading: NamespaceReading, consumers: Sequence[ConsumerCatchU
                               (numbers, f"auto-inflate is on: it raises TUs (up to {reading.auto_inflate_max}); "
                                         f"we only deflate, so {wanted} is not asked for"), egress_bound, metrics)
         return TuDecision(capacity, wanted, UP, code, (numbers, f"{capacity} -> {wanted} TUs"), egress_bound, metrics)
+    if (egress_bound or ingress_throttled) and capacity > serving:
+        return TuDecision(capacity, None, HOLD, EGRESS_BOUND if egress_bound else TU_RAISE_IN_FLIGHT,
+                          (numbers, f"throttled on the {serving} TUs serving; the {capacity} asked for serve "
+                                    "within the provisioning delay"), egress_bound, metrics)
     if egress_bound or ingress_throttled:
         return TuDecision(capacity, None, HOLD, EGRESS_BOUND if egress_bound else TU_AT_MAX,
                           (numbers, f"throttled at the maximum of {settings.max_tus} TUs"), egress_bound, metrics)

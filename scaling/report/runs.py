@@ -27,9 +27,10 @@ def write_page(path: str | Path, html_text: str) -> Path:
 
 
 def write_simulation_report(path: str | Path, arrivals: Any, target: Any, scenario: Any, *, origin: str = "",
-                            start: Any = None) -> Path:
+                            start: Any = None, replay: Any = None) -> Path:
     """Replay ``arrivals`` with the engine (deterministic: the run ``simulate`` just scored) and
-    write its page, every logged decision as ``evaluate`` would have recorded it."""
+    write its page, every logged decision as ``evaluate`` would have recorded it. ``replay``
+    runs another world (a queue's): it takes the decision callback and returns the run."""
     from scaling.simulation.peers import EPOCH, EngineAutoscaler
     from scaling.simulation.world import simulate
     from scaling.storage.records import DecisionRecord, action_for
@@ -41,8 +42,9 @@ def write_simulation_report(path: str | Path, arrivals: Any, target: Any, scenar
         records.append(DecisionRecord.from_decision(decision, sample.sample_id, action))
 
     start = start or EPOCH
-    result = simulate(arrivals, EngineAutoscaler(target, on_decision=record, start=start), scenario,
-                      algorithm=f"policy:{target.name}", knob=target.mode)
+    result = replay(record) if replay is not None else simulate(
+        arrivals, EngineAutoscaler(target, on_decision=record, start=start), scenario,
+        algorithm=f"policy:{target.name}", knob=target.mode)
     data = report_from_run(target.name, result, logged_decisions(records), start=start,
                            events_per_instance_per_minute=scenario.events_per_instance_per_minute,
                            slo_seconds=_slo_seconds(target, scenario),

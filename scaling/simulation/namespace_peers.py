@@ -36,7 +36,7 @@ from scaling.domain.throughput_units import (
     is_egress_bound,
     size_namespace,
 )
-from scaling.simulation.namespace_world import NamespaceResult, NamespaceScenario, NamespaceWorld, score
+from scaling.simulation.namespace_world import EVENTS_PER_REQUEST, NamespaceResult, NamespaceScenario, NamespaceWorld, score
 from scaling.simulation.peers import EngineAutoscaler, KedaHpa, minute_time, simulated_target
 from scaling.simulation.scenario import Scenario
 from scaling.simulation.world import Observation
@@ -97,7 +97,7 @@ class JointThroughputUnits:
         now = minute_time(world.minute)
         hold = int(self.settings.scale_down_hold_seconds // 60) + 1
         minutes = tuple(world.minutes)[-hold:]
-        reading = NamespaceReading(world.tus_requested, minutes=minutes)
+        reading = NamespaceReading(world.tus_requested, minutes=minutes, serving=world.tus_serving)
         decision = size_namespace(reading, self.consumers(), self.settings, now, self.last_raise_at)
         if not decision.acts:
             return None
@@ -125,7 +125,10 @@ class Pairing:
 
 
 def tu_settings(scenario: NamespaceScenario, **changes) -> TuSettings:
-    return replace(TuSettings(min_tus=scenario.min_tus, max_tus=scenario.max_tus), **changes)
+    """The namespace target's settings for the scenario: its bounds, and its producers' batch
+    (``EVENTS_PER_REQUEST``, as an operator who knows their producers sets it)."""
+    return replace(TuSettings(min_tus=scenario.min_tus, max_tus=scenario.max_tus,
+                              events_per_throttled_request=float(EVENTS_PER_REQUEST)), **changes)
 
 
 def run_namespace(arrivals: np.ndarray, scenario: NamespaceScenario, algorithm: str, knob: float | None = None, *,

@@ -12,7 +12,15 @@ from scaling.domain.decisions import DOWN, HOLD, UP, ScalerState
 from scaling.domain.engine import evaluate
 from scaling.domain.policy import Bounds, PlanSettings, SloSettings, SourceSettings, TargetPolicy
 from scaling.domain.samples import MetricSample, SourceReading
-from scaling.domain.slo_queue import age_after, is_queue_target
+from scaling.domain.slo_queue import (
+    QueueOutlook,
+    Readiness,
+    age_after,
+    age_path,
+    interval_throughput,
+    is_queue_target,
+    readiness,
+)
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 PLAN = "/subscriptions/0/resourceGroups/rg/providers/Microsoft.Web/serverfarms/jobs"
@@ -86,7 +94,7 @@ def test_on_a_lower_bound_of_the_rate_an_aging_queue_drains_within_the_slo() -> 
     oldest message is predicted past the SLO itself, so the scale-out drains within the SLO
     (``slo_kernel.drain_seconds``, the Event Hubs mode's rule) instead of half the dwell, and
     asks for more instances than the same rate known for sure would."""
-    samples = steady(4, 2, active=6000, age=280, incoming=1800, completed=None)
+    samples = steady(4, 2, active=12000, age=290, incoming=1800, completed=None)
     bound = decide(target(None), samples, ScalerState(target="jobs", throughput_floor=10.0))
     known = decide(target(10.0), samples)
     slo = target(None).slo
@@ -94,7 +102,7 @@ def test_on_a_lower_bound_of_the_rate_an_aging_queue_drains_within_the_slo() -> 
     assert bound.metrics["throughput_source"] == "lower bound"
     assert bound.metrics["predicted_age_seconds"] > slo.max_event_age_seconds
     forecast = 30 * (1 + slo.headroom)
-    piled = 6000 + forecast * slo.provisioning_delay_seconds - forecast * slo.safety_seconds  # (decided as sampled)
+    piled = 12000 + forecast * slo.provisioning_delay_seconds - forecast * slo.safety_seconds  # (decided as sampled)
     assert (bound.direction, known.direction) == (UP, UP)
     assert bound.target_capacity == math.ceil((forecast + piled / slo.max_event_age_seconds) / 10)
     assert bound.target_capacity > known.target_capacity
@@ -142,7 +150,7 @@ def test_a_failed_peek_holds() -> None:
 )
 def test_throughput_is_learned_from_completions_of_a_busy_queue(active, learned) -> None:
     """Completions of 1200 a minute on 2 instances: 10 messages/s each, learned only while busy."""
-    decision = decide(target(throughput=None), steady(3, 2, active=active, age=30, incoming=1200, completed=1200))
+    decision = decide(target(throughput=None), steady(9, 2, active=active, age=30, incoming=1200, completed=1200))
     state = decision.state
     if learned:
         assert state.throughput_per_instance == pytest.approx(10.0)
@@ -153,10 +161,85 @@ def test_throughput_is_learned_from_completions_of_a_busy_queue(active, learned)
 
 def test_completions_after_a_capacity_change_teach_nothing_until_it_is_steady() -> None:
     """Azure Monitor's minute trails the sample: right after 4 -> 2 instances the completions
-    still count 4 instances' work and would double the learned rate."""
+    still count 4 instances' work and would double the learned rate. Divided by the most
+    instances of that stretch they are still a lower bound."""
     samples = steady(3, 4, active=5000, age=30, incoming=2400, completed=2400) + [
         sample(minute, 2, active=5000, age=30, incoming=2400, completed=2400) for minute in range(3, 6)]
     decision = decide(target(throughput=None), samples)
-    assert decision.state.throughput_per_instance is None and decision.state.throughput_floor is None
-    later = samples + [sample(minute, 2, active=5000, age=30, incoming=1200, completed=1200) for minute in range(6, 9)]
+    assert decision.state.throughput_per_instance is None
+    assert decision.state.throughput_floor == pytest.approx(2400 / 60 / 4)
+    # Seven minutes after the change (lag and provisioning both) they still may count the 4.
+    seven = samples + [sample(minute, 2, active=5000, age=30, incoming=1200, completed=1200) for minute in range(6, 10)]
+    assert decide(target(throughput=None), seven).state.throughput_per_instance is None
+    later = seven + [sample(minute, 2, active=5000, age=30, incoming=1200, completed=1200) for minute in range(10, 12)]
     assert decide(target(throughput=None), later).state.throughput_per_instance == pytest.approx(10.0)
+
+
+# --- issue 51: the queue-specific readings ------------------------------------------------------------
+
+
+def _capacities(*counts: int) -> list[MetricSample]:
+    return [sample(minute, count, active=0, age=None, incoming=60, completed=60) for minute, count in enumerate(counts)]
+
+
+@pytest.mark.parametrize(
+    ("counts", "fallback", "ready", "steps"),
+    [
+        pytest.param((4, 4, 4, 4), 4, 4, (), id="steady"),
+        pytest.param((4, 4, 4, 8, 12), 4, 8, ((60.0, 12),), id="each-scale-out-on-its-own"),
+        pytest.param((4, 4, 4, 4, 8), 4, 4, ((60.0, 8),), id="one-in-flight"),
+        pytest.param((8, 8, 8, 4, 6), 4, 4, ((60.0, 6),), id="scale-in-at-once-then-out"),
+        pytest.param((6, 6), 3, 3, ((60.0, 6),), id="window-shorter-than-the-delay"),
+    ],
+)
+def test_readiness_is_tracked_per_scale_out(counts, fallback, ready, steps) -> None:
+    """A count the samples show was asked for after the sample before and serves 120 s later;
+    another scale-out does not restart its wait (on d0d07e7 the engine's single due time moved
+    with every scale-out, and the mode added an instance a minute meanwhile)."""
+    schedule = readiness(_capacities(*counts), counts[-1], 120.0, fallback)
+    assert (schedule.ready, schedule.steps) == (ready, steps)
+
+
+def test_a_climbing_count_still_raises_the_throughput_floor() -> None:
+    """Completions of 2,400 a minute while the count climbs 2 -> 3 -> 4: never steady for five
+    minutes, so d0d07e7 learned no bound at all; over the most instances it is 10/s each."""
+    samples = [sample(minute, count, active=9000, age=100, incoming=3000, completed=2400)
+               for minute, count in enumerate((2, 3, 4))]
+    assert interval_throughput(samples, 4) == (pytest.approx(10.0), False)
+
+
+def test_no_scale_in_while_the_oldest_message_is_past_the_limit() -> None:
+    """Reproduction 1 on the engine: 32 instances, 103,200 waiting, the oldest 420 s old, arrivals
+    down to 80/s. On d0d07e7: 32 -> 11 ("holds indefinitely"), judged at the now-low rate."""
+    samples = steady(6, 32, active=103_200, age=420, incoming=4800, completed=32_000)
+    decision = decide(target(1000 / 60), samples)
+    assert decision.direction != DOWN
+    assert decision.reason_code in ("queue_age_over_limit", "slo_at_risk")
+
+
+def test_the_active_counts_growth_calls_a_surge_azure_monitor_has_not_reported() -> None:
+    """Reproduction 3 on the engine: the active count 19,000 -> 38,000 -> 57,000 a minute apart
+    while Azure Monitor still reports 80/s; 5 instances serve 10/s each and stay busy, so the
+    arrivals are (19,000 / 60 + 50)/s. On d0d07e7 the forecast stayed 84/s and it held."""
+    samples = steady(3, 5, active=100, age=5, incoming=4800, completed=3000) + [
+        sample(3 + minute, 5, active=active, age=age, incoming=4800, completed=3000)
+        for minute, (active, age) in enumerate(((19_000, 50), (38_000, 100), (57_000, 150)))]
+    decision = decide(target(10.0), samples)
+    assert decision.metrics["growth_rate"] == pytest.approx(19_000 / 60 + 50)
+    assert (decision.direction, decision.reason_code) == (UP, "slo_at_risk")
+    assert decision.target_capacity == 32  # (its serving the growth needs more than the 32 allowed)
+
+
+def test_the_age_path_moves_the_head_through_the_backlog_at_the_rate_it_came_in_across_a_scale_out() -> None:
+    """20,781 messages that came in over the last 57 s, 15/s arriving now; one instance of 1,000/min
+    serves until a scale-out to six serves at 120 s. The head reaches the newest of them once
+    all 20,781 are served: 2,000 by 120 s, the rest at 100/s, at 307.8 s, then 307.8 s old (they
+    came in at the sample). Chaining the stretches at backlog / age anew (the first version) thinned
+    the backlog with the new arrivals and put that age at 206 s, under the 210 s limit."""
+    outlook = QueueOutlook(arrival_rate=15.0, recent_arrival_rate=15.0, completion_rate=None, backlog=20_781.0,
+                           age_seconds=57.0)
+    schedule = Readiness(1, ((120.0, 6),))
+    path = age_path(outlook, 15.0, 1000 / 60, schedule, [420.0])
+    through = 120 + (20_781 - 2_000) / 100
+    assert max(age for _, age in path) == pytest.approx(through, rel=1e-3)
+    assert any(abs(moment - through) < 1e-6 for moment, _ in path)

@@ -3,6 +3,7 @@ rule that holds a scale-out while the namespace's egress is the bottleneck: boun
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -217,3 +218,32 @@ def test_no_throughput_is_learned_while_egress_bound(direction, target, bound, l
 def test_without_a_namespace_the_decision_is_unchanged() -> None:
     decision = consumer_decision(UP, 8)
     assert egress_bound_hold(decision, None, OLD, NOW) is decision
+
+
+@pytest.mark.parametrize(
+    ("serving", "throttled", "wanted"),
+    [
+        pytest.param(None, 3_000, None, id="ceiling-of-the-tus-asked-for-hides-the-throttling"),
+        pytest.param(2, 0, None, id="at-the-ceiling-but-nothing-throttled"),
+        pytest.param(2, 3_000, 9, id="throttled-on-the-tus-serving-sized-from-what-was-offered"),
+    ],
+)
+def test_ingress_is_sized_from_what_was_offered_on_the_tus_serving(serving, throttled, wanted) -> None:
+    """A raise 2 -> 3 TUs still provisioning; the minute ran at the 2 serving TUs' ingress ceiling
+    (2,000 events/s) and turned away 3,000 requests of 100 events (5,000 events/s). On d0d07e7
+    the ceiling test read the 3 TUs asked for (2,000 of 3,000/s: not throttled), sized from the
+    accepted events alone, and held; on the TUs serving, what producers offered (7,000/s, with
+    20% headroom 8.4 TUs) is asked for at once."""
+    minutes = steady(60, NOW, events_in=2_000, size=100, throttled=throttled)
+    settings = replace(SETTINGS, events_per_throttled_request=100.0)
+    decision = size_namespace(NamespaceReading(3, minutes=minutes, serving=serving), [], settings, NOW)
+    assert decision.target_capacity == wanted
+
+
+def test_throttled_producers_of_an_unknown_batch_double_the_tus_serving() -> None:
+    """The same minute with the batch unknown (each throttled request counted as one event): what
+    producers offered is not known, so twice what served (one TU at a time took a 5x step six
+    throttled minutes, now four; docs/benchmark-namespace.md)."""
+    minutes = steady(60, NOW, events_in=2_000, size=100, throttled=10)
+    decision = size_namespace(NamespaceReading(2, minutes=minutes, serving=2), [], SETTINGS, NOW)
+    assert (decision.direction, decision.target_capacity) == (UP, 4)

@@ -114,3 +114,20 @@ def test_best_rows_prefer_settings_that_reject_nothing_and_meet_the_slo() -> Non
             {"trace": "t", "algorithm": "keda", "cost_usd": 2.0, "meets_slo": True, "rejected_events": 0.0},
             {"trace": "t", "algorithm": "keda", "cost_usd": 0.5, "meets_slo": False, "rejected_events": 0.0}]
     assert [row["cost_usd"] for row in best_rows(rows)] == [2.0]
+
+
+def test_a_5x_ingress_step_is_sized_from_what_producers_offered_in_one_raise() -> None:
+    """Issue 51, reproduction 7: 4,800 events a minute, five times that from minute 180. On d0d07e7
+    the namespace target sized ingress from the accepted events and tested the ceiling on the TUs
+    asked for, not those serving: +1 TU every 2 minutes, 72,000 events rejected. Sized from
+    accepted plus turned away, on the TUs serving: one raise that carries it, two throttled minutes (the step's
+    and the raise's provisioning minute), as auto-inflate's."""
+    arrivals = np.full(300, 4_800.0)
+    arrivals[180:] = 24_000.0
+    scenario = started_for(arrivals, NamespaceScenario())
+    joint, world = run_namespace(arrivals, scenario, "joint")
+    inflate, _ = run_namespace(arrivals, scenario, "autoinflate+project")
+    assert joint.throttled_ingress_minutes == inflate.throttled_ingress_minutes == 2
+    # The first raise already carries the new ingress (later ones are the consumers' catch-up reads).
+    assert world.series.tus_serving[182] * scenario.ingress_events_per_tu_minute >= 24_000
+    assert joint.rejected_events <= 30_000

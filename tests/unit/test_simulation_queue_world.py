@@ -4,6 +4,7 @@ beside the seed rule."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -141,3 +142,66 @@ def test_simulate_source_servicebus_refuses_an_event_hubs_target(tmp_path: Path,
                    "--policy", "policy.sample.json")
     assert done.returncode == 2
     assert "needs a target whose sources are Service Bus queues" in done.stderr
+
+
+# --- issue 51, point 8: every scenario knob a queue has, and the hub's outputs ----------------------------
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        pytest.param({"slowdowns": ((5.0, 10.0, 0.5, 0.0),)}, id="slowdown"),
+        pytest.param({"throughput_wave": (0.3, 20.0)}, id="throughput-wave"),
+        pytest.param({"provisioning_delay_range": (3, 6)}, id="provisioning-delay-range"),
+        pytest.param({"instance_failures_per_day": 200.0}, id="instance-failures"),
+    ],
+)
+def test_the_queue_world_honours_the_scenario_knobs(changes) -> None:
+    """On d0d07e7 the queue world read none of these: the same run with or without them."""
+    arrivals = np.full(40, 5_500.0)
+    base = Scenario(initial_capacity=4, events_per_instance_per_minute=MU)
+    world, changed = QueueWorld(arrivals, base), QueueWorld(arrivals, replace(base, **changes))
+    for each in (world, changed):
+        run(each, 3)
+        each.request(6)
+        run(each, 37)
+    assert not np.array_equal(world.completed_series, changed.completed_series)
+    assert changed.result().final_backlog >= 0  # (messages conserved)
+
+
+def test_a_failed_instance_stops_serving_until_restored() -> None:
+    scenario = Scenario(initial_capacity=3, events_per_instance_per_minute=MU, instance_failures_per_day=1440.0 / 5)
+    world = QueueWorld(np.full(30, 5_000.0), scenario)
+    run(world, 30)
+    assert (world.serving_series < 3).any() and world.serving_series.max() == 3
+
+
+def test_each_scale_out_draws_its_delay_from_the_range() -> None:
+    world = QueueWorld(np.full(12, 500.0), Scenario(events_per_instance_per_minute=MU, provisioning_delay_range=(1, 4)))
+    for count in range(2, 10):
+        world.request(count)
+    delays = {ready_at for ready_at, _ in world._pending}
+    assert delays <= {1, 2, 3, 4} and len(delays) > 1
+
+
+def test_simulate_source_servicebus_writes_the_report_history_and_reads_start(tmp_path: Path, surge: Path) -> None:
+    out, report, history = tmp_path / "queue.json", tmp_path / "report.html", tmp_path / "history"
+    done = scaling("simulate", "--trace", str(surge), "--json", str(out), "--source", "servicebus", "--scenario", "realistic",
+                   "--slowdown", "5,10,0.5,0", "--report", str(report), "--history-out", str(history),
+                   "--start", "2026-06-01T08:00:00+00:00")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(out.read_text(encoding="utf-8"))
+    assert summary["scenario"] == "realistic"
+    assert report.exists() and "<html" in report.read_text(encoding="utf-8").lower()
+    from scaling.tuning.history import read_history
+
+    samples = read_history(history)
+    assert samples and samples[0].collected_at.isoformat().startswith("2026-06-01T08:01")
+
+
+@pytest.mark.parametrize("flag", [["--partitions", "8"], ["--skew", "0.1"], ["--checkpoint-delay", "30"],
+                                  ["--assignment", "balanced"], ["--rebalance-pause", "20"]])
+def test_simulate_source_servicebus_refuses_a_partition_knob(tmp_path: Path, surge: Path, flag: list[str]) -> None:
+    done = scaling("simulate", "--trace", str(surge), "--json", str(tmp_path / "q.json"), "--source", "servicebus", *flag)
+    assert done.returncode == 2
+    assert flag[0] in done.stderr and "cannot apply" in done.stderr
