@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import random
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -63,7 +62,7 @@ from scaling.domain.telemetry import (
 )
 from scaling.domain.throughput_units import EGRESS_BOUND, NamespaceStatus, egress_bound_hold
 from scaling.services.telemetry import NO_TELEMETRY, Span, Telemetry, number
-from scaling.storage.base import ConcurrencyConflict, EntityTooLarge, EvaluateStore
+from scaling.storage.base import EntityTooLarge, EvaluateStore
 from scaling.storage.records import (
     ActionMessage,
     DeadLetter,
@@ -75,6 +74,7 @@ from scaling.storage.records import (
     target_of,
     utc_now,
 )
+from scaling.storage.unit_of_work import Write, commit_state
 
 logger = logging.getLogger(__name__)
 
@@ -289,37 +289,34 @@ class EvaluateService:
             return EvaluateOutcome("late", sample_id=sample.sample_id, target=target.name)
 
         stored = stored or self._cached(target.name) or self.store.load_state(target.name)
-        # Each commit of this invocation carries a fresh token: after a conflict, a state that
-        # carries ours means our commit landed and only its reply was lost (azure-core retried the
-        # transaction and the retry failed its ETag); anything else was another writer.
-        writer = uuid.uuid4().hex
-        plan = None
-        attempt = 0
-        while True:
-            attempt += 1
-            if stored.was_evaluated(sample.collected_at):
-                if plan is None or stored.written_by != writer:
-                    self._remember(stored)
-                    return self._already_evaluated(stored, sample, dequeue_count, attempt)
-                logger.warning("evaluate %s: the commit for sample %s landed although its reply was lost",
-                               target.name, sample.sample_id)
-                saved = stored
-                break
-            if attempt > self.max_attempts:
-                raise ConcurrencyConflict(f"evaluate {target.name}: gave up on sample {sample.sample_id} after "
-                                          f"{self.max_attempts} conflicting writes; the queue will redeliver it")
+
+        def done(current: StoredState, attempt: int) -> EvaluateOutcome | None:
+            if not current.was_evaluated(sample.collected_at):
+                return None
+            self._remember(current)
+            return self._already_evaluated(current, sample, dequeue_count, attempt)
+
+        def decide(current: StoredState) -> Write[_Plan]:
             history = self.store.load_window(target.name, window_start, now + self.clock_skew)
-            plan = self._plan(target, stored, sample, history, decision_time(now, stored), window_start,
+            plan = self._plan(target, current, sample, history, decision_time(now, current), window_start,
                               traceparent=span.traceparent)
-            try:
-                saved = self.store.commit(replace(plan.stored, written_by=writer), plan.records)
-                break
-            except ConcurrencyConflict:
-                logger.info("evaluate %s: state changed under sample %s (attempt %d); re-reading",
-                            target.name, sample.sample_id, attempt)
-                self._cache.pop(target.name, None)
-                time.sleep(random.uniform(0, 0.01 * attempt))
-                stored = self.store.load_state(target.name)
+            return Write(plan.stored, plan.records, plan)
+
+        def on_conflict(attempt: int) -> None:
+            logger.info("evaluate %s: state changed under sample %s (attempt %d); re-reading",
+                        target.name, sample.sample_id, attempt)
+            self._cache.pop(target.name, None)
+            time.sleep(random.uniform(0, 0.01 * attempt))
+
+        unit = commit_state(self.store, target.name, decide, done=done, first=stored, max_attempts=self.max_attempts,
+                            on_conflict=on_conflict, what=f"evaluate {target.name}: sample {sample.sample_id}")
+        if unit.finished is not None:
+            return unit.finished
+        plan, saved, attempt = unit.plan, unit.stored, unit.attempts
+        assert plan is not None
+        if unit.reply_lost:
+            logger.warning("evaluate %s: the commit for sample %s landed although its reply was lost",
+                           target.name, sample.sample_id)
         self._remember(saved)
         if plan.purge:
             self._purge(target.name, now)

@@ -39,8 +39,9 @@ from scaling.domain.telemetry import DECISIONS, SAMPLES, THROTTLED_REQUESTS, THR
 from scaling.domain.throughput_units import ConsumerCatchUp, size_namespace
 from scaling.services.evaluate import RECONCILE_GRACE, EvaluateOutcome, pause_expired_record, unreadable_record
 from scaling.services.telemetry import NO_TELEMETRY, Telemetry
-from scaling.storage.base import ConcurrencyConflict, EvaluateStore
+from scaling.storage.base import EvaluateStore
 from scaling.storage.records import ActionMessage, DeadLetter, DecisionRecord, StoredState, body_text, target_of, utc_now
+from scaling.storage.unit_of_work import Write, commit_state
 
 logger = logging.getLogger(__name__)
 
@@ -147,29 +148,39 @@ class NamespaceEvaluateService:
             known = ", ".join(n.name for n in self.policy.namespaces) or "none"
             return self._dead_letter(body, f"namespace target {target_of(body_text(body))!r} is not in the policy "
                                            f"(known: {known})", now, dequeue_count, message_id)
-        for attempt in range(1, self.max_attempts + 1):
-            stored = self.store.load_state(target.name)
-            if stored.was_evaluated(sample.collected_at):
-                recorded = stored.outbox_for(sample.sample_id) if dequeue_count > 1 else None
-                if recorded is not None:
-                    return EvaluateOutcome("resent", (recorded.to_json(),), sample.sample_id, target.name, action=recorded,
-                                           attempts=attempt)
-                return EvaluateOutcome("duplicate", sample_id=sample.sample_id, target=target.name, attempts=attempt)
+
+        def done(stored: StoredState, attempt: int) -> EvaluateOutcome | None:
+            if not stored.was_evaluated(sample.collected_at):
+                return None
+            recorded = stored.outbox_for(sample.sample_id) if dequeue_count > 1 else None
+            if recorded is not None:
+                return EvaluateOutcome("resent", (recorded.to_json(),), sample.sample_id, target.name, action=recorded,
+                                       attempts=attempt)
+            return EvaluateOutcome("duplicate", sample_id=sample.sample_id, target=target.name, attempts=attempt)
+
+        def decide(stored: StoredState) -> Write[tuple[Decision, ActionMessage | None]]:
             next_stored, records, decision, action = self._plan(target, stored, sample, now)
-            try:
-                self.store.commit(next_stored, records)
-            except ConcurrencyConflict:
-                logger.info("evaluate %s: state changed under sample %s (attempt %d); re-reading", target.name,
-                            sample.sample_id, attempt)
-                continue
-            if action is not None:
-                logger.info("evaluate %s: %s TUs %s -> %s (%s)", target.name, action.direction, decision.current_capacity,
-                            action.target_capacity, action.reason)
-            self._report(target, sample, decision, action)
-            return EvaluateOutcome("evaluated", (action.to_json(),) if action else (), sample.sample_id, target.name,
-                                   decision, action, attempts=attempt)
-        raise ConcurrencyConflict(f"evaluate {target.name}: gave up on sample {sample.sample_id} after "
-                                  f"{self.max_attempts} conflicting writes; the queue will redeliver it")
+            return Write(next_stored, records, (decision, action))
+
+        def on_conflict(attempt: int) -> None:
+            logger.info("evaluate %s: state changed under sample %s (attempt %d); re-reading", target.name,
+                        sample.sample_id, attempt)
+
+        unit = commit_state(self.store, target.name, decide, done=done, max_attempts=self.max_attempts,
+                            on_conflict=on_conflict, what=f"evaluate {target.name}: sample {sample.sample_id}")
+        if unit.finished is not None:
+            return unit.finished
+        assert unit.plan is not None
+        decision, action = unit.plan
+        if unit.reply_lost:
+            logger.warning("evaluate %s: the commit for sample %s landed although its reply was lost; sending its "
+                           "action now", target.name, sample.sample_id)
+        if action is not None:
+            logger.info("evaluate %s: %s TUs %s -> %s (%s)", target.name, action.direction, decision.current_capacity,
+                        action.target_capacity, action.reason)
+        self._report(target, sample, decision, action)
+        return EvaluateOutcome("evaluated", (action.to_json(),) if action else (), sample.sample_id, target.name,
+                               decision, action, attempts=unit.attempts)
 
     def consumers(self, target: EventHubsNamespaceTarget) -> list[ConsumerCatchUp]:
         """Each consumer target's planned read rate: its desired count times its throughput per instance."""
