@@ -20,6 +20,8 @@ MAX_INSTANCES = 100
 #: Windows, cooldowns, the SLO and dwell times: one day. Longer ones would need more history
 #: than the engine reads and keep a target from acting for days.
 MAX_SECONDS = 86_400
+#: One sample per minute over the longest window.
+MAX_SAMPLES = MAX_SECONDS // 60
 #: Provisioning slower than an hour is an outage, not a delay to plan for.
 MAX_PROVISIONING_SECONDS = 3_600
 #: Sources per target, in the policy and so in a sample (collect reads one per policy source):
@@ -126,6 +128,14 @@ KNOBS: tuple[Knob, ...] = (
          "history's interval rates about their trend, over their mean) reaches this, not at all below half "
          "of it, in proportion between; 0: always wholly",
          "on quiet traffic a busier interval minutes ago is a passed trend", 0, 10),
+    Knob("rules.metric", "backlog", "backlog (events), backlog_per_instance, or lag_seconds (estimated time to drain)",
+         "the backlog is what KEDA's Event Hubs scaler reads too"),
+    Knob("rules.aggregate", "average", "how the window's samples are combined",
+         "one high reading should not move a plan"),
+    Knob("rules.window_seconds", 600, "the window the rule reads, in seconds",
+         "ten one-minute samples: a burst shorter than that drains by itself", 60, MAX_SECONDS),
+    Knob("rules.min_samples", 5, "samples the window must hold before the rule may act",
+         "half the window: a rule never acts on a collector's first minutes", 1, MAX_SAMPLES),
     Knob("on_external_change", "adopt",
          "when someone else resized the plan: adopt (accept the new count and decide from it) "
          "or revert (restore the autoscaler's desired count)",
@@ -158,6 +168,7 @@ LIMITS: tuple[Constant, ...] = tuple(
     Constant(name, float(globals()[name]), __name__, why) for name, why in (
         ("MAX_INSTANCES", "the most instances an App Service Plan reaches"),
         ("MAX_SECONDS", "windows, cooldowns, the SLO: at most one day of history is read"),
+        ("MAX_SAMPLES", "one sample a minute over the longest window"),
         ("MAX_PROVISIONING_SECONDS", "slower provisioning is an outage"),
         ("MAX_SOURCES", "sources per target, in a policy and a sample: a decision fits one Table entity"),
         ("MAX_NAME_CHARS", "names the policy gives: a target name is a Table key"),

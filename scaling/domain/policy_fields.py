@@ -17,6 +17,7 @@ from scaling.domain.knobs import KNOB
 from scaling.domain.knobs import MAX_INSTANCES as MAX_INSTANCES
 from scaling.domain.knobs import MAX_NAME_CHARS as MAX_NAME_CHARS
 from scaling.domain.knobs import MAX_PROVISIONING_SECONDS as MAX_PROVISIONING_SECONDS
+from scaling.domain.knobs import MAX_SAMPLES as MAX_SAMPLES
 from scaling.domain.knobs import MAX_SECONDS as MAX_SECONDS
 from scaling.domain.knobs import MAX_SOURCES as MAX_SOURCES
 from scaling.domain.knobs import MAX_TEXT_CHARS as MAX_TEXT_CHARS
@@ -36,8 +37,6 @@ EXTERNAL_CHANGE_POLICIES = ("adopt", "revert")
 #: Thresholds and event counts: far above any backlog, far below float trouble.
 MAX_EVENTS = 1e12
 MAX_EVENTS_PER_SECOND = 1e9
-#: One sample per minute over the longest window.
-MAX_SAMPLES = MAX_SECONDS // 60
 #: Rules, tiers and targets (sources: ``knobs.MAX_SOURCES``): enough for any real plan, small enough that a decision
 #: with every rule's numbers fits in one Table entity next to the state.
 MAX_RULES = 20

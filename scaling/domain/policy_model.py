@@ -32,8 +32,6 @@ from scaling.domain.policy_fields import (
     MAX_EVENTS,
     MAX_INSTANCES,
     MAX_RULES,
-    MAX_SAMPLES,
-    MAX_SECONDS,
     MAX_SOURCES,
     MAX_TARGETS,
     MAX_TIERS,
@@ -90,13 +88,11 @@ class Rule:
     __pydantic_config__ = DOCUMENT_CONFIG
 
     name: Annotated[Name, Field(description="names the rule in decisions (default: ruleN by position)")] = ""
-    metric: Annotated[Literal["backlog", "backlog_per_instance", "lag_seconds"], Field(
-        description="backlog (events), backlog_per_instance, or lag_seconds (estimated time to drain)")] = "backlog"
-    aggregate: Annotated[Aggregate, Field(description="how the window's samples are combined")] = "average"
-    window_seconds: Annotated[int, Field(ge=60, le=MAX_SECONDS,
-        description="the window the rule reads, in seconds"), NUMBER] = 600
-    min_samples: Annotated[int, Field(ge=1, le=MAX_SAMPLES,
-        description="samples the window must hold before the rule may act"), NUMBER] = 5
+    metric: Annotated[Literal["backlog", "backlog_per_instance", "lag_seconds"], knob("rules.metric")] = \
+        KNOB["rules.metric"].default  # type: ignore[assignment]
+    aggregate: Annotated[Aggregate, knob("rules.aggregate")] = KNOB["rules.aggregate"].default  # type: ignore[assignment]
+    window_seconds: Annotated[int, knob("rules.window_seconds"), NUMBER] = KNOB["rules.window_seconds"].default
+    min_samples: Annotated[int, knob("rules.min_samples"), NUMBER] = KNOB["rules.min_samples"].default
     scale_up_above: Annotated[Threshold | None, Field(description="scale out while the aggregate is above this")] = None
     scale_down_below: Annotated[Threshold | None, Field(
         description="scale in while the aggregate is below this (lower than scale_up_above)")] = None

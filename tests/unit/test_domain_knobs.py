@@ -20,7 +20,7 @@ from scaling.storage.synthetic import rules_target
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((REPO / "policy.schema.json").read_text(encoding="utf-8"))
 #: Where each block of a target lives in the schema.
-DEFINITION = {"bounds": "Bounds", "scale_up": "Step", "scale_down": "Step", "slo": "SloSettings"}
+DEFINITION = {"bounds": "Bounds", "scale_up": "Step", "scale_down": "Step", "slo": "SloSettings", "rules": "Rule"}
 
 
 def schema_property(key: str) -> dict:
@@ -72,10 +72,12 @@ def test_every_default_of_the_model_is_the_registrys() -> None:
     for block in ("bounds", "scale_up", "scale_down", "slo", "on_external_change", "mode", "profiles", "preset", "seed"):
         target.pop(block, None)
     target["mode"] = "slo"
+    target["rules"] = [{"scale_up_above": 10, "scale_down_below": 1}]
     policy = policy_from_dict(document).targets[0]
     for knob in KNOBS:
         block, _, name = knob.key.rpartition(".")
-        value = getattr(getattr(policy, block) if block else policy, name)
+        owner = policy.rules[0] if block == "rules" else getattr(policy, block) if block else policy
+        value = getattr(owner, name)
         assert value == knob.default, knob.key
 
 
@@ -84,7 +86,8 @@ def test_each_internal_constant_is_listed_with_its_value(constant) -> None:
     assert getattr(importlib.import_module(constant.module), constant.name) == constant.value
 
 
-@pytest.mark.parametrize("name", ["MAX_SOURCES", "MAX_NAME_CHARS", "MAX_TEXT_CHARS", "MAX_INSTANCES", "MAX_SECONDS"])
+@pytest.mark.parametrize("name", ["MAX_SOURCES", "MAX_NAME_CHARS", "MAX_TEXT_CHARS", "MAX_INSTANCES", "MAX_SECONDS",
+                                  "MAX_SAMPLES"])
 def test_limits_are_defined_once(name) -> None:
     """The policy and the samples once defined these apart (samples: 64 sources, 256-character
     names, 4,096-character text): now one definition, in the registry."""
