@@ -1,6 +1,7 @@
 """One registry of the autoscaler's knobs: every setting an operator may put in a target's policy
-(its document key, default, bounds, what it means and why), the limits every document and
-sample is held to, and the internal constants no operator sets, named with their value and why.
+(its document key, default, bounds, what it means and why), the app settings (one value for all
+targets), the limits every document and sample is held to, and the internal constants no operator
+sets, named with their value and why.
 
 The policy model takes its defaults, bounds and descriptions from ``KNOBS``
 (``policy_fields.knob``), so the shipped ``policy.schema.json`` is generated from here, and
@@ -145,6 +146,35 @@ KNOBS: tuple[Knob, ...] = (
 #: The knob of each key.
 KNOB = {knob.key: knob for knob in KNOBS}
 
+
+@dataclass(frozen=True, slots=True)
+class AppSetting:
+    """A knob of the deployed app rather than of one target: an app setting (``settings.py``)."""
+
+    name: str
+    default: float | int | bool
+    why: str
+    minimum: float | None = None
+    maximum: float | None = None
+
+
+SETTINGS: tuple[AppSetting, ...] = (
+    AppSetting("SCALER_DRY_RUN", False, "off: an autoscaler is installed to scale; on to watch its decisions first"),
+    AppSetting("HISTORY_RETENTION_DAYS", 30.0, "a month of samples for the report and the tuner", 1 / 24),
+    AppSetting("OWNERSHIP_EXPIRY_SECONDS", 60.0, "the Event Hubs SDK's ownership expiry: an older claim is dead", 1),
+    AppSetting("COLLECT_CONCURRENCY", 16, "reads in flight per collection: one minute's reads of 100 targets", 1),
+    AppSetting("COLLECT_TIMEOUT_SECONDS", 10.0, "a read slower than this fails that source, not the collection", 0.1),
+    AppSetting("CLOCK_SKEW_SECONDS", 60.0, "workers' clocks differ by seconds; a sample further ahead is refused",
+               0, 600),
+    AppSetting("RECONCILE_GRACE_SECONDS", 180.0,
+               "one collect interval for the action to travel, one for the plan read, and a minute to spare", 30, 3600),
+    AppSetting("EXTERNAL_CHANGES_PER_HOUR", 3,
+               "more resizes from outside in an hour mean another controller: hold (0: off)", 0, 60),
+)
+
+#: The app setting of each name.
+SETTING = {setting.name: setting for setting in SETTINGS}
+
 CONSTANTS: tuple[Constant, ...] = (
     Constant("THROUGHPUT_LEARNING_RATE", 0.3, "scaling.domain.slo_kernel",
              "weight of a new saturated observation in the learned per-instance throughput"),
@@ -197,11 +227,21 @@ def _default(value: object) -> str:
     return f"`{value}`"
 
 
+def _range(minimum: float | None, maximum: float | None) -> str:
+    parts = ([] if minimum is None else [f"at least {_number(minimum)}"]) + \
+        ([] if maximum is None else [f"at most {_number(maximum)}"])
+    return ", ".join(parts) or "–"
+
+
 def knobs_table() -> str:
     """docs/policy.md's knob table, between its markers (a test compares the two)."""
     lines = [TABLE_BEGIN, "", "| key | default | allowed | why this default |", "|---|---|---|---|"]
     lines += [f"| `{knob.key}` | {_default(knob.default)} | {knob.bounds_text() or '–'} | {knob.why} |"
               for knob in KNOBS]
+    lines += ["", "App settings (one value for every target; docs/deploy.md):", "",
+              "| setting | default | allowed | why this default |", "|---|---|---|---|"]
+    lines += [f"| `{item.name}` | {_default(item.default)} | {_range(item.minimum, item.maximum)} | {item.why} |"
+              for item in SETTINGS]
     lines += ["", "Internal constants (no operator sets them; tuned on the benchmarks):", "",
               "| constant | value | module | why |", "|---|---|---|---|"]
     lines += [f"| `{item.name}` | {_number(item.value)} | `{item.module}` | {item.why} |" for item in CONSTANTS]

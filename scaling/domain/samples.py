@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from scaling.domain.knobs import MAX_FOREIGN_NAME_CHARS, MAX_MESSAGE_CHARS, MAX_NAME_CHARS, MAX_SOURCES
+from scaling.domain.knobs import MAX_FOREIGN_NAME_CHARS, MAX_MESSAGE_CHARS, MAX_NAME_CHARS, MAX_SOURCES, SETTING
 from scaling.domain.lag import MAX_INT64, PartitionPosition, max_backlog, partition_backlog, total_backlog
 from scaling.domain.names import target_name_problem, text_problem
 
 SCHEMA_VERSION = 1
 #: A sample stamped further ahead of the evaluator's clock than this is dead-lettered (the
 #: evaluate service's ``CLOCK_SKEW_SECONDS`` setting; this is its default).
-MAX_CLOCK_SKEW = timedelta(seconds=60)
+MAX_CLOCK_SKEW = timedelta(seconds=SETTING["CLOCK_SKEW_SECONDS"].default)
 #: Bounds on every field, so that a sample that parses can be stored and evaluated.
 MAX_CAPACITY = 10_000
 MAX_PARTITIONS = 4096

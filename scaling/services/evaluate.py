@@ -38,6 +38,7 @@ from scaling.domain.evaluation import (
     plan_evaluation,
     unreadable_row,
 )
+from scaling.domain.knobs import SETTING
 from scaling.domain.names import safe_text
 from scaling.domain.namespace_samples import is_namespace_message
 from scaling.domain.pause import STATE_UNREADABLE, Pause
@@ -82,7 +83,7 @@ FUNCTION_NAME = "evaluate"
 EVALUATED_MARGIN = timedelta(minutes=10)
 #: How long the plan may differ from the desired capacity before the target is re-issued: one
 #: collect interval for the action to travel, one for the plan read, and a minute to spare.
-RECONCILE_GRACE = timedelta(minutes=3)
+RECONCILE_GRACE = timedelta(seconds=SETTING["RECONCILE_GRACE_SECONDS"].default)
 #: How many decision-log rows from a sample's collection on a redelivery reads to find the action
 #: that sample decided, once the outbox has moved on: bounded, it is a rare path.
 LOGGED_ACTION_SEARCH = 500

@@ -93,3 +93,42 @@ def test_limits_are_defined_once(name) -> None:
     names, 4,096-character text): now one definition, in the registry."""
     assert getattr(policy_fields, name) is getattr(knobs, name)
     assert getattr(samples, name, getattr(knobs, name)) is getattr(knobs, name)
+
+
+def test_app_setting_defaults_are_the_registrys_wherever_they_are_read() -> None:
+    """The Settings dataclass, the environment reader and the services' own defaults once each
+    typed 60 s, 180 s and 3: one value each now, the registry's."""
+    from datetime import timedelta
+
+    from scaling.domain.conflict import DEFAULT_EXTERNAL_CHANGES_LIMIT
+    from scaling.domain.samples import MAX_CLOCK_SKEW
+    from scaling.services.evaluate import RECONCILE_GRACE
+    from scaling.settings import Settings
+
+    defaults = {"SCALER_DRY_RUN": "dry_run", "HISTORY_RETENTION_DAYS": "history_retention_days",
+                "OWNERSHIP_EXPIRY_SECONDS": "ownership_expiry_seconds", "COLLECT_CONCURRENCY": "collect_concurrency",
+                "COLLECT_TIMEOUT_SECONDS": "collect_timeout_seconds", "CLOCK_SKEW_SECONDS": "clock_skew_seconds",
+                "RECONCILE_GRACE_SECONDS": "reconcile_grace_seconds",
+                "EXTERNAL_CHANGES_PER_HOUR": "external_changes_per_hour"}
+    assert set(defaults) == {setting.name for setting in knobs.SETTINGS}
+    built = Settings(policy=None, storage=None)  # type: ignore[arg-type]
+    for name, attribute in defaults.items():
+        assert getattr(built, attribute) == knobs.SETTING[name].default, name
+    assert timedelta(seconds=knobs.SETTING["CLOCK_SKEW_SECONDS"].default) == MAX_CLOCK_SKEW
+    assert timedelta(seconds=knobs.SETTING["RECONCILE_GRACE_SECONDS"].default) == RECONCILE_GRACE
+    assert knobs.SETTING["EXTERNAL_CHANGES_PER_HOUR"].default == DEFAULT_EXTERNAL_CHANGES_LIMIT
+
+
+@pytest.mark.parametrize("setting", [s for s in knobs.SETTINGS if isinstance(s.default, float)], ids=lambda s: s.name)
+def test_app_setting_bounds_are_the_registrys(setting) -> None:
+    from scaling.settings import SettingsError
+    from scaling.settings import _setting as read
+
+    assert read({}, setting.name) == setting.default
+    if setting.maximum is not None:
+        assert read({setting.name: str(setting.maximum)}, setting.name) == setting.maximum
+        with pytest.raises(SettingsError):
+            read({setting.name: str(setting.maximum + 1)}, setting.name)
+    if setting.minimum:
+        with pytest.raises(SettingsError):
+            read({setting.name: str(setting.minimum / 2)}, setting.name)
