@@ -134,11 +134,12 @@ class _Plan:
     previous: MetricSample | None = None
 
 
-def to_action(act: Act, target: str, resource_id: str, traceparent: str | None) -> ActionMessage:
-    """The ``actions`` message of the plan's action (its reason cut to what a message carries)."""
+def to_action(act: Act, target: str, resource_id: str, traceparent: str | None, *,
+              max_reason_chars: int = MAX_REASON_CHARS) -> ActionMessage:
+    """The ``actions`` message of a plan's action (its reason cut to what a message carries)."""
     return ActionMessage(decision_id=act.decision_id, target=target, plan_resource_id=resource_id,
                          target_capacity=act.target_capacity, direction=act.direction,
-                         reason=act.reason[:MAX_REASON_CHARS], decided_at=act.decided_at, traceparent=traceparent)
+                         reason=act.reason[:max_reason_chars], decided_at=act.decided_at, traceparent=traceparent)
 
 
 def to_record(target: str, row: LogRow, trigger: str, action: ActionMessage | None = None) -> DecisionRecord:

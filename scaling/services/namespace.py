@@ -27,17 +27,25 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from scaling.domain.decisions import DOWN, HOLD, UP, Decision, decision_id_for
+from scaling.domain.decisions import HOLD, UP, Decision, decision_id_for
+from scaling.domain.evaluation import pin_act, reconciled_act
 from scaling.domain.names import safe_text
 from scaling.domain.namespace_samples import NamespaceSample, parse_namespace_sample
-from scaling.domain.pause import PINNED, Pause, paused_reason
+from scaling.domain.pause import Pause, paused_reason
 from scaling.domain.policy import Policy
 from scaling.domain.policy_namespace import EventHubsNamespaceTarget
-from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, DesiredCapacity, reconcile
+from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, DesiredCapacity, Reconciliation, reconcile
 from scaling.domain.samples import MAX_CLOCK_SKEW, SampleError
 from scaling.domain.telemetry import DECISIONS, SAMPLES, THROTTLED_REQUESTS, THROUGHPUT_UNITS
 from scaling.domain.throughput_units import ConsumerCatchUp, size_namespace
-from scaling.services.evaluate import RECONCILE_GRACE, EvaluateOutcome, pause_expired_record, unreadable_record
+from scaling.services.evaluate import (
+    RECONCILE_GRACE,
+    EvaluateOutcome,
+    pause_expired_record,
+    to_action,
+    to_record,
+    unreadable_record,
+)
 from scaling.services.telemetry import NO_TELEMETRY, Telemetry
 from scaling.storage.base import EvaluateStore
 from scaling.storage.records import ActionMessage, DeadLetter, DecisionRecord, StoredState, body_text, target_of, utc_now
@@ -46,6 +54,8 @@ from scaling.storage.unit_of_work import Write, commit_state
 logger = logging.getLogger(__name__)
 
 FUNCTION_NAME = "evaluate"
+#: A namespace action's reason is cut here (a decision's reasons are a few lines).
+REASON_CHARS = 1000
 
 
 class NamespaceReader(Protocol):
@@ -274,7 +284,7 @@ class NamespaceEvaluateService:
         elif decision.acts and decision_id != stored.latest_decision_id and not asked:
             action = ActionMessage(decision_id=decision_id, target=target.name, plan_resource_id=target.resource_id,
                                    target_capacity=decision.target_capacity or 0, direction=decision.direction,
-                                   reason=f"{decision.reason_code}: {'; '.join(decision.reasons)}"[:1000], decided_at=now,
+                                   reason=f"{decision.reason_code}: {'; '.join(decision.reasons)}"[:REASON_CHARS], decided_at=now,
                                    traceparent=sample.traceparent)
             records.append(DecisionRecord.from_decision(decision, sample.sample_id, action))
             next_stored = replace(next_stored.with_outbox(sample.sample_id, action), latest_decision_id=decision_id,
@@ -297,17 +307,9 @@ class NamespaceEvaluateService:
     def _pin(self, target: EventHubsNamespaceTarget, pause: Pause, sample: NamespaceSample, now: datetime,
              capacity: int | None) -> tuple[ActionMessage, DecisionRecord]:
         """The one action of a pin (its id is the pause's: ``scale`` applies it at most once)."""
-        assert pause.pinned_at is not None
-        decision_id = decision_id_for(target.name, f"pin|{pause.pause_id}")
-        direction = DOWN if capacity is not None and pause.pinned_at < capacity else UP
-        action = ActionMessage(decision_id=decision_id, target=target.name, plan_resource_id=target.resource_id,
-                               target_capacity=pause.pinned_at, direction=direction,
-                               reason=f"{PINNED}: {pause.describe()}", decided_at=now, traceparent=sample.traceparent)
-        record = DecisionRecord(target.name, decision_id, now, sample.sample_id, acts=True, direction=direction,
-                                reason_code=PINNED, reasons=(pause.describe(),),
-                                metrics={"pinned_at": pause.pinned_at, "until": pause.until.isoformat()},
-                                capacity_before=capacity, capacity_after=pause.pinned_at, action=action)
-        return action, record
+        act, row = pin_act(target.name, pause, now, capacity)
+        action = to_action(act, target.name, target.resource_id, sample.traceparent)
+        return action, to_record(target.name, row, sample.sample_id, action)
 
     def _report(self, target: EventHubsNamespaceTarget, sample: NamespaceSample, decision: Decision,
                 action: ActionMessage | None) -> None:
@@ -321,23 +323,12 @@ class NamespaceEvaluateService:
         if sample.minutes:
             self.telemetry.record(THROTTLED_REQUESTS, sample.minutes[-1].throttled_requests, name)
 
-    def _reconciled(self, target: EventHubsNamespaceTarget, reconciliation: Any, trigger: str,
+    def _reconciled(self, target: EventHubsNamespaceTarget, reconciliation: Reconciliation, trigger: str,
                     now: datetime) -> tuple[ActionMessage | None, DecisionRecord]:
-        desired = reconciliation.desired
-        code = "reconcile" if reconciliation.kind == REISSUE else EXTERNAL_CHANGE
-        action = None
-        if reconciliation.acts:
-            action = ActionMessage(decision_id=reconciliation.reissue_id, target=target.name,
-                                   plan_resource_id=target.resource_id, target_capacity=desired.capacity,
-                                   direction=reconciliation.direction or UP,
-                                   reason=f"{code}: {'; '.join(reconciliation.reasons)}"[:1000], decided_at=now)
-        record = DecisionRecord(target.name, reconciliation.reissue_id or desired.decision_id, now, trigger,
-                                acts=action is not None, direction=action.direction if action else HOLD, reason_code=code,
-                                reasons=reconciliation.reasons,
-                                metrics={"observed_capacity": reconciliation.observed, "desired_capacity": desired.capacity,
-                                         "desired_decision_id": desired.decision_id, "reissues": desired.reissues},
-                                capacity_before=reconciliation.observed, capacity_after=desired.capacity, action=action)
-        return action, record
+        """The row of a re-issue or an external change, and the action to send (if any)."""
+        act, row = reconciled_act(reconciliation, now)
+        action = to_action(act, target.name, target.resource_id, None, max_reason_chars=REASON_CHARS) if act else None
+        return action, to_record(target.name, row, trigger, action)
 
     def _dead_letter(self, body: str | bytes, error: str, now: datetime, dequeue_count: int,
                      message_id: str | None) -> EvaluateOutcome:
