@@ -132,3 +132,45 @@ def test_app_setting_bounds_are_the_registrys(setting) -> None:
     if setting.minimum:
         with pytest.raises(SettingsError):
             read({setting.name: str(setting.minimum / 2)}, setting.name)
+
+
+#: docs/policy.md's sections whose field tables name knobs without their block.
+SECTION_BLOCKS = {"## A target": "", "## Threshold rules": "rules.", "## The SLO mode (": "slo."}
+
+
+def documented_defaults() -> list[tuple[str, str]]:
+    """(knob key, default cell) of every hand-written field table row of docs/policy.md that names
+    registry knobs: ``| `a`, `b` | 1, 2 |`` and ``| `a` / `b` | 1 / 2 |`` name two."""
+    rows, prefix = [], None
+    for line in (REPO / "docs" / "policy.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            prefix = next((block for heading, block in SECTION_BLOCKS.items() if line.startswith(heading)), None)
+            continue
+        if prefix is None or not line.startswith("| `"):
+            continue
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        for separator in (", ", " / "):
+            names, values = cells[0].split(separator), cells[1].split(separator)
+            if len(names) == len(values) and all(f"{prefix}{name.strip('`')}" in knobs.KNOB for name in names):
+                rows += [(f"{prefix}{name.strip('`')}", value) for name, value in zip(names, values, strict=True)]
+                break
+    return rows
+
+
+def test_the_hand_written_field_tables_show_the_registrys_defaults() -> None:
+    rows = documented_defaults()
+    assert len(rows) >= 15  # the SLO table, the rules' window, the bounds: else this checks nothing
+    for key, cell in rows:
+        default = knobs.KNOB[key].default
+        if isinstance(default, bool):
+            assert cell == f"`{str(default).lower()}`", key
+        elif isinstance(default, str):
+            assert cell == f"`{default}`", key
+        elif default is not None:
+            assert float(cell.replace(",", "")) == default, key
+    text = (REPO / "docs" / "policy.md").read_text(encoding="utf-8")
+    [steps] = [line for line in text.splitlines() if line.startswith("| `scale_up` / `scale_down` |")]
+    expected = (f"up: step {knobs.KNOB['scale_up.step'].default}, cooldown {knobs.KNOB['scale_up.cooldown_seconds'].default} s; "
+                f"down: step {knobs.KNOB['scale_down.step'].default}, "
+                f"cooldown {knobs.KNOB['scale_down.cooldown_seconds'].default} s")
+    assert expected in steps
