@@ -242,6 +242,9 @@ def knobs_table() -> str:
               "| setting | default | allowed | why this default |", "|---|---|---|---|"]
     lines += [f"| `{item.name}` | {_default(item.default)} | {_range(item.minimum, item.maximum)} | {item.why} |"
               for item in SETTINGS]
+    lines += ["", "Limits that policies and samples share (`domain/knobs.py`, each defined once):", "",
+              "| limit | value | why |", "|---|---|---|"]
+    lines += [f"| `{item.name}` | {_number(item.value)} | {item.why} |" for item in LIMITS]
     lines += ["", "Internal constants (no operator sets them; tuned on the benchmarks):", "",
               "| constant | value | module | why |", "|---|---|---|---|"]
     lines += [f"| `{item.name}` | {_number(item.value)} | `{item.module}` | {item.why} |" for item in CONSTANTS]

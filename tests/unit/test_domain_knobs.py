@@ -174,3 +174,25 @@ def test_the_hand_written_field_tables_show_the_registrys_defaults() -> None:
                 f"down: step {knobs.KNOB['scale_down.step'].default}, "
                 f"cooldown {knobs.KNOB['scale_down.cooldown_seconds'].default} s")
     assert expected in steps
+
+
+@pytest.mark.parametrize(("sources", "name_chars", "parses"), [
+    pytest.param(knobs.MAX_SOURCES, knobs.MAX_NAME_CHARS, True, id="at-the-policy-limits"),
+    pytest.param(knobs.MAX_SOURCES + 1, 8, False, id="more-sources-than-a-policy-has"),  # parsed up to 64 before
+    pytest.param(1, knobs.MAX_NAME_CHARS + 1, False, id="a-source-name-no-policy-can-give"),  # up to 256 before
+])
+def test_a_sample_is_held_to_the_policys_source_limits(sources, name_chars, parses) -> None:
+    from datetime import UTC, datetime
+
+    from scaling.domain.samples import SampleError, parse_sample
+    from scaling.storage.synthetic import queue_sample
+
+    at = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    document = json.loads(queue_sample("orders", at, 10, capacity=2).to_json())
+    [source] = document["sources"]
+    document["sources"] = [{**source, "name": f"{index:03d}".ljust(name_chars, "s")} for index in range(sources)]
+    if parses:
+        assert len(parse_sample(json.dumps(document), now=at).sources) == sources
+    else:
+        with pytest.raises(SampleError):
+            parse_sample(json.dumps(document), now=at)
