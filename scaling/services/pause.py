@@ -118,6 +118,7 @@ class PauseService:
         return commit_state(self.store, target, decide, done=done, first=stored, max_attempts=self.max_attempts,
                             what=f"pause {target}").stored
 
+
 def _row(target: str, row_id: str, now: datetime, code: str, text: str, pinned_at: int | None) -> DecisionRecord:
     """The decision-log row of an operator's pause, pin or resume."""
     metrics = {"pinned_at": pinned_at} if pinned_at is not None else {}
