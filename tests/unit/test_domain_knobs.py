@@ -196,3 +196,40 @@ def test_a_sample_is_held_to_the_policys_source_limits(sources, name_chars, pars
     else:
         with pytest.raises(SampleError):
             parse_sample(json.dumps(document), now=at)
+
+
+def documented_bounds() -> list[tuple[str, str]]:
+    """(knob key, allowed cell) of docs/policy.md's "Bounds" rows whose every field is a knob."""
+    text = (REPO / "docs" / "policy.md").read_text(encoding="utf-8")
+    section = text[text.index("\n## Bounds\n"):]
+    section = section[:section.index("\n## ", 1)] if "\n## " in section[1:] else section
+    rows = []
+    for line in section.splitlines():
+        if not line.startswith("| `"):
+            continue
+        names, allowed = (cell.strip() for cell in line.strip("|").split("|")[:2])
+        keys = []
+        for name in names.split(", "):
+            name = name.strip("`")
+            key = next((key for key in (name, f"rules.{name}", f"scale_up.{name}") if key in knobs.KNOB), None)
+            keys.append(key)
+        if all(keys):
+            rows += [(key, allowed) for key in keys]
+    return rows
+
+
+def parse_allowed(cell: str) -> tuple[float, float, bool]:
+    cell = cell.split(" (")[0].replace(",", "").replace("10⁹", "1000000000")
+    if cell.startswith("over "):
+        low, high = cell.removeprefix("over ").split(" at most ")
+        return float(low), float(high), True
+    low, high = cell.split("–")
+    return float(low), float(high), False
+
+
+def test_the_hand_written_bounds_table_shows_the_registrys_bounds() -> None:
+    rows = documented_bounds()
+    assert len(rows) >= 8, rows
+    for key, cell in rows:
+        knob = knobs.KNOB[key]
+        assert parse_allowed(cell) == (knob.minimum, knob.maximum, knob.above), key
