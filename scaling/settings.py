@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from scaling.domain.knobs import SETTING
 from scaling.domain.policy import Policy, PolicyError, load_policy_text
 
 METRICS_QUEUE = "metrics"
@@ -61,6 +62,13 @@ def _number(environ: Mapping[str, str], name: str, default: float, *, minimum: f
     if value > maximum:
         raise SettingsError(f"{name} must be at most {maximum:g}, got {raw!r}")
     return value
+
+
+def _setting(environ: Mapping[str, str], name: str) -> float:
+    """A number setting with its default and bounds from the registry (``domain/knobs.SETTINGS``)."""
+    setting = SETTING[name]
+    return _number(environ, name, float(setting.default), minimum=0.0 if setting.minimum is None else setting.minimum,
+                   maximum=float("inf") if setting.maximum is None else setting.maximum)
 
 
 def _whole(environ: Mapping[str, str], name: str, default: int, *, maximum: int) -> int:
@@ -169,17 +177,18 @@ class Settings:
     policy: Policy
     storage: StorageSettings
     schedule: str = DEFAULT_SCHEDULE
-    dry_run: bool = False
-    history_retention_days: float = 30.0
-    ownership_expiry_seconds: float = 60.0
-    collect_concurrency: int = 16
-    collect_timeout_seconds: float = 10.0
+    # Defaults, bounds and why: the registry (``domain/knobs.SETTINGS``).
+    dry_run: bool = SETTING["SCALER_DRY_RUN"].default  # type: ignore[assignment]
+    history_retention_days: float = SETTING["HISTORY_RETENTION_DAYS"].default
+    ownership_expiry_seconds: float = SETTING["OWNERSHIP_EXPIRY_SECONDS"].default
+    collect_concurrency: int = SETTING["COLLECT_CONCURRENCY"].default  # type: ignore[assignment]
+    collect_timeout_seconds: float = SETTING["COLLECT_TIMEOUT_SECONDS"].default
     arm_endpoint: str = "https://management.azure.com"
     client_id: str | None = None
-    clock_skew_seconds: float = 60.0
-    reconcile_grace_seconds: float = 180.0
+    clock_skew_seconds: float = SETTING["CLOCK_SKEW_SECONDS"].default
+    reconcile_grace_seconds: float = SETTING["RECONCILE_GRACE_SECONDS"].default
     #: More resizes from outside than this within an hour mean another controller: hold (0: off).
-    external_changes_per_hour: int = 3
+    external_changes_per_hour: int = SETTING["EXTERNAL_CHANGES_PER_HOUR"].default  # type: ignore[assignment]
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -188,16 +197,18 @@ class Settings:
             policy=load_policy_setting(environ),
             storage=StorageSettings.from_environment(environ),
             schedule=_schedule(environ),
-            dry_run=_boolean(environ, "SCALER_DRY_RUN", False),
-            history_retention_days=_number(environ, "HISTORY_RETENTION_DAYS", 30.0, minimum=1 / 24),
-            ownership_expiry_seconds=_number(environ, "OWNERSHIP_EXPIRY_SECONDS", 60.0, minimum=1),
-            collect_concurrency=int(_number(environ, "COLLECT_CONCURRENCY", 16, minimum=1)),
-            collect_timeout_seconds=_number(environ, "COLLECT_TIMEOUT_SECONDS", 10.0, minimum=0.1),
+            dry_run=_boolean(environ, "SCALER_DRY_RUN", bool(SETTING["SCALER_DRY_RUN"].default)),
+            history_retention_days=_setting(environ, "HISTORY_RETENTION_DAYS"),
+            ownership_expiry_seconds=_setting(environ, "OWNERSHIP_EXPIRY_SECONDS"),
+            collect_concurrency=int(_setting(environ, "COLLECT_CONCURRENCY")),
+            collect_timeout_seconds=_setting(environ, "COLLECT_TIMEOUT_SECONDS"),
             arm_endpoint=environ.get("ARM_ENDPOINT") or "https://management.azure.com",
             client_id=environ.get("AZURE_CLIENT_ID") or None,
-            clock_skew_seconds=_number(environ, "CLOCK_SKEW_SECONDS", 60.0, minimum=0, maximum=600),
-            reconcile_grace_seconds=_number(environ, "RECONCILE_GRACE_SECONDS", 180.0, minimum=30, maximum=3600),
-            external_changes_per_hour=_whole(environ, "EXTERNAL_CHANGES_PER_HOUR", 3, maximum=60),
+            clock_skew_seconds=_setting(environ, "CLOCK_SKEW_SECONDS"),
+            reconcile_grace_seconds=_setting(environ, "RECONCILE_GRACE_SECONDS"),
+            external_changes_per_hour=_whole(environ, "EXTERNAL_CHANGES_PER_HOUR",
+                                             int(SETTING["EXTERNAL_CHANGES_PER_HOUR"].default),
+                                             maximum=int(SETTING["EXTERNAL_CHANGES_PER_HOUR"].maximum or 0)),
         )
 
 

@@ -1,5 +1,6 @@
 """``python -m scaling validate-policy FILE``: say what is wrong with a policy, naming the field;
-``python -m scaling policy-schema``: print the policy's JSON Schema (the shipped policy.schema.json)."""
+``python -m scaling policy-schema``: print the policy's JSON Schema (the shipped policy.schema.json);
+``--knobs``: docs/policy.md's table of the knob registry."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
 
 def configure_schema(parser: argparse.ArgumentParser) -> None:
     parser.epilog = "Redirect to policy.schema.json; policy files reference it with \"$schema\": \"./policy.schema.json\"."
+    parser.add_argument("--knobs", action="store_true",
+                        help="print docs/policy.md's knob table instead (scaling/domain/knobs.py), between its markers")
 
 
 def schema_text() -> str:
@@ -45,5 +48,10 @@ def schema_text() -> str:
 
 
 def run_schema(args: argparse.Namespace) -> int:
+    if getattr(args, "knobs", False):
+        from scaling.domain.knobs import knobs_table
+
+        sys.stdout.write(knobs_table())
+        return 0
     sys.stdout.write(schema_text())
     return 0

@@ -21,13 +21,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from scaling.domain.knobs import SETTING
 from scaling.domain.samples import format_time, parse_time
 
 #: Reason codes of the decision-log rows of a held target.
 AUTOSCALE_SETTING = "conflict:autoscale-setting"
 EXTERNAL_WRITER = "conflict:external-writer"
 CONFLICT_PREFIX = "conflict:"
-DEFAULT_EXTERNAL_CHANGES_LIMIT = 3
+DEFAULT_EXTERNAL_CHANGES_LIMIT = int(SETTING["EXTERNAL_CHANGES_PER_HOUR"].default)
 DEFAULT_EXTERNAL_CHANGES_WINDOW = timedelta(hours=1)
 #: Enough changes kept to show the pattern; the count that matters is at most ``limit + 1``.
 MAX_CHANGES_KEPT = 16

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -70,3 +71,15 @@ class Decision:
 def decision_id_for(target: str, sample_id: str) -> str:
     """One decision per target and evaluated sample: a redelivered sample maps to the same id."""
     return hashlib.sha256(f"{target}|{sample_id}".encode()).hexdigest()[:24]
+
+
+#: Fields of ``ScalerState`` that the engine learns from the window. Re-evaluating a window whose
+#: newest sample was already evaluated (a late sample arrived) must not learn from it twice.
+LEARNED_FIELDS = ("throughput_per_instance", "throughput_observations", "throughput_floor", "throughput_unconfirmed",
+                  "checkpoint_delay_seconds")
+
+
+def restore_learning(new: ScalerState, old: ScalerState) -> ScalerState:
+    """``new`` with the learned fields of ``old`` (for re-evaluations of an evaluated window)."""
+    names = {f.name for f in dataclasses.fields(ScalerState)}
+    return replace(new, **{name: getattr(old, name) for name in LEARNED_FIELDS if name in names})

@@ -9,8 +9,18 @@ import math
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, ConfigDict, Field, model_validator
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
+# The limits shared with the samples are defined once, in the knob registry.
+from scaling.domain.knobs import KNOB
+from scaling.domain.knobs import MAX_INSTANCES as MAX_INSTANCES
+from scaling.domain.knobs import MAX_NAME_CHARS as MAX_NAME_CHARS
+from scaling.domain.knobs import MAX_PROVISIONING_SECONDS as MAX_PROVISIONING_SECONDS
+from scaling.domain.knobs import MAX_SAMPLES as MAX_SAMPLES
+from scaling.domain.knobs import MAX_SECONDS as MAX_SECONDS
+from scaling.domain.knobs import MAX_SOURCES as MAX_SOURCES
+from scaling.domain.knobs import MAX_TEXT_CHARS as MAX_TEXT_CHARS
 from scaling.domain.names import table_key
 
 POLICY_VERSION = 1
@@ -24,27 +34,28 @@ EXTERNAL_CHANGE_POLICIES = ("adopt", "revert")
 
 # --- bounds (docs/policy.md, "Bounds") --------------------------------------------------------
 
-#: The most instances any App Service Plan reaches (Elastic Premium burst, Isolated v2 per plan).
-MAX_INSTANCES = 100
-#: Windows, cooldowns, the SLO and dwell times: one day. Longer ones would need more history
-#: than the engine reads and keep a target from acting for days.
-MAX_SECONDS = 86_400
-#: Provisioning slower than an hour is an outage, not a delay to plan for.
-MAX_PROVISIONING_SECONDS = 3_600
 #: Thresholds and event counts: far above any backlog, far below float trouble.
 MAX_EVENTS = 1e12
 MAX_EVENTS_PER_SECOND = 1e9
-#: One sample per minute over the longest window.
-MAX_SAMPLES = MAX_SECONDS // 60
-#: Rules, tiers, sources and targets: enough for any real plan, small enough that a decision
+#: Rules, tiers and targets (sources: ``knobs.MAX_SOURCES``): enough for any real plan, small enough that a decision
 #: with every rule's numbers fits in one Table entity next to the state.
 MAX_RULES = 20
 MAX_TIERS = 10
-MAX_SOURCES = 10
 MAX_TARGETS = 100
-MAX_NAME_CHARS = 128
-MAX_TEXT_CHARS = 256
 MAX_ID_CHARS = 1024
+
+def knob(key: str, meaning: str | None = None) -> FieldInfo:
+    """The bounds and description of the registry's knob ``key`` (``knobs.KNOBS``), for the
+    model's ``Annotated`` field: the schema is generated from the registry through it. ``meaning``
+    overrides the description (``""``: none, for the inner type of an optional knob)."""
+    entry = KNOB[key]
+    bounds: dict[str, float] = {}
+    if entry.minimum is not None:
+        bounds["gt" if entry.above else "ge"] = entry.minimum
+    if entry.maximum is not None:
+        bounds["le"] = entry.maximum
+    return Field(description=entry.meaning if meaning is None else (meaning or None), **bounds)
+
 
 def escaped_key_length(name: str) -> int:
     """Length of ``name`` as a Table key once escaped (``scaling.domain.names.table_key``, which

@@ -24,17 +24,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BeforeValidator, Field, StrictBool, model_validator
 
+from scaling.domain.knobs import KNOB
 from scaling.domain.names import MAX_KEY_CHARS
 from scaling.domain.policy_fields import (
     DOCUMENT_CONFIG,
     KEDA_ALIASES,
     MAX_EVENTS,
-    MAX_EVENTS_PER_SECOND,
     MAX_INSTANCES,
-    MAX_PROVISIONING_SECONDS,
     MAX_RULES,
-    MAX_SAMPLES,
-    MAX_SECONDS,
     MAX_SOURCES,
     MAX_TARGETS,
     MAX_TIERS,
@@ -51,6 +48,7 @@ from scaling.domain.policy_fields import (
     document_object,
     escaped_key_length,
     invalid,
+    knob,
     printable_text,
 )
 from scaling.domain.policy_namespace import EventHubsNamespaceTarget
@@ -90,13 +88,11 @@ class Rule:
     __pydantic_config__ = DOCUMENT_CONFIG
 
     name: Annotated[Name, Field(description="names the rule in decisions (default: ruleN by position)")] = ""
-    metric: Annotated[Literal["backlog", "backlog_per_instance", "lag_seconds"], Field(
-        description="backlog (events), backlog_per_instance, or lag_seconds (estimated time to drain)")] = "backlog"
-    aggregate: Annotated[Aggregate, Field(description="how the window's samples are combined")] = "average"
-    window_seconds: Annotated[int, Field(ge=60, le=MAX_SECONDS,
-        description="the window the rule reads, in seconds"), NUMBER] = 600
-    min_samples: Annotated[int, Field(ge=1, le=MAX_SAMPLES,
-        description="samples the window must hold before the rule may act"), NUMBER] = 5
+    metric: Annotated[Literal["backlog", "backlog_per_instance", "lag_seconds"], knob("rules.metric")] = \
+        KNOB["rules.metric"].default  # type: ignore[assignment]
+    aggregate: Annotated[Aggregate, knob("rules.aggregate")] = KNOB["rules.aggregate"].default  # type: ignore[assignment]
+    window_seconds: Annotated[int, knob("rules.window_seconds"), NUMBER] = KNOB["rules.window_seconds"].default
+    min_samples: Annotated[int, knob("rules.min_samples"), NUMBER] = KNOB["rules.min_samples"].default
     scale_up_above: Annotated[Threshold | None, Field(description="scale out while the aggregate is above this")] = None
     scale_down_below: Annotated[Threshold | None, Field(
         description="scale in while the aggregate is below this (lower than scale_up_above)")] = None
@@ -132,11 +128,12 @@ class Step:
 
     __pydantic_config__ = DOCUMENT_CONFIG
 
-    step: Annotated[int, Field(ge=1, le=MAX_INSTANCES, description="instances added or removed per action"), NUMBER] = 1
-    step_percent: Annotated[Annotated[float, Field(gt=0, le=1000), NUMBER] | None, Field(
-        description="or: percent of the current count (at least one instance); not with step")] = None
-    cooldown_seconds: Annotated[int, Field(ge=0, le=MAX_SECONDS,
-        description="seconds since the previous action of any direction (default: up 0, down 300)"), NUMBER] = 600
+    step: Annotated[int, knob("scale_up.step", "instances added or removed per action"), NUMBER] = KNOB["scale_up.step"].default
+    step_percent: Annotated[Annotated[float, knob("scale_up.step_percent", ""), NUMBER] | None, Field(
+        description=KNOB["scale_up.step_percent"].meaning)] = None
+    #: ``None``: the direction's default (``TargetPolicy`` fills it in), in code as in a document.
+    cooldown_seconds: Annotated[int, knob("scale_up.cooldown_seconds",
+        "seconds since the previous action of any direction (default: up 0, down 300)"), NUMBER] = None  # type: ignore[assignment]
 
     @model_validator(mode="before")
     @classmethod
@@ -153,9 +150,10 @@ class Step:
 
 
 #: Scale out whenever needed; scale in no sooner than 5 minutes after any action, so that new
-#: instances are seen serving before the engine judges what they can do.
-DEFAULT_SCALE_UP = Step(step=1, cooldown_seconds=0)
-DEFAULT_SCALE_DOWN = Step(step=1, cooldown_seconds=300)
+#: instances are seen serving before the engine judges what they can do (``knobs.KNOBS``).
+DEFAULT_SCALE_UP = Step(step=KNOB["scale_up.step"].default, cooldown_seconds=KNOB["scale_up.cooldown_seconds"].default)
+DEFAULT_SCALE_DOWN = Step(step=KNOB["scale_down.step"].default,
+                          cooldown_seconds=KNOB["scale_down.cooldown_seconds"].default)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,12 +162,10 @@ class Bounds:
 
     __pydantic_config__ = DOCUMENT_CONFIG
 
-    min_instances: Annotated[int, Field(ge=1, le=MAX_INSTANCES, description="never fewer instances"), NUMBER] = 1
-    max_instances: Annotated[int, Field(ge=1, le=MAX_INSTANCES, description="never more instances"), NUMBER] = 10
-    cap_at_partitions: Annotated[StrictBool, Field(
-        description="never more instances than partitions (extra ones would idle)")] = True
-    balanced_counts: Annotated[StrictBool, Field(
-        description="only counts that spread partitions evenly (default: true, false with preset seed)")] = True
+    min_instances: Annotated[int, knob("bounds.min_instances"), NUMBER] = KNOB["bounds.min_instances"].default
+    max_instances: Annotated[int, knob("bounds.max_instances"), NUMBER] = KNOB["bounds.max_instances"].default
+    cap_at_partitions: Annotated[StrictBool, knob("bounds.cap_at_partitions")] = KNOB["bounds.cap_at_partitions"].default
+    balanced_counts: Annotated[StrictBool, knob("bounds.balanced_counts")] = KNOB["bounds.balanced_counts"].default
 
     _document = document_keys()
 
@@ -197,30 +193,24 @@ class SloSettings:
 
     __pydantic_config__ = DOCUMENT_CONFIG
 
-    max_event_age_seconds: Annotated[float, Field(gt=0, le=MAX_SECONDS,
-        description="the SLO: the oldest unprocessed event stays younger than this"), NUMBER] = 300.0
-    events_per_instance_per_second: Annotated[Annotated[float, Field(gt=0, le=MAX_EVENTS_PER_SECOND), NUMBER] | None, Field(
-        description="a prior for one instance's throughput (default: learned)")] = None
-    provisioning_delay_seconds: Annotated[float, Field(ge=0, le=MAX_PROVISIONING_SECONDS,
-        description="how long new instances take to serve"), NUMBER] = 120.0
-    safety_seconds: Annotated[float, Field(ge=0, le=MAX_SECONDS,
-        description="margin under the SLO (lower than max_event_age_seconds)"), NUMBER] = 90.0
-    min_dwell_seconds: Annotated[float, Field(ge=0, le=MAX_SECONDS,
-        description="a scale-in must be expected to hold this long"), NUMBER] = 2400.0
-    headroom: Annotated[float, Field(ge=0, le=10, description="forecast arrivals are raised by this fraction"), NUMBER] = 0.05
-    max_actions_per_hour: Annotated[float, Field(gt=0, le=60,
-        description="action budget (token bucket) for scale-ins"), NUMBER] = 4.0
-    rate_window_seconds: Annotated[float, Field(ge=60, le=MAX_SECONDS,
-        description="arrival rates are measured over this window"), NUMBER] = 180.0
-    history_seconds: Annotated[float, Field(ge=120, le=MAX_SECONDS,
-        description="how much history the engine reads"), NUMBER] = 600.0
-    scale_in_peak_seconds: Annotated[float, Field(ge=0, le=MAX_SECONDS,
-        description="a scale-in must also hold at the busiest collection interval's arrivals of this "
-                    "last stretch (0: at the rate window's only; the engine reads no further back than history_seconds)"), NUMBER] = 480.0
-    scale_in_peak_full_noise: Annotated[float, Field(ge=0, le=10,
-        description="the busiest interval holds a scale-in wholly once the arrivals' measured noise (the spread of the "
-                    "history's interval rates about their trend, over their mean) reaches this, not at all below half "
-                    "of it, in proportion between; 0: always wholly"), NUMBER] = 0.25
+    max_event_age_seconds: Annotated[float, knob("slo.max_event_age_seconds"), NUMBER] = \
+        KNOB["slo.max_event_age_seconds"].default
+    events_per_instance_per_second: Annotated[Annotated[float, knob("slo.events_per_instance_per_second", ""), NUMBER] | None,
+                                              Field(description=KNOB["slo.events_per_instance_per_second"].meaning)] = None
+    provisioning_delay_seconds: Annotated[float, knob("slo.provisioning_delay_seconds"), NUMBER] = \
+        KNOB["slo.provisioning_delay_seconds"].default
+    safety_seconds: Annotated[float, knob("slo.safety_seconds"), NUMBER] = KNOB["slo.safety_seconds"].default
+    min_dwell_seconds: Annotated[float, knob("slo.min_dwell_seconds"), NUMBER] = KNOB["slo.min_dwell_seconds"].default
+    headroom: Annotated[float, knob("slo.headroom"), NUMBER] = KNOB["slo.headroom"].default
+    max_actions_per_hour: Annotated[float, knob("slo.max_actions_per_hour"), NUMBER] = \
+        KNOB["slo.max_actions_per_hour"].default
+    rate_window_seconds: Annotated[float, knob("slo.rate_window_seconds"), NUMBER] = \
+        KNOB["slo.rate_window_seconds"].default
+    history_seconds: Annotated[float, knob("slo.history_seconds"), NUMBER] = KNOB["slo.history_seconds"].default
+    scale_in_peak_seconds: Annotated[float, knob("slo.scale_in_peak_seconds"), NUMBER] = \
+        KNOB["slo.scale_in_peak_seconds"].default
+    scale_in_peak_full_noise: Annotated[float, knob("slo.scale_in_peak_full_noise"), NUMBER] = \
+        KNOB["slo.scale_in_peak_full_noise"].default
 
     _document = document_keys()
 
@@ -500,11 +490,18 @@ class TargetPolicy:
     preset: Annotated[Literal["seed"] | None, Field(
         description="seed: the seed design exactly (no rules, scale_up, scale_down, slo)")] = None
     seed: Annotated[SeedThresholds | None, Field(description="the thresholds of preset seed")] = None
-    on_external_change: Annotated[Literal["adopt", "revert"], Field(
-        description="when someone else resized the plan: adopt (accept the new count and decide from it) "
-                    "or revert (restore the autoscaler's desired count)")] = "adopt"
+    on_external_change: Annotated[Literal["adopt", "revert"], knob("on_external_change")] = \
+        KNOB["on_external_change"].default  # type: ignore[assignment]
     profiles: Annotated[tuple[Profile, ...], Field(max_length=MAX_PROFILES,
         description="schedule profiles in order: the first whose window holds sets the bounds (docs/policy.md)")] = ()
+
+    def __post_init__(self) -> None:
+        # A step without a cooldown takes its direction's (``knobs.KNOBS``), whether it came from
+        # a document (``{"scale_up": {"step": 2}}``) or from code (``Step(step=2)``).
+        for key, default in (("scale_up", DEFAULT_SCALE_UP), ("scale_down", DEFAULT_SCALE_DOWN)):
+            step = getattr(self, key)
+            if step.cooldown_seconds is None:
+                object.__setattr__(self, key, replace(step, cooldown_seconds=default.cooldown_seconds))
 
     @model_validator(mode="before")
     @classmethod
@@ -518,9 +515,6 @@ class TargetPolicy:
             if isinstance(data.get(key), list):
                 data[key] = [{"name": f"{prefix}{index}", **item} if isinstance(item, dict) and item.get("name") is None
                              else item for index, item in enumerate(data[key])]
-        for key, default in (("scale_up", DEFAULT_SCALE_UP), ("scale_down", DEFAULT_SCALE_DOWN)):
-            if isinstance(data.get(key), dict):
-                data[key] = {"cooldown_seconds": default.cooldown_seconds, **data[key]}
         if "seed" in data and data.get("preset") != "seed":
             raise invalid("seed", "is only read with preset 'seed'; add the preset or remove the block")
         if data.get("preset") == "seed":

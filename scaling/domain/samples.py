@@ -14,21 +14,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from scaling.domain.knobs import MAX_FOREIGN_NAME_CHARS, MAX_MESSAGE_CHARS, MAX_NAME_CHARS, MAX_SOURCES, SETTING
 from scaling.domain.lag import MAX_INT64, PartitionPosition, max_backlog, partition_backlog, total_backlog
 from scaling.domain.names import target_name_problem, text_problem
 
 SCHEMA_VERSION = 1
 #: A sample stamped further ahead of the evaluator's clock than this is dead-lettered (the
 #: evaluate service's ``CLOCK_SKEW_SECONDS`` setting; this is its default).
-MAX_CLOCK_SKEW = timedelta(seconds=60)
+MAX_CLOCK_SKEW = timedelta(seconds=SETTING["CLOCK_SKEW_SECONDS"].default)
 #: Bounds on every field, so that a sample that parses can be stored and evaluated.
 MAX_CAPACITY = 10_000
-MAX_SOURCES = 64
 MAX_PARTITIONS = 4096
 MAX_NOTES = 64
 MAX_AUTOSCALE_SETTINGS = 16
-MAX_NAME_CHARS = 256
-MAX_TEXT_CHARS = 4096
 MAX_EXTRA_CHARS = 16_000
 #: A W3C traceparent is 55 characters; room for a future version, never a payload.
 MAX_TRACEPARENT_CHARS = 128
@@ -275,7 +273,7 @@ def _required(document: Mapping[str, Any], key: str, path: str) -> Any:
     return document[key]
 
 
-def _text(value: Any, path: str, *, max_chars: int = MAX_TEXT_CHARS, allow_none: bool = False,
+def _text(value: Any, path: str, *, max_chars: int = MAX_MESSAGE_CHARS, allow_none: bool = False,
           allow_empty: bool = False) -> str | None:
     if value is None and allow_none:
         return None
@@ -289,7 +287,7 @@ def _identifier(value: Any, path: str) -> str:
     """A partition id: text, or an integer as the SDK's older callers write it."""
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_INT64:
         return str(value)
-    return _text(value, path, max_chars=MAX_NAME_CHARS)
+    return _text(value, path, max_chars=MAX_FOREIGN_NAME_CHARS)
 
 
 def _list(value: Any, path: str, max_items: int) -> list[Any]:
@@ -312,7 +310,7 @@ def _extra(value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise SampleError(f"extra must be an object, got {type(value).__name__}")
     for key in value:
-        _text(key, "extra key", max_chars=MAX_NAME_CHARS)
+        _text(key, "extra key", max_chars=MAX_FOREIGN_NAME_CHARS)
     try:
         text = json.dumps(value, ensure_ascii=False)
         text.encode("utf-8")
@@ -334,7 +332,7 @@ def _partition(raw: Any, path: str) -> PartitionReading:
         last_enqueued=_integer(_required(raw, "last_enqueued", path), path + "last_enqueued", minimum=-1),
         checkpoint=_integer(raw.get("checkpoint"), path + "checkpoint", allow_none=True, minimum=-1),
         backlog=_integer(_required(raw, "backlog", path), path + "backlog", minimum=0, maximum=MAX_INT64 + 1),
-        owner=_text(raw.get("owner"), path + "owner", max_chars=MAX_NAME_CHARS, allow_none=True, allow_empty=True),
+        owner=_text(raw.get("owner"), path + "owner", max_chars=MAX_FOREIGN_NAME_CHARS, allow_none=True, allow_empty=True),
     )
 
 
@@ -344,7 +342,7 @@ def _source(raw: Any, path: str) -> SourceReading:
     partitions = _list(raw.get("partitions"), path + "partitions", MAX_PARTITIONS)
     return SourceReading(
         name=_text(_required(raw, "name", path), path + "name", max_chars=MAX_NAME_CHARS),
-        kind=_text(_required(raw, "kind", path), path + "kind", max_chars=MAX_NAME_CHARS),
+        kind=_text(_required(raw, "kind", path), path + "kind", max_chars=MAX_FOREIGN_NAME_CHARS),
         ok=_boolean(raw.get("ok", True), path + "ok"),
         error=_text(raw.get("error"), path + "error", allow_none=True, allow_empty=True),
         partitions=tuple(_partition(item, f"{path}partitions[{index}].") for index, item in enumerate(partitions)),
@@ -392,7 +390,7 @@ def sample_from_dict(document: Any, *, now: datetime | None = None, clock_skew: 
         capacity_error=_text(document.get("capacity_error"), "capacity_error", allow_none=True, allow_empty=True),
         extra=_extra(document.get("extra")),
         traceparent=_text(document.get("traceparent"), "traceparent", max_chars=MAX_TRACEPARENT_CHARS, allow_none=True),
-        autoscale_settings=tuple(_text(item, f"autoscale_settings[{index}]", max_chars=MAX_NAME_CHARS) for index, item
+        autoscale_settings=tuple(_text(item, f"autoscale_settings[{index}]", max_chars=MAX_FOREIGN_NAME_CHARS) for index, item
                                  in enumerate(_list(document.get("autoscale_settings") or [], "autoscale_settings",
                                                     MAX_AUTOSCALE_SETTINGS))),
     )

@@ -22,30 +22,29 @@ from __future__ import annotations
 import logging
 import random
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from scaling.domain.conflict import (
-    AUTOSCALE_SETTING,
-    DEFAULT_EXTERNAL_CHANGES_LIMIT,
-    EXTERNAL_WRITER,
-    ConflictHold,
-    ExternalChange,
-    autoscale_setting_reason,
-    external_writer,
-    recent_changes,
+from scaling.domain.conflict import DEFAULT_EXTERNAL_CHANGES_LIMIT
+from scaling.domain.decisions import HOLD, Decision
+from scaling.domain.evaluation import (
+    Act,
+    EvaluationSettings,
+    LogRow,
+    Prior,
+    pause_expired_row,
+    plan_evaluation,
+    unreadable_row,
 )
-from scaling.domain.decisions import DOWN, HOLD, UP, Decision, ScalerState, decision_id_for
-from scaling.domain.engine import evaluate
+from scaling.domain.knobs import SETTING
 from scaling.domain.names import safe_text
 from scaling.domain.namespace_samples import is_namespace_message
-from scaling.domain.pause import PAUSE_EXPIRED, PINNED, STATE_UNREADABLE, Pause, unreadable_reasons
+from scaling.domain.pause import STATE_UNREADABLE, Pause
 from scaling.domain.policy import Policy, TargetPolicy
 from scaling.domain.policy_namespace import EventHubsNamespaceTarget
-from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, DesiredCapacity, Reconciliation, reconcile
+from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, Reconciliation
 from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample, SampleError, parse_sample
 from scaling.domain.telemetry import (
     ARRIVAL_RATE,
@@ -61,20 +60,20 @@ from scaling.domain.telemetry import (
     TARGET_ATTRIBUTE,
     THROUGHPUT_PER_INSTANCE,
 )
-from scaling.domain.throughput_units import EGRESS_BOUND, NamespaceStatus, egress_bound_hold
+from scaling.domain.throughput_units import EGRESS_BOUND, NamespaceStatus
 from scaling.services.telemetry import NO_TELEMETRY, Span, Telemetry, number
-from scaling.storage.base import ConcurrencyConflict, EntityTooLarge, EvaluateStore
+from scaling.storage.actions import MAX_REASON_CHARS
+from scaling.storage.base import EntityTooLarge, EvaluateStore
 from scaling.storage.records import (
     ActionMessage,
     DeadLetter,
     DecisionRecord,
     StoredState,
-    action_for,
     body_text,
-    restore_learning,
     target_of,
     utc_now,
 )
+from scaling.storage.unit_of_work import Write, commit_state
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +83,7 @@ FUNCTION_NAME = "evaluate"
 EVALUATED_MARGIN = timedelta(minutes=10)
 #: How long the plan may differ from the desired capacity before the target is re-issued: one
 #: collect interval for the action to travel, one for the plan read, and a minute to spare.
-RECONCILE_GRACE = timedelta(minutes=3)
+RECONCILE_GRACE = timedelta(seconds=SETTING["RECONCILE_GRACE_SECONDS"].default)
 #: How many decision-log rows from a sample's collection on a redelivery reads to find the action
 #: that sample decided, once the outbox has moved on: bounded, it is a rare path.
 LOGGED_ACTION_SEARCH = 500
@@ -135,24 +134,35 @@ class _Plan:
     previous: MetricSample | None = None
 
 
+def to_action(act: Act, target: str, resource_id: str, traceparent: str | None, *,
+              max_reason_chars: int = MAX_REASON_CHARS) -> ActionMessage:
+    """The ``actions`` message of a plan's action (its reason cut to what a message carries)."""
+    return ActionMessage(decision_id=act.decision_id, target=target, plan_resource_id=resource_id,
+                         target_capacity=act.target_capacity, direction=act.direction,
+                         reason=act.reason[:max_reason_chars], decided_at=act.decided_at, traceparent=traceparent)
+
+
+def to_record(target: str, row: LogRow, trigger: str, action: ActionMessage | None = None) -> DecisionRecord:
+    """The decision-log record of one of the plan's rows (the action's row carries it)."""
+    return DecisionRecord(target, row.decision_id, row.evaluated_at, trigger, acts=row.acts, direction=row.direction,
+                          reason_code=row.reason_code, reasons=row.reasons, metrics=row.metrics,
+                          capacity_before=row.capacity_before, capacity_after=row.capacity_after,
+                          action=action if row.carries_action else None)
+
+
 def pause_expired_record(target: str, pause: Pause, trigger: str, now: datetime, capacity: int | None) -> DecisionRecord:
     """The decision-log row of a pause that ended by itself (plan and namespace targets alike)."""
-    logger.warning("evaluate %s: the pause ended at %s (%s); the autoscaler acts again", target,
-                   pause.until.isoformat(), pause.describe())
-    return DecisionRecord(target, decision_id_for(target, f"expired|{pause.pause_id}"), now, trigger,
-                          acts=False, direction=HOLD, reason_code=PAUSE_EXPIRED,
-                          reasons=(f"ended by itself: {pause.describe()}",), metrics={},
-                          capacity_before=capacity, capacity_after=capacity)
+    row, notice = pause_expired_row(target, pause, now, capacity)
+    logger.warning("%s", notice.text)
+    return to_record(target, row, trigger)
 
 
 def unreadable_record(target: str, stored: StoredState, trigger: str, now: datetime, capacity: int | None) -> DecisionRecord:
     """The decision-log row of stored fields that could not be read and count as unset."""
-    logger.error("evaluate %s: the stored state has unreadable fields (%s); they count as unset",
-                 target, "; ".join(stored.unreadable))
-    return DecisionRecord(target, decision_id_for(target, f"unreadable|{stored.etag}"), now, trigger,
-                          acts=False, direction=HOLD, reason_code=STATE_UNREADABLE,
-                          reasons=unreadable_reasons(stored.unreadable), metrics={},
-                          capacity_before=capacity, capacity_after=capacity)
+    row, notice = unreadable_row(target, Prior(stored.state, unreadable=stored.unreadable, version=stored.etag), now,
+                                 capacity)
+    logger.error("%s", notice.text)
+    return to_record(target, row, trigger)
 
 
 def decision_time(now: datetime, stored: StoredState) -> datetime:
@@ -180,15 +190,6 @@ def source_arrival_rates(previous: MetricSample | None, sample: MetricSample) ->
         arrived = sum(max(p.last_enqueued - last[p.partition_id], 0) for p in source.partitions if p.partition_id in last)
         rates[source.name] = arrived / seconds
     return rates
-
-
-def with_layout_notes(record: DecisionRecord, sample: MetricSample) -> DecisionRecord:
-    """The record with the sample's ``checkpoint_layout`` notes (what the collector found in the
-    checkpoint store, per source) added to its reasons, so that the decision log says which
-    layout the backlog was read from, or that none matched."""
-    notes = tuple(f"{source.name}: {note}" for source in sample.sources for note in source.notes
-                  if note.startswith("checkpoint_layout"))
-    return replace(record, reasons=(*record.reasons, *notes)) if notes else record
 
 
 class EvaluateService:
@@ -230,6 +231,7 @@ class EvaluateService:
         self.dry_run = dry_run
         self.telemetry = telemetry
         self.external_changes_limit = external_changes_limit
+        self.settings = EvaluationSettings(reconcile_grace, clock_skew, external_changes_limit, dry_run)
         self._cache: dict[str, StoredState] = {}
 
     # --- the entry point -----------------------------------------------------------------------
@@ -289,37 +291,34 @@ class EvaluateService:
             return EvaluateOutcome("late", sample_id=sample.sample_id, target=target.name)
 
         stored = stored or self._cached(target.name) or self.store.load_state(target.name)
-        # Each commit of this invocation carries a fresh token: after a conflict, a state that
-        # carries ours means our commit landed and only its reply was lost (azure-core retried the
-        # transaction and the retry failed its ETag); anything else was another writer.
-        writer = uuid.uuid4().hex
-        plan = None
-        attempt = 0
-        while True:
-            attempt += 1
-            if stored.was_evaluated(sample.collected_at):
-                if plan is None or stored.written_by != writer:
-                    self._remember(stored)
-                    return self._already_evaluated(stored, sample, dequeue_count, attempt)
-                logger.warning("evaluate %s: the commit for sample %s landed although its reply was lost",
-                               target.name, sample.sample_id)
-                saved = stored
-                break
-            if attempt > self.max_attempts:
-                raise ConcurrencyConflict(f"evaluate {target.name}: gave up on sample {sample.sample_id} after "
-                                          f"{self.max_attempts} conflicting writes; the queue will redeliver it")
+
+        def done(current: StoredState, attempt: int) -> EvaluateOutcome | None:
+            if not current.was_evaluated(sample.collected_at):
+                return None
+            self._remember(current)
+            return self._already_evaluated(current, sample, dequeue_count, attempt)
+
+        def decide(current: StoredState) -> Write[_Plan]:
             history = self.store.load_window(target.name, window_start, now + self.clock_skew)
-            plan = self._plan(target, stored, sample, history, decision_time(now, stored), window_start,
+            plan = self._plan(target, current, sample, history, decision_time(now, current), window_start,
                               traceparent=span.traceparent)
-            try:
-                saved = self.store.commit(replace(plan.stored, written_by=writer), plan.records)
-                break
-            except ConcurrencyConflict:
-                logger.info("evaluate %s: state changed under sample %s (attempt %d); re-reading",
-                            target.name, sample.sample_id, attempt)
-                self._cache.pop(target.name, None)
-                time.sleep(random.uniform(0, 0.01 * attempt))
-                stored = self.store.load_state(target.name)
+            return Write(plan.stored, plan.records, plan)
+
+        def on_conflict(attempt: int) -> None:
+            logger.info("evaluate %s: state changed under sample %s (attempt %d); re-reading",
+                        target.name, sample.sample_id, attempt)
+            self._cache.pop(target.name, None)
+            time.sleep(random.uniform(0, 0.01 * attempt))
+
+        unit = commit_state(self.store, target.name, decide, done=done, first=stored, max_attempts=self.max_attempts,
+                            on_conflict=on_conflict, what=f"evaluate {target.name}: sample {sample.sample_id}")
+        if unit.finished is not None:
+            return unit.finished
+        plan, saved, attempt = unit.plan, unit.stored, unit.attempts
+        assert plan is not None
+        if unit.reply_lost:
+            logger.warning("evaluate %s: the commit for sample %s landed although its reply was lost",
+                           target.name, sample.sample_id)
         self._remember(saved)
         if plan.purge:
             self._purge(target.name, now)
@@ -333,208 +332,26 @@ class EvaluateService:
 
     def _plan(self, target: TargetPolicy, stored: StoredState, sample: MetricSample, history: list[MetricSample],
               now: datetime, window_start: datetime, *, traceparent: str | None = None) -> _Plan:
-        old = stored.state
-        if not any(item.sample_id == sample.sample_id for item in history):
-            history = [*history, sample]
-        records: list[DecisionRecord] = []
-        if stored.unreadable:
-            # Out-of-band edits or an older writer: what could not be read counts as unset (an
-            # unreadable pause as expired), said once in the log; the commit writes it cleanly.
-            records.append(self._unreadable(target, stored, sample.sample_id, now, old.capacity))
-            stored = replace(stored, unreadable=())
-        pause = stored.pause
-        if pause is not None and not pause.active(now):
-            # A forgotten pause ends by itself; its end is a row of the decision log.
-            records.append(self._pause_expired(target, pause, sample.sample_id, now, old.capacity))
-            stored, pause = replace(stored, pause=None), None
-        previous = max((item for item in history if item.collected_at < sample.collected_at),
-                       key=lambda item: item.collected_at, default=None)
-        newest = max((item for item in history if item.collected_at <= now + self.clock_skew),
-                     key=lambda item: item.collected_at, default=sample)
-        # Paused (not pinned), nothing at all goes to scale: no re-issue either.
-        holding_still = pause is not None and pause.pinned_at is None
-        reconciliation = None if self.dry_run or holding_still else reconcile(
-            stored.desired, newest.capacity, newest.collected_at, grace=self.reconcile_grace,
-            on_external_change=target.on_external_change, clock_skew=self.clock_skew)
-        if reconciliation is not None and reconciliation.kind == EXTERNAL_CHANGE and not newest.autoscale_settings \
-                and old.last_reason_code == AUTOSCALE_SETTING and newest.capacity is not None:
-            # The first sample after an autoscale setting let go: the plan moved under the setting,
-            # not under an external writer. Act from the capacity the plan has, as when it holds.
-            reconciliation = None
-            stored = replace(stored, desired=DesiredCapacity.observed(newest.capacity, newest.collected_at, "released"))
-        conflict, stored = self._conflict(stored, newest, reconciliation)
-        if conflict is not None:
-            # Another controller drives the plan: never contest it. The desired capacity follows
-            # the plan, so that acting again later starts from what it has.
-            reconciliation = None
-            if newest.capacity is not None:
-                stored = replace(stored, desired=DesiredCapacity.observed(newest.capacity, newest.collected_at, "held"))
-        decision = evaluate(target, old, history, now, clock_skew=self.clock_skew, pause=conflict or pause)
-        decision = self._egress_bound(target, decision, old, newest.collected_at)
-        if conflict is not None and decision.reason_code != conflict.code:
-            # Held whatever the rules say: the log's reason is the conflict from its first sample.
-            decision = replace(decision, reason_code=conflict.code, reasons=(conflict.describe(), *decision.reasons),
-                               state=replace(decision.state or old, last_reason_code=conflict.code))
-        desired = reconciliation.desired if reconciliation else stored.desired
-        new_state = decision.state or old
-        # A window whose newest sample is older than one evaluated before (this worker's clock is
-        # behind the one that evaluated it, within the skew tolerance): it knows less than a
-        # decision already taken, so it neither acts nor overwrites the state. Acting would give an
-        # older window's decision the last word, and a later evaluation of the newer window would
-        # re-decide an id already acted on with another capacity.
-        stale_window = old.last_sample_at is not None and newest.collected_at < old.last_sample_at
-        if stale_window:
-            new_state = old
-        elif old.last_sample_at is not None and new_state.last_sample_at is not None \
-                and new_state.last_sample_at <= old.last_sample_at:
-            # The window's newest sample was evaluated before (this one is late): nothing new to learn.
-            new_state = restore_learning(new_state, old)
-        next_stored = stored.with_evaluated(sample.collected_at, keep_after=window_start - EVALUATED_MARGIN)
-        action = None
-        if conflict is not None:
-            if decision.reason_code != old.last_reason_code and not stale_window:
-                records.append(with_layout_notes(DecisionRecord.from_decision(decision, sample.sample_id, None), sample))
-        elif pause is not None and pause.pinned_at is not None and not pause.pin_requested:
-            # Pinned: the count is requested once, through the outbox like any decision, then held.
-            action, record = self._pin(target, pause, sample.sample_id, now, decision.current_capacity, traceparent)
-            records.append(record)
-            pause = replace(pause, pin_requested=True)
-            next_stored = replace(next_stored.with_outbox(sample.sample_id, action), pause=pause,
-                                  latest_decision_id=action.decision_id, latest_decided_at=now)
-            desired = DesiredCapacity.decided(action.target_capacity, action.decision_id, now, decision.current_capacity,
-                                              previous=desired, clock_skew=self.clock_skew)
-            new_state = replace(new_state, last_action_at=now, last_decision_id=action.decision_id)
-            reconciliation = None
-            if decision.metrics.get("would_scale_to") is not None:
-                records.append(DecisionRecord.from_decision(decision, sample.sample_id, None))
-                next_stored = replace(next_stored, pause=replace(pause, logged_would=decision.metrics["would_scale_to"]))
-        elif pause is not None and "would_scale_to" in decision.metrics:
-            # Paused: log what it would have done, once per change of mind.
-            would = decision.metrics["would_scale_to"]
-            if would != pause.logged_would or decision.reason_code != old.last_reason_code:
-                records.append(with_layout_notes(DecisionRecord.from_decision(decision, sample.sample_id, None), sample))
-                next_stored = replace(next_stored, pause=replace(pause, logged_would=would))
-        elif decision.acts and stale_window:
-            logger.info("evaluate %s: the window of sample %s ends at %s, before the newest evaluated sample (%s); "
-                        "not acting on it", target.name, sample.sample_id, newest.collected_at.isoformat(),
-                        old.last_sample_at.isoformat() if old.last_sample_at else "?")
-        elif decision.acts and decision.decision_id == old.last_decision_id:
-            # Already acted on this decision (same newest sample): never a second action.
-            logger.info("evaluate %s: decision %s was already taken; not acting again", target.name, decision.decision_id)
-            new_state = old
-        elif decision.acts:
-            action = replace(action_for(decision, target), traceparent=traceparent)
-            if reconciliation is not None and reconciliation.kind == EXTERNAL_CHANGE:
-                records.append(self._superseded_change(target, reconciliation, sample.sample_id, now, decision.decision_id))
-            records.append(with_layout_notes(DecisionRecord.from_decision(decision, sample.sample_id, action), sample))
-            next_stored = replace(next_stored.with_outbox(sample.sample_id, action),
-                                  latest_decision_id=decision.decision_id, latest_decided_at=decision.evaluated_at)
-            # A new decision supersedes whatever the reconciliation wanted to re-issue.
-            desired = DesiredCapacity.decided(action.target_capacity, decision.decision_id, now, decision.current_capacity,
-                                              previous=desired, clock_skew=self.clock_skew)
-            reconciliation = None
-        elif decision.reason_code != old.last_reason_code and not stale_window:
-            records.append(with_layout_notes(DecisionRecord.from_decision(decision, sample.sample_id, None), sample))
-        if reconciliation is not None and reconciliation.kind in (REISSUE, EXTERNAL_CHANGE):
-            action, record = self._reconciled(target, reconciliation, sample.sample_id, now, traceparent)
-            records.append(record)
-            if action is not None:
-                next_stored = replace(next_stored.with_outbox(sample.sample_id, action),
-                                      latest_decision_id=action.decision_id, latest_decided_at=now)
-        purge = stored.retention_at is None or now - stored.retention_at >= self.retention_every
-        next_stored = replace(next_stored, state=new_state, updated_at=now, desired=desired,
-                              retention_at=now if purge else stored.retention_at)
-        return _Plan(next_stored, tuple(records), decision, action, purge, reconciliation, previous)
-
-    def _egress_bound(self, target: TargetPolicy, decision: Decision, old: ScalerState, observed_at: datetime) -> Decision:
-        """A consumer target whose namespace target finds egress the bottleneck: its scale-out is
-        held (``namespace_egress_bound``) and the minute teaches nothing of its throughput. Only a
-        target listed in a namespace's ``consumer_targets`` reads that state (one read per
-        evaluation); every other target decides exactly as before."""
+        """The domain's plan (``domain/evaluation.py``) as the records to commit."""
+        prior = Prior(stored.state, stored.desired, stored.pause, stored.external_changes, stored.external_writer,
+                      stored.unreadable, stored.etag)
         namespace = self.policy.namespace_of(target.name)
-        if namespace is None:
-            return decision
-        return egress_bound_hold(decision, namespace_status(self.store.load_state(namespace.name), namespace), old,
-                                 observed_at)
-
-    def _conflict(self, stored: StoredState, newest: MetricSample,
-                  reconciliation: Reconciliation | None) -> tuple[ConflictHold | None, StoredState]:
-        """Whether another controller drives the plan (``domain/conflict.py``), and the state with
-        the plan's external changes of the last hour counted (one more when this observation is
-        one): an enabled autoscale setting in the sample, or more external changes in the hour
-        than ``external_changes_limit``, which holds until ``resume``."""
-        writer, seen = stored.external_writer, None
-        # A resize while an enabled autoscale setting holds the target is that setting's: counted
-        # as an external writer's, four of them would latch a hold that outlives the setting.
-        if writer is None and reconciliation is not None and reconciliation.kind == EXTERNAL_CHANGE \
-                and not newest.autoscale_settings \
-                and stored.desired is not None and reconciliation.observed is not None:
-            seen = ExternalChange(newest.collected_at, reconciliation.observed, stored.desired.capacity)
-        changes = recent_changes(stored.external_changes, seen, newest.collected_at)
-        if seen is not None:
-            writer = external_writer(changes, newest.collected_at, self.external_changes_limit)
-            if writer is not None:
-                logger.error("evaluate %s: %s", stored.target, writer.describe())
-        stored = replace(stored, external_changes=changes, external_writer=writer)
-        if newest.autoscale_settings:
-            return ConflictHold(AUTOSCALE_SETTING, autoscale_setting_reason(newest.autoscale_settings)), stored
-        if writer is not None:
-            return ConflictHold(EXTERNAL_WRITER, writer.describe()), stored
-        return None, stored
-
-    def _pin(self, target: TargetPolicy, pause: Pause, trigger: str, now: datetime, capacity: int | None,
-             traceparent: str | None) -> tuple[ActionMessage, DecisionRecord]:
-        """The one action of a pin and its decision-log row (the id is the pause's: a retry or a
-        redelivery asks for the same decision, which ``scale`` applies at most once)."""
-        assert pause.pinned_at is not None
-        decision_id = decision_id_for(target.name, f"pin|{pause.pause_id}")
-        direction = DOWN if capacity is not None and pause.pinned_at < capacity else UP
-        action = ActionMessage(decision_id=decision_id, target=target.name, plan_resource_id=target.plan.resource_id,
-                               target_capacity=pause.pinned_at, direction=direction,
-                               reason=f"{PINNED}: {pause.describe()}", decided_at=now, traceparent=traceparent)
-        record = DecisionRecord(target.name, decision_id, now, trigger, acts=True, direction=direction,
-                                reason_code=PINNED, reasons=(pause.describe(),),
-                                metrics={"pinned_at": pause.pinned_at, "until": pause.until.isoformat()},
-                                capacity_before=capacity, capacity_after=pause.pinned_at, action=action)
-        return action, record
-
-    def _pause_expired(self, target: TargetPolicy, pause: Pause, trigger: str, now: datetime,
-                       capacity: int | None) -> DecisionRecord:
-        return pause_expired_record(target.name, pause, trigger, now, capacity)
-
-    def _unreadable(self, target: TargetPolicy, stored: StoredState, trigger: str, now: datetime,
-                    capacity: int | None) -> DecisionRecord:
-        return unreadable_record(target.name, stored, trigger, now, capacity)
-
-    def _reconciled(self, target: TargetPolicy, reconciliation: Reconciliation, trigger: str,
-                    now: datetime, traceparent: str | None = None) -> tuple[ActionMessage | None, DecisionRecord]:
-        """The decision-log row of a re-issue or an external change, and the action to send (if any)."""
-        desired = reconciliation.desired
-        assert desired is not None and reconciliation.observed is not None
-        code = "reconcile" if reconciliation.kind == REISSUE else EXTERNAL_CHANGE
-        metrics = {"observed_capacity": reconciliation.observed, "desired_capacity": desired.capacity,
-                   "desired_decision_id": desired.decision_id, "reissues": desired.reissues}
-        action = None
-        if reconciliation.acts:
-            action = ActionMessage(decision_id=reconciliation.reissue_id, target=target.name,
-                                   plan_resource_id=target.plan.resource_id, target_capacity=desired.capacity,
-                                   direction=reconciliation.direction or UP,
-                                   reason=f"{code}: {'; '.join(reconciliation.reasons)}", decided_at=now,
-                                   traceparent=traceparent)
-        record_id = reconciliation.reissue_id or desired.decision_id
-        record = DecisionRecord(target.name, record_id, now, trigger, acts=action is not None,
-                                direction=action.direction if action else HOLD, reason_code=code,
-                                reasons=reconciliation.reasons, metrics=metrics,
-                                capacity_before=reconciliation.observed,
-                                capacity_after=desired.capacity, action=action)
-        return action, record
-
-    def _superseded_change(self, target: TargetPolicy, reconciliation: Reconciliation, trigger: str, now: datetime,
-                           decision_id: str) -> DecisionRecord:
-        """The decision-log row of an external change that a new decision of the same evaluation
-        supersedes: the operator still sees that someone resized the plan."""
-        _, record = self._reconciled(target, replace(reconciliation, reissue_id=None, direction=None), trigger, now)
-        return replace(record, reasons=(*record.reasons, f"superseded by decision {decision_id}"))
+        status = namespace_status(self.store.load_state(namespace.name), namespace) if namespace is not None else None
+        plan = plan_evaluation(target, prior, sample, history, now, self.settings, namespace=status)
+        for notice in plan.notices:
+            getattr(logger, notice.level)("%s", notice.text)
+        action = to_action(plan.act, target.name, target.plan.resource_id, traceparent) if plan.act else None
+        records = tuple(to_record(target.name, row, sample.sample_id, action) for row in plan.rows)
+        next_stored = replace(stored.with_evaluated(sample.collected_at, keep_after=window_start - EVALUATED_MARGIN),
+                              pause=plan.pause, external_changes=plan.external_changes,
+                              external_writer=plan.external_writer, unreadable=())
+        if action is not None:
+            next_stored = replace(next_stored.with_outbox(sample.sample_id, action),
+                                  latest_decision_id=action.decision_id, latest_decided_at=action.decided_at)
+        purge = stored.retention_at is None or now - stored.retention_at >= self.retention_every
+        next_stored = replace(next_stored, state=plan.state, updated_at=now, desired=plan.desired,
+                              retention_at=now if purge else stored.retention_at)
+        return _Plan(next_stored, records, plan.decision, action, purge, plan.reconciliation, plan.previous)
 
     def _already_evaluated(self, stored: StoredState, sample: MetricSample, dequeue_count: int, attempt: int) -> EvaluateOutcome:
         # A redelivery re-sends the action this sample decided (the output binding's send may have

@@ -27,24 +27,35 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from scaling.domain.decisions import DOWN, HOLD, UP, Decision, decision_id_for
+from scaling.domain.decisions import HOLD, UP, Decision, decision_id_for
+from scaling.domain.evaluation import pin_act, reconciled_act
 from scaling.domain.names import safe_text
 from scaling.domain.namespace_samples import NamespaceSample, parse_namespace_sample
-from scaling.domain.pause import PINNED, Pause, paused_reason
+from scaling.domain.pause import Pause, paused_reason
 from scaling.domain.policy import Policy
 from scaling.domain.policy_namespace import EventHubsNamespaceTarget
-from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, DesiredCapacity, reconcile
+from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, DesiredCapacity, Reconciliation, reconcile
 from scaling.domain.samples import MAX_CLOCK_SKEW, SampleError
 from scaling.domain.telemetry import DECISIONS, SAMPLES, THROTTLED_REQUESTS, THROUGHPUT_UNITS
 from scaling.domain.throughput_units import ConsumerCatchUp, size_namespace
-from scaling.services.evaluate import RECONCILE_GRACE, EvaluateOutcome, pause_expired_record, unreadable_record
+from scaling.services.evaluate import (
+    RECONCILE_GRACE,
+    EvaluateOutcome,
+    pause_expired_record,
+    to_action,
+    to_record,
+    unreadable_record,
+)
 from scaling.services.telemetry import NO_TELEMETRY, Telemetry
-from scaling.storage.base import ConcurrencyConflict, EvaluateStore
+from scaling.storage.base import EvaluateStore
 from scaling.storage.records import ActionMessage, DeadLetter, DecisionRecord, StoredState, body_text, target_of, utc_now
+from scaling.storage.unit_of_work import Write, commit_state
 
 logger = logging.getLogger(__name__)
 
 FUNCTION_NAME = "evaluate"
+#: A namespace action's reason is cut here (a decision's reasons are a few lines).
+REASON_CHARS = 1000
 
 
 class NamespaceReader(Protocol):
@@ -147,29 +158,39 @@ class NamespaceEvaluateService:
             known = ", ".join(n.name for n in self.policy.namespaces) or "none"
             return self._dead_letter(body, f"namespace target {target_of(body_text(body))!r} is not in the policy "
                                            f"(known: {known})", now, dequeue_count, message_id)
-        for attempt in range(1, self.max_attempts + 1):
-            stored = self.store.load_state(target.name)
-            if stored.was_evaluated(sample.collected_at):
-                recorded = stored.outbox_for(sample.sample_id) if dequeue_count > 1 else None
-                if recorded is not None:
-                    return EvaluateOutcome("resent", (recorded.to_json(),), sample.sample_id, target.name, action=recorded,
-                                           attempts=attempt)
-                return EvaluateOutcome("duplicate", sample_id=sample.sample_id, target=target.name, attempts=attempt)
+
+        def done(stored: StoredState, attempt: int) -> EvaluateOutcome | None:
+            if not stored.was_evaluated(sample.collected_at):
+                return None
+            recorded = stored.outbox_for(sample.sample_id) if dequeue_count > 1 else None
+            if recorded is not None:
+                return EvaluateOutcome("resent", (recorded.to_json(),), sample.sample_id, target.name, action=recorded,
+                                       attempts=attempt)
+            return EvaluateOutcome("duplicate", sample_id=sample.sample_id, target=target.name, attempts=attempt)
+
+        def decide(stored: StoredState) -> Write[tuple[Decision, ActionMessage | None]]:
             next_stored, records, decision, action = self._plan(target, stored, sample, now)
-            try:
-                self.store.commit(next_stored, records)
-            except ConcurrencyConflict:
-                logger.info("evaluate %s: state changed under sample %s (attempt %d); re-reading", target.name,
-                            sample.sample_id, attempt)
-                continue
-            if action is not None:
-                logger.info("evaluate %s: %s TUs %s -> %s (%s)", target.name, action.direction, decision.current_capacity,
-                            action.target_capacity, action.reason)
-            self._report(target, sample, decision, action)
-            return EvaluateOutcome("evaluated", (action.to_json(),) if action else (), sample.sample_id, target.name,
-                                   decision, action, attempts=attempt)
-        raise ConcurrencyConflict(f"evaluate {target.name}: gave up on sample {sample.sample_id} after "
-                                  f"{self.max_attempts} conflicting writes; the queue will redeliver it")
+            return Write(next_stored, records, (decision, action))
+
+        def on_conflict(attempt: int) -> None:
+            logger.info("evaluate %s: state changed under sample %s (attempt %d); re-reading", target.name,
+                        sample.sample_id, attempt)
+
+        unit = commit_state(self.store, target.name, decide, done=done, max_attempts=self.max_attempts,
+                            on_conflict=on_conflict, what=f"evaluate {target.name}: sample {sample.sample_id}")
+        if unit.finished is not None:
+            return unit.finished
+        assert unit.plan is not None
+        decision, action = unit.plan
+        if unit.reply_lost:
+            logger.warning("evaluate %s: the commit for sample %s landed although its reply was lost; sending its "
+                           "action now", target.name, sample.sample_id)
+        if action is not None:
+            logger.info("evaluate %s: %s TUs %s -> %s (%s)", target.name, action.direction, decision.current_capacity,
+                        action.target_capacity, action.reason)
+        self._report(target, sample, decision, action)
+        return EvaluateOutcome("evaluated", (action.to_json(),) if action else (), sample.sample_id, target.name,
+                               decision, action, attempts=unit.attempts)
 
     def consumers(self, target: EventHubsNamespaceTarget) -> list[ConsumerCatchUp]:
         """Each consumer target's planned read rate: its desired count times its throughput per instance."""
@@ -263,7 +284,7 @@ class NamespaceEvaluateService:
         elif decision.acts and decision_id != stored.latest_decision_id and not asked:
             action = ActionMessage(decision_id=decision_id, target=target.name, plan_resource_id=target.resource_id,
                                    target_capacity=decision.target_capacity or 0, direction=decision.direction,
-                                   reason=f"{decision.reason_code}: {'; '.join(decision.reasons)}"[:1000], decided_at=now,
+                                   reason=f"{decision.reason_code}: {'; '.join(decision.reasons)}"[:REASON_CHARS], decided_at=now,
                                    traceparent=sample.traceparent)
             records.append(DecisionRecord.from_decision(decision, sample.sample_id, action))
             next_stored = replace(next_stored.with_outbox(sample.sample_id, action), latest_decision_id=decision_id,
@@ -286,17 +307,9 @@ class NamespaceEvaluateService:
     def _pin(self, target: EventHubsNamespaceTarget, pause: Pause, sample: NamespaceSample, now: datetime,
              capacity: int | None) -> tuple[ActionMessage, DecisionRecord]:
         """The one action of a pin (its id is the pause's: ``scale`` applies it at most once)."""
-        assert pause.pinned_at is not None
-        decision_id = decision_id_for(target.name, f"pin|{pause.pause_id}")
-        direction = DOWN if capacity is not None and pause.pinned_at < capacity else UP
-        action = ActionMessage(decision_id=decision_id, target=target.name, plan_resource_id=target.resource_id,
-                               target_capacity=pause.pinned_at, direction=direction,
-                               reason=f"{PINNED}: {pause.describe()}", decided_at=now, traceparent=sample.traceparent)
-        record = DecisionRecord(target.name, decision_id, now, sample.sample_id, acts=True, direction=direction,
-                                reason_code=PINNED, reasons=(pause.describe(),),
-                                metrics={"pinned_at": pause.pinned_at, "until": pause.until.isoformat()},
-                                capacity_before=capacity, capacity_after=pause.pinned_at, action=action)
-        return action, record
+        act, row = pin_act(target.name, pause, now, capacity)
+        action = to_action(act, target.name, target.resource_id, sample.traceparent)
+        return action, to_record(target.name, row, sample.sample_id, action)
 
     def _report(self, target: EventHubsNamespaceTarget, sample: NamespaceSample, decision: Decision,
                 action: ActionMessage | None) -> None:
@@ -310,23 +323,12 @@ class NamespaceEvaluateService:
         if sample.minutes:
             self.telemetry.record(THROTTLED_REQUESTS, sample.minutes[-1].throttled_requests, name)
 
-    def _reconciled(self, target: EventHubsNamespaceTarget, reconciliation: Any, trigger: str,
+    def _reconciled(self, target: EventHubsNamespaceTarget, reconciliation: Reconciliation, trigger: str,
                     now: datetime) -> tuple[ActionMessage | None, DecisionRecord]:
-        desired = reconciliation.desired
-        code = "reconcile" if reconciliation.kind == REISSUE else EXTERNAL_CHANGE
-        action = None
-        if reconciliation.acts:
-            action = ActionMessage(decision_id=reconciliation.reissue_id, target=target.name,
-                                   plan_resource_id=target.resource_id, target_capacity=desired.capacity,
-                                   direction=reconciliation.direction or UP,
-                                   reason=f"{code}: {'; '.join(reconciliation.reasons)}"[:1000], decided_at=now)
-        record = DecisionRecord(target.name, reconciliation.reissue_id or desired.decision_id, now, trigger,
-                                acts=action is not None, direction=action.direction if action else HOLD, reason_code=code,
-                                reasons=reconciliation.reasons,
-                                metrics={"observed_capacity": reconciliation.observed, "desired_capacity": desired.capacity,
-                                         "desired_decision_id": desired.decision_id, "reissues": desired.reissues},
-                                capacity_before=reconciliation.observed, capacity_after=desired.capacity, action=action)
-        return action, record
+        """The row of a re-issue or an external change, and the action to send (if any)."""
+        act, row = reconciled_act(reconciliation, now)
+        action = to_action(act, target.name, target.resource_id, None, max_reason_chars=REASON_CHARS) if act else None
+        return action, to_record(target.name, row, trigger, action)
 
     def _dead_letter(self, body: str | bytes, error: str, now: datetime, dequeue_count: int,
                      message_id: str | None) -> EvaluateOutcome:

@@ -20,8 +20,9 @@ from datetime import datetime
 from scaling.domain.conflict import ExternalWriterHold
 from scaling.domain.decisions import HOLD, decision_id_for
 from scaling.domain.pause import RESUMED, Pause
-from scaling.storage.base import ConcurrencyConflict, EvaluateStore
+from scaling.storage.base import EvaluateStore
 from scaling.storage.records import HOLD_FIELDS, DecisionRecord, StoredState, utc_now
+from scaling.storage.unit_of_work import Write, commit_state
 
 logger = logging.getLogger(__name__)
 
@@ -100,17 +101,22 @@ class PauseService:
                first: StoredState | None = None) -> StoredState:
         stored = first or self.store.load_state(target)
         seen = self._live_id(stored)
-        for _ in range(self.max_attempts):
-            try:
-                return self.store.commit(replace(change(stored), updated_at=self.clock()), (record,))
-            except ConcurrencyConflict:
-                stored = self.store.load_state(target)
-                if self._live_id(stored) != seen:
-                    other = stored.pause.describe() if stored.pause else "resumed"
-                    raise PauseConflict(f"{target} changed meanwhile ({other}); nothing written: "
-                                        "check `python -m scaling decisions` and run the command again") from None
-                # An evaluation wrote (or the pin was sent): keep its state, apply the change again.
-        raise ConcurrencyConflict(f"pause {target}: gave up after {self.max_attempts} conflicting writes")
+
+        def done(current: StoredState, attempt: int) -> None:
+            # An evaluation that wrote meanwhile (or sent the pin) is kept and the change applied
+            # again; another operator's pause or resume is theirs to keep.
+            if self._live_id(current) != seen:
+                other = current.pause.describe() if current.pause else "resumed"
+                raise PauseConflict(f"{target} changed meanwhile ({other}); nothing written: "
+                                    "check `python -m scaling decisions` and run the command again")
+
+        def decide(current: StoredState) -> Write[None]:
+            return Write(replace(change(current), updated_at=self.clock()), (record,), None)
+
+        # Our own write whose reply was lost is recognised by its writer token, not taken for
+        # another operator's pause.
+        return commit_state(self.store, target, decide, done=done, first=stored, max_attempts=self.max_attempts,
+                            what=f"pause {target}").stored
 
 
 def _row(target: str, row_id: str, now: datetime, code: str, text: str, pinned_at: int | None) -> DecisionRecord:

@@ -58,6 +58,7 @@ from scaling.storage.records import (
     target_of,
     utc_now,
 )
+from scaling.storage.unit_of_work import Write, commit_state
 
 logger = logging.getLogger(__name__)
 
@@ -326,18 +327,19 @@ class ScaleService:
     def _reset_state(self, action: ActionMessage, target: TargetPolicy, capacity: int | None) -> None:
         """Let the next evaluation decide again: no cooldown, and the capacity the plan really has
         (``None`` if unknown; the next sample carries it) instead of the one that was not applied."""
-        for _ in range(self.max_state_attempts):
-            stored = self.store.load_state(target.name)
-            if stored.latest_decision_id != action.decision_id:
-                return  # a newer decision owns the state now
+        def done(stored: StoredState, attempt: int) -> bool | None:
+            return True if stored.latest_decision_id != action.decision_id else None  # a newer decision owns it
+
+        def decide(stored: StoredState) -> Write[None]:
             state = replace(stored.state, last_action_at=None, pending_ready_at=None, ready_capacity=None,
                             capacity=capacity, last_direction=HOLD, last_reason_code=SCALE_FAILED)
-            try:
-                self.store.commit(replace(stored, state=state, updated_at=self.clock()))
-                return
-            except ConcurrencyConflict:
-                continue
-        logger.error("scale %s: could not reset the state after the failed decision %s", target.name, action.decision_id)
+            return Write(replace(stored, state=state, updated_at=self.clock()), (), None)
+
+        try:
+            commit_state(self.store, target.name, decide, done=done, max_attempts=self.max_state_attempts)
+        except ConcurrencyConflict:
+            logger.error("scale %s: could not reset the state after the failed decision %s", target.name,
+                         action.decision_id)
 
     def _abandon(self, claim: AppliedRecord) -> None:
         try:

@@ -22,6 +22,8 @@ from typing import Any
 
 from scaling.domain.conflict import MAX_CHANGES_KEPT, ExternalChange, ExternalWriterHold
 from scaling.domain.decisions import HOLD, Decision, ScalerState
+from scaling.domain.decisions import LEARNED_FIELDS as LEARNED_FIELDS  # re-exported: the engine's learning
+from scaling.domain.decisions import restore_learning as restore_learning
 from scaling.domain.names import safe_text, target_name_problem
 from scaling.domain.pause import Pause
 from scaling.domain.reconcile import MAX_EARLIER_CAPACITIES, DesiredCapacity
@@ -36,11 +38,6 @@ from scaling.storage.actions import action_from_dict as action_from_dict
 from scaling.storage.actions import parse_action as parse_action
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-#: Fields of ``ScalerState`` that the engine learns from the window. Re-evaluating a window whose
-#: newest sample was already evaluated (a late sample arrived) must not learn from it twice.
-LEARNED_FIELDS = ("throughput_per_instance", "throughput_observations", "throughput_floor", "throughput_unconfirmed",
-                  "checkpoint_delay_seconds")
 
 # Applied-record statuses. Final ones end the action; the others may be taken over.
 APPLYING = "applying"
@@ -283,12 +280,6 @@ def _text(value: Any) -> str:
     if not isinstance(value, str):
         raise TypeError(f"not text: {value!r:.40}")
     return value
-
-
-def restore_learning(new: ScalerState, old: ScalerState) -> ScalerState:
-    """``new`` with the learned fields of ``old`` (for re-evaluations of an evaluated window)."""
-    names = {f.name for f in dataclasses.fields(ScalerState)}
-    return replace(new, **{name: getattr(old, name) for name in LEARNED_FIELDS if name in names})
 
 
 # --- the decision log --------------------------------------------------------------------------

@@ -321,3 +321,38 @@ def test_a_pinned_namespace_target_gets_its_count_once_then_holds(world, tmp_pat
     held = w.evaluate.handle(w.collect())
     assert held.messages == () and held.decision.reason_code == "pinned"
     assert w.arm.capacity(NAMESPACE) == 5 and len(w.arm.writes) == 1
+
+
+@pytest.mark.parametrize("fault", ["status", "reset"])
+def test_a_namespace_commit_whose_reply_is_lost_sends_its_action_at_once(world, azurite, fault) -> None:
+    """The evaluation's transaction lands in Azurite and its reply is lost (a 503 that azure-core
+    retries into a 412, or a reset connection that fails the invocation and the queue redelivers):
+    the state carries the evaluation's writer token, so the TU action goes out now. Without the
+    token the namespace evaluate took its own commit for a duplicate, sent nothing, and the TUs
+    waited for reconciliation's re-issue after the grace."""
+    from tests.faultproxy import FaultProxy, proxied_connection_string
+
+    w = world()
+    w.metrics(60, events_in=2_000, events_out=2_000)
+    body = w.collect()
+    with FaultProxy(("127.0.0.1", azurite.table_port)) as proxy:
+        proxied = TableStorage.from_connection_string(proxied_connection_string(azurite, table=proxy), w.tables.names,
+                                                      retry_total=2, retry_backoff_factor=0.01)
+        service = NamespaceEvaluateService(proxied, w.policy, clock=w.clock)
+        try:
+            if fault == "status":
+                proxy.applied_then_status(503, method="POST", path_contains="$batch", times=1)
+                outcome = service.handle(body)
+            else:
+                proxy.applied_then_reset(method="POST", path_contains="$batch", times=1)
+                with pytest.raises(Exception):  # noqa: B017 - the invocation fails; the queue redelivers
+                    service.handle(body)
+                outcome = service.handle(body, dequeue_count=2)
+        finally:
+            proxied.close()
+        assert sum(proxy.counts().faulted.values()) == 1
+    assert outcome.status in ("evaluated", "resent") and outcome.action.target_capacity == 3
+    w.scale.handle(outcome.messages[0])
+    assert w.arm.capacity(NAMESPACE) == 3 and len(w.arm.writes) == 1
+    [row] = [row for row in w.tables.decisions("orders-ns") if row.acts]
+    assert row.decision_id == outcome.action.decision_id

@@ -296,3 +296,23 @@ def test_resume_clears_an_unreadable_stored_pause(world, edit, capsys):
     assert (stored.pause, stored.unreadable) == (None, ())
     [row] = [row for row in world.operator_rows() if row.reason_code == "resumed"]
     assert row.reasons[0].startswith("resumed by ivan (was unreadable: pause: ")
+
+
+def test_a_pause_whose_reply_is_lost_is_recognised_as_its_own(world, azurite):
+    """The pause's transaction lands and its reply is a 503; azure-core's retry fails the ETag.
+    The re-read state carries the pause's writer token: the pause is stored once and the command
+    succeeds (before the shared unit of work it found "its" pause there and raised PauseConflict)."""
+    from tests.faultproxy import FaultProxy, proxied_connection_string
+
+    with FaultProxy(("127.0.0.1", azurite.table_port)) as proxy:
+        proxied = TableStorage.from_connection_string(proxied_connection_string(azurite, table=proxy), world.names,
+                                                      retry_total=2, retry_backoff_factor=0.01)
+        try:
+            proxy.applied_then_status(503, method="POST", path_contains="$batch", times=1)
+            pause = PauseService(proxied, clock=world.clock).pause("orders", reason="incident 7", requested_by="alice",
+                                                                   until=T0 + timedelta(hours=1))
+        finally:
+            proxied.close()
+        assert proxy.counts().faulted == {"applied_then_status": 1}
+    assert world.tables.load_state("orders").pause == pause
+    assert [row.reason_code for row in world.tables.decisions("orders")] == [pause.code]
