@@ -190,8 +190,9 @@ CONSTANTS: tuple[Constant, ...] = (
              "a newcomer's load between the mean draw (0) and the k heaviest partitions (1)"),
     Constant("SCALE_IN_TOKENS", 2.0, "scaling.domain.slo_kernel",
              "tokens a scale-in takes from the budget: itself and the scale-out likely to follow"),
-    Constant("RATE_STEADY_SECONDS", 300.0, "scaling.domain.slo_queue",
-             "Azure Monitor is 1-3 minutes late: completions teach throughput only at a count held this long"),
+    Constant("RATE_STEADY_SECONDS", 420.0, "scaling.domain.slo_queue",
+             "Azure Monitor is 1-3 minutes late and new instances serve up to 4 minutes after they are asked "
+             "for: completions teach throughput only at a count held this long"),
 )
 
 LIMITS: tuple[Constant, ...] = tuple(
