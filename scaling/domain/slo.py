@@ -281,13 +281,6 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         then = kernel.predicted_age(age, backlog, forecast, served[:, :1], first)
         then = kernel.predicted_age(then, backlog, forecast, served[:, 1:], react - first)
         worst_predicted = max(worst_predicted, float(then.max()))
-    # Whether the backlog (of the partitions in view) grows: the instances serve less than
-    # arrives, whatever the model says they can do. Then the oldest event is read no younger
-    # in the prediction than it is now (the model's drain is not happening), and no scale-in.
-    growing = any(kernel.backlog_growing(o.backlog[:, None], o.earlier_backlog[:, None], o.arrival_rate[:, None], interval)[0]
-                  for o in outlooks if o.earlier_backlog is not None)
-    if growing:
-        worst_predicted = max(worst_predicted, worst_now)
     owned = all(bool(reading.ownership[0]) for reading in owners)
     busiest_now = busiest(loads, capacity)
     sizing_note = (f"sizing: {OWNER_LOAD}, busiest owner {busiest_now:.1f}/s now "
@@ -340,7 +333,9 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
                         metrics, new_state)
     # No scale-in while the backlog (of the partitions in view) grows: the instances serve less
     # than arrives, and fewer would serve less still, whatever the model says they can do.
-    if growing:
+    growing = [kernel.backlog_growing(o.backlog[:, None], o.earlier_backlog[:, None], o.arrival_rate[:, None], interval)[0]
+               for o in outlooks if o.earlier_backlog is not None]
+    if any(growing):
         grown = sum(float((o.backlog - o.earlier_backlog).sum()) for o in outlooks if o.earlier_backlog is not None)
         return Proposal(None, HOLD, "backlog_growing",
                         (f"holding: the backlog grew by {grown:.0f} events over the rate window, more than "

@@ -310,19 +310,6 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             then = slo_kernel.predicted_age(age, waiting, forecast, served_ready, first)
             then = slo_kernel.predicted_age(then, waiting, forecast, served, react - first)
             worst_predicted = np.maximum(0.0, then.max(axis=0))
-            # slo.propose: whether the backlog in view grows (then the prediction is no younger than now, no scale-in)
-            earlier = backlog_ring[(seen - (samples - 1 - base)) % window_samples]
-            by_partition = arrival if row_of is None else arrival[row_of]
-            if by_partition.ndim == 1:  # (shared by the candidates)
-                by_partition = np.broadcast_to(by_partition[:, None], partition_backlog.shape)
-            now_backlog = partition_backlog
-            if any_hot:
-                hot_partition = hot if row_of is None else hot[row_of]
-                now_backlog = np.where(hot_partition, 0.0, partition_backlog)
-                earlier = np.where(hot_partition, 0.0, earlier)
-                by_partition = np.where(hot_partition, 0.0, by_partition)
-            growing = slo_kernel.backlog_growing(now_backlog, earlier, by_partition, sample_interval)
-            worst_predicted = np.where(growing, np.maximum(worst_predicted, age.max(axis=0)), worst_predicted)
             # slo.propose holds while some partitions have no live owner (others have one).
             unowned = (owners_now < 0).any(axis=0) & (live_owners > 0)
             risk = known & (worst_predicted > settings.limit) & ~unowned
@@ -344,7 +331,18 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             if enough_history:
                 eligible = (known & ~risk & ~unowned & _scale_in_allowed(settings, tokens, tokens_at, last_action, moment)
                             & (settings.lowest < capacity))
-                eligible &= ~growing  # slo.propose: no scale-in while the backlog in view grows
+                if eligible.any():  # slo.propose: no scale-in while the backlog in view grows
+                    earlier = backlog_ring[(seen - (samples - 1 - base)) % window_samples]
+                    by_partition = arrival if row_of is None else arrival[row_of]
+                    if by_partition.ndim == 1:  # (shared by the candidates)
+                        by_partition = np.broadcast_to(by_partition[:, None], partition_backlog.shape)
+                    now_backlog = partition_backlog
+                    if any_hot:
+                        hot_partition = hot if row_of is None else hot[row_of]
+                        now_backlog = np.where(hot_partition, 0.0, partition_backlog)
+                        earlier = np.where(hot_partition, 0.0, earlier)
+                        by_partition = np.where(hot_partition, 0.0, by_partition)
+                    eligible &= ~slo_kernel.backlog_growing(now_backlog, earlier, by_partition, sample_interval)
                 if eligible.any():
                     # slo.propose: a scale-in holds against the busiest interval of the history too.
                     # (each candidate's busiest interval among those ending within its scale_in_peak_seconds)

@@ -237,25 +237,6 @@ def test_no_scale_in_while_the_backlog_grows(serve, direction, code) -> None:
     assert (decision.direction, decision.reason_code) == (direction, code), decision.reasons
 
 
-@pytest.mark.parametrize(
-    ("serve", "direction", "code"),
-    [
-        pytest.param(1.0, UP, "slo_at_risk", id="growing-the-oldest-event-is-read-no-younger-than-now"),
-        pytest.param(2.0, HOLD, "slo_steady", id="grown-by-one-interval-of-arrivals-the-model-may-drain-it"),
-        pytest.param(3.0, HOLD, "slo_steady", id="steady-the-model-drains-it"),
-    ],
-)
-def test_while_the_backlog_grows_the_prediction_is_no_younger_than_the_age_now(serve, direction, code) -> None:
-    """Issue 48: the model (16.7/s per instance) says 8 instances drain a 233 s old backlog of
-    3/s per partition to 175 s; when the readings show the backlog growing (the instances are
-    slower than the model), the oldest event is predicted at least as old as it is now, past the
-    210 s limit: scale out instead of waiting for the model's drain. (No learning here: the
-    last action was 30 s ago.)"""
-    decision = evaluate(slo_target(), state(last_action_at=T0 - timedelta(seconds=30)), history(3.0, serve, 700), T0)
-    assert (decision.direction, decision.reason_code) == (direction, code), decision.reasons
-    assert decision.metrics["oldest_age_seconds"] == 233.0
-
-
 def test_no_scale_in_before_the_rate_window_is_covered() -> None:
     decision = evaluate(slo_target(), state(), idle(0.1, minutes=2), T0)
     assert (decision.direction, decision.reason_code) == (HOLD, "too_few_samples")
