@@ -79,6 +79,7 @@ optimum: install
 
 stress: install
 	$(PY) -m scaling stress --trace $(TRACES)/worldcup98/per_minute.csv --trace $(TRACES)/nasa_jul95/per_minute.csv --json out/stress.json --markdown docs/stress.md
+	$(PY) -m scaling stress --set trouble --trace $(TRACES)/worldcup98/per_minute.csv --trace $(TRACES)/nasa_jul95/per_minute.csv --json out/trouble.json --markdown docs/stress-trouble.md
 
 clean:
 	rm -rf $(VENV) node_modules out .pytest_cache .ruff_cache

@@ -68,6 +68,9 @@ class SourceOutlook:
     rise: float = 0.0
     #: How noisy the source's arrivals are, as a fraction of their rate (``slo_kernel.trend``).
     noise: float = 0.0
+    #: Each partition's backlog at the rate window's first sample (``None``: as now): whether the
+    #: hub's backlog grows (``slo_kernel.backlog_growing``).
+    earlier_backlog: np.ndarray | None = None
 
     @property
     def partitions(self) -> int:
@@ -131,13 +134,14 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
         if not source.ok or not source.partitions:
             continue
         ids = tuple(map(_PARTITION_ID, source.partitions))
-        times, rows = [], []
+        times, rows, readings = [], [], []
         for sample in samples:
             reading = next((x for x in sample.sources if x.name == source.name and x.ok), None)
             if reading is None:
                 continue
             rows.append(_positions(reading, ids))
             times.append(_seconds(sample.collected_at))
+            readings.append(reading)
         positions = np.array(rows)
         missing = np.isnan(positions)
         if missing.any():
@@ -158,18 +162,29 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
                              for p in source.partitions], dtype=float)
         ages = kernel.oldest_event_ages(times_array, positions, oldest, np.maximum(arrival, recent_rate))
         rise, noise = kernel.trend(times_array, positions.sum(axis=1))
+        backlog = np.array(list(map(_BACKLOG, source.partitions)), dtype=float)
+        earlier_backlog = _backlogs(readings[base], ids, backlog)
         outlooks[source.name] = SourceOutlook(
             keys=_keys(source.name, ids),
             arrival_rate=arrival,
             recent_arrival_rate=recent_rate,
-            backlog=np.array(list(map(_BACKLOG, source.partitions)), dtype=float),
+            backlog=backlog,
             age_seconds=ages,
             peak_arrival_rate=peak,
             owners=tuple(map(_OWNER, source.partitions)) if source.owners else None,
             rise=rise,
             noise=noise,
+            earlier_backlog=earlier_backlog,
         )
     return outlooks
+
+
+def _backlogs(reading: SourceReading, ids: tuple[str, ...], now: np.ndarray) -> np.ndarray:
+    """The backlogs of ``ids`` in ``reading`` (a partition missing there: as ``now``)."""
+    if tuple(map(_PARTITION_ID, reading.partitions)) == ids:
+        return np.array(list(map(_BACKLOG, reading.partitions)), dtype=float)
+    by_id = {p.partition_id: float(p.backlog) for p in reading.partitions}
+    return np.array([by_id.get(partition_id, now[index]) for index, partition_id in enumerate(ids)], dtype=float)
 
 
 def _set_aside(outlook: SourceOutlook, hot: np.ndarray) -> SourceOutlook:
@@ -178,8 +193,10 @@ def _set_aside(outlook: SourceOutlook, hot: np.ndarray) -> SourceOutlook:
     def zero(values: np.ndarray) -> np.ndarray:
         return np.where(hot, 0.0, values)
     peak = None if outlook.peak_arrival_rate is None else zero(outlook.peak_arrival_rate)
+    earlier = None if outlook.earlier_backlog is None else zero(outlook.earlier_backlog)
     return replace(outlook, arrival_rate=zero(outlook.arrival_rate), recent_arrival_rate=zero(outlook.recent_arrival_rate),
-                   backlog=zero(outlook.backlog), age_seconds=zero(outlook.age_seconds), peak_arrival_rate=peak, set_aside=hot)
+                   backlog=zero(outlook.backlog), age_seconds=zero(outlook.age_seconds), peak_arrival_rate=peak, set_aside=hot,
+                   earlier_backlog=earlier)
 
 
 def propose(target: TargetPolicy, situation: Situation) -> Proposal:
@@ -209,10 +226,14 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
 
     # A partition that receives more than one instance can serve (its owner's whole rate) over
     # the rate window and the last interval alike falls behind at any count: size for the rest
-    # of the hub and say so, instead of chasing it. (Not against a lower bound of the throughput.)
+    # of the hub and say so, instead of chasing it. (Not against a lower bound of the throughput,
+    # and not while the hub as a whole cannot be served at the highest count: then it is a
+    # hub-wide shortage, and every partition stays in view.)
     total_rate = float(sum(o.arrival_rate.sum() for o in outlooks))
     measured = situation.throughput_measured
-    hot = [kernel.hot_partitions(o.arrival_rate, o.recent_arrival_rate, np.array([throughput]), np.array([measured]))[:, 0]
+    true_worst = max(float(o.age_seconds.max()) for o in outlooks)
+    hot = [kernel.hot_partitions(o.arrival_rate, o.recent_arrival_rate, np.array([throughput]), np.array([measured]),
+                                 kernel.most_instances(o.partitions, counts[-1], kernel.per_instance_table(o.partitions, counts[-1])))[:, 0]
            for o in outlooks]
     hot_notes = [f"{key} receives {rate:.1f}/s, more than one instance serves ({throughput:.1f}/s)"
                  for outlook, mask in zip(outlooks, hot, strict=True)
@@ -268,7 +289,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         sizing_note = f"sizing: {WORST_CASE}, no live owner: no instance serves until one claims the partitions"
     metrics = {
         "arrival_rate": round(total_rate, 3),
-        "oldest_age_seconds": round(worst_now, 1),
+        "oldest_age_seconds": round(max(true_worst - delay, 0.0), 1),
         "predicted_age_seconds": round(worst_predicted, 1),
         "age_limit_seconds": limit,
         "reaction_seconds": round(react, 1),
@@ -309,6 +330,17 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     if not enough_history:
         return Proposal(None, HOLD, "too_few_samples",
                         (f"holding: rates need {slo.rate_window_seconds:.0f}s of history before any scale-in", *hot_reasons),
+                        metrics, new_state)
+    # No scale-in while the backlog (of the partitions in view) grows: the instances serve less
+    # than arrives, and fewer would serve less still, whatever the model says they can do.
+    growing = [kernel.backlog_growing(o.backlog[:, None], o.earlier_backlog[:, None], o.arrival_rate[:, None], interval)[0]
+               for o in outlooks if o.earlier_backlog is not None]
+    if any(growing):
+        grown = sum(float((o.backlog - o.earlier_backlog).sum()) for o in outlooks if o.earlier_backlog is not None)
+        return Proposal(None, HOLD, "backlog_growing",
+                        (f"holding: the backlog grew by {grown:.0f} events over the rate window, more than "
+                         f"{interval:.0f}s of arrivals ({total_rate:.1f}/s): the instances serve less than arrives, "
+                         "no scale-in", sizing_note, *hot_reasons),
                         metrics, new_state)
     # A scale-in must hold at the busiest recent interval too, not only at the rate window's
     # forecast: a lull between bursts is no reason to act (and act again at the next burst).

@@ -354,11 +354,56 @@ def forecast_rates(arrival_rate: np.ndarray, recent_rate: np.ndarray, headroom_f
 
 
 def hot_partitions(arrival_rate: np.ndarray, recent_rate: np.ndarray, throughput: np.ndarray,
-                   measured: np.ndarray) -> np.ndarray:
+                   measured: np.ndarray, most_instances: np.ndarray | None = None,
+                   row_of: np.ndarray | None = None) -> np.ndarray:
     """The partitions (x candidates) that receive more than one instance serves over the rate
     window and the last interval alike, against a ``measured`` (learned or configured, not a
-    lower bound) throughput: they fall behind at any count, so they are set aside."""
-    return (_per_candidate(np.minimum(arrival_rate, recent_rate)) > throughput[None, :]) & measured[None, :]
+    lower bound) throughput: they fall behind at any count, so they are set aside.
+
+    Only while the hub as a whole can be served (``hub_servable``: its arrivals within what
+    ``most_instances``, the instances' worth the highest allowed count serves, can do): when
+    every instance is slower than a partition's arrivals (a slow downstream) or the traffic is
+    beyond the maximum, no count keeps up, and setting the partitions aside would leave nothing
+    in view and the hub sized for none (issue 48: 32 -> 1 instance with millions waiting)."""
+    steady = _per_candidate(np.minimum(arrival_rate, recent_rate))
+    hot = (steady > throughput[None, :]) & measured[None, :]
+    if most_instances is None:
+        return hot
+    return hot & hub_servable(steady, throughput, most_instances, row_of)[None, :]
+
+
+def column_sums(values: np.ndarray, row_of: np.ndarray | None = None) -> np.ndarray:
+    """Per candidate, the sum of ``values`` (partitions x candidates; rows standing for several
+    partitions counted once per partition, ``row_of``), added row after row in partition order
+    (``np.cumsum``'s order, whatever the number of columns: the engine's batch of one and a
+    sweep's columns add alike, bit for bit)."""
+    rows = values if row_of is None else values[row_of]
+    return np.cumsum(rows, axis=0)[-1]
+
+
+def most_instances(partitions: int, highest: np.ndarray | int, per_instance: np.ndarray) -> np.ndarray:
+    """How many instances' worth the ``highest`` count serves on ``partitions`` partitions (an
+    instance owning two serves each at half speed): ``partitions / ceil(partitions / highest)``
+    (``per_instance``: a ``per_instance_table``)."""
+    return partitions / per_instance[highest]
+
+
+def hub_servable(steady: np.ndarray, throughput: np.ndarray, most: np.ndarray,
+                 row_of: np.ndarray | None = None) -> np.ndarray:
+    """Per candidate, whether the hub's steady arrivals (per partition x candidate: the lower of
+    the rate window's and the last interval's) are within what ``most`` instances serve at
+    ``throughput``: the hub as a whole can be served."""
+    return column_sums(steady, row_of) <= throughput * most
+
+
+def backlog_growing(backlog: np.ndarray, earlier: np.ndarray, arrival_rate: np.ndarray, tolerance_seconds,
+                    row_of: np.ndarray | None = None) -> np.ndarray:
+    """Per candidate, whether the backlog (partitions x candidates, set-aside partitions at 0)
+    grew since an ``earlier`` reading by more than ``tolerance_seconds`` of the arrivals
+    (``arrival_rate``, the same shape): the processed rate was below the arrival rate, beyond
+    what checkpoints written now and then explain. No scale-in then: fewer instances serve less."""
+    grown = column_sums(backlog - earlier, row_of)
+    return grown > column_sums(arrival_rate, row_of) * tolerance_seconds
 
 
 def _per_candidate(rates: np.ndarray) -> np.ndarray:

@@ -170,7 +170,11 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     capacity = requested.copy()
     names_before = np.full((partitions, count), -1, dtype=np.int64)
     partition_backlog = np.zeros((partitions, count))
+    # Each partition's backlog at the samples in the window (a ring by sample number): whether it grows.
+    backlog_ring = np.zeros((window_samples, partitions, count))
     owned_by: slo_kernel.Owners | None = None  # the sizing's owners, as last read
+    row_of = layout.row_of if layout.groups is not None else None  # (each partition's row, where rows stand for several)
+    most = slo_kernel.most_instances(partitions, settings.highest, per_instance)  # instances' worth at the highest count
 
     for _ in range(minutes):
         world.advance()
@@ -194,6 +198,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         world.checkpoint_positions(checkpoints)
         enqueued_now = world.enqueued_at(now)
         partition_backlog = np.maximum(enqueued_now - checkpoints, 0.0)
+        backlog_ring[seen % window_samples] = partition_backlog
         enqueued = (positions[now][:, None] if traces is None else positions[now][:, traces]) + 1.0
         oldest = layout.reduce(checkpoints)
         backlog = np.maximum(enqueued - oldest, 0.0)
@@ -276,7 +281,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             # Hot partitions (slo.propose): more than one instance serves, over the rate window and
             # the last interval, against a learned or configured throughput: set aside.
             measured = ~np.isnan(throughput) | ~np.isnan(settings.prior)
-            hot = slo_kernel.hot_partitions(arrival, recent_rate, rate, measured)
+            hot = slo_kernel.hot_partitions(arrival, recent_rate, rate, measured, most, row_of)
             any_hot = hot.any()
             if any_hot:
                 ages = np.where(hot, 0.0, ages)
@@ -326,6 +331,18 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             if enough_history:
                 eligible = (known & ~risk & ~unowned & _scale_in_allowed(settings, tokens, tokens_at, last_action, moment)
                             & (settings.lowest < capacity))
+                if eligible.any():  # slo.propose: no scale-in while the backlog in view grows
+                    earlier = backlog_ring[(seen - (samples - 1 - base)) % window_samples]
+                    by_partition = arrival if row_of is None else arrival[row_of]
+                    if by_partition.ndim == 1:  # (shared by the candidates)
+                        by_partition = np.broadcast_to(by_partition[:, None], partition_backlog.shape)
+                    now_backlog = partition_backlog
+                    if any_hot:
+                        hot_partition = hot if row_of is None else hot[row_of]
+                        now_backlog = np.where(hot_partition, 0.0, partition_backlog)
+                        earlier = np.where(hot_partition, 0.0, earlier)
+                        by_partition = np.where(hot_partition, 0.0, by_partition)
+                    eligible &= ~slo_kernel.backlog_growing(now_backlog, earlier, by_partition, sample_interval)
                 if eligible.any():
                     # slo.propose: a scale-in holds against the busiest interval of the history too.
                     # (each candidate's busiest interval among those ending within its scale_in_peak_seconds)

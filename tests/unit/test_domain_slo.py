@@ -203,6 +203,40 @@ def test_no_scale_in_when_no_lower_count_holds() -> None:
     assert "no smaller count would hold for 2400s" in decision.reasons[0]
 
 
+@pytest.mark.parametrize(
+    ("capacity", "direction", "expected", "code"),
+    [
+        # every partition receives 20/s, more than one instance serves (16.7/s): no count keeps up
+        pytest.param(16, UP, 32, "slo_at_risk", id="a-hub-wide-shortage-scales-out-to-the-maximum"),
+        pytest.param(32, HOLD, None, "at_max_bound", id="and-holds-there-instead-of-scaling-in-to-1"),
+    ],
+)
+def test_a_hub_wide_shortage_is_not_a_hub_of_hot_partitions(capacity, direction, expected, code) -> None:
+    """Issue 48: when every partition is hotter than one instance, setting them aside left
+    nothing in view, and the engine scaled 32 -> 1 with the backlog growing (``slo_surplus``)."""
+    decision = evaluate(slo_target(), state(capacity), history(20.0, MU, 4000, capacity=capacity), T0)
+    assert (decision.direction, decision.target_capacity, decision.reason_code) == (direction, expected, code), decision.reasons
+    assert "hot_partitions" not in decision.metrics
+    assert decision.metrics["oldest_age_seconds"] > 150
+
+
+@pytest.mark.parametrize(
+    ("serve", "direction", "code"),
+    [
+        # 3/s per partition arrive; over the 180 s rate window the backlog grows by (3 - serve) * 180
+        # per partition against a tolerance of one interval's arrivals (180 per partition)
+        pytest.param(2.0, DOWN, "slo_surplus", id="grew-by-one-interval-of-arrivals-may-scale-in"),
+        pytest.param(1.98, HOLD, "backlog_growing", id="grew-beyond-it-holds"),
+        pytest.param(1.0, HOLD, "backlog_growing", id="processed-a-third-of-the-arrivals-holds"),
+    ],
+)
+def test_no_scale_in_while_the_backlog_grows(serve, direction, code) -> None:
+    """Issue 48: the model (16.7/s per instance, configured) says 7 instances hold; the readings
+    say 8 serve less than arrives. No scale-in while they do."""
+    decision = evaluate(slo_target(), state(), history(3.0, serve, 400), T0)
+    assert (decision.direction, decision.reason_code) == (direction, code), decision.reasons
+
+
 def test_no_scale_in_before_the_rate_window_is_covered() -> None:
     decision = evaluate(slo_target(), state(), idle(0.1, minutes=2), T0)
     assert (decision.direction, decision.reason_code) == (HOLD, "too_few_samples")

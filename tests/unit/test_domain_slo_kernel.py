@@ -86,6 +86,53 @@ def test_forecasts_and_hot_partitions() -> None:
     np.testing.assert_array_equal(hot, [[False, False], [True, False], [False, False]])
 
 
+@pytest.mark.parametrize(
+    ("arrival", "highest", "expected"),
+    [
+        # 20/s per instance; the highest count 4 on 4 partitions serves 80/s
+        pytest.param([30.0, 10.0, 10.0, 10.0], 4, [True, False, False, False], id="one-hot-partition-in-a-servable-hub"),
+        pytest.param([30.0, 20.0, 20.0, 10.0], 4, [True, False, False, False], id="hub-at-exactly-what-the-highest-serves"),
+        pytest.param([30.0, 20.0, 20.0, 10.5], 4, [False] * 4, id="hub-just-beyond-the-highest"),
+        pytest.param([25.0, 25.0, 25.0, 25.0], 4, [False] * 4, id="every-partition-hot-is-a-hub-wide-shortage"),
+        # at 3 instances the busiest owns 2 partitions: 4 / 2 = 2 instances' worth, 40/s
+        pytest.param([30.0, 5.0, 5.0, 0.0], 3, [True, False, False, False], id="three-serve-two-instances-worth"),
+        pytest.param([30.0, 5.0, 5.0, 1.0], 3, [False] * 4, id="beyond-two-instances-worth"),
+    ],
+)
+def test_a_partition_is_set_aside_only_while_the_hub_can_be_served(arrival, highest, expected) -> None:
+    """Issue 48: a partition hotter than one instance is set aside only while the hub as a whole
+    is within what the highest count serves; beyond it (slow instances, traffic beyond the
+    maximum) every partition stays in view, so the hub is sized for all of them."""
+    rates = np.array(arrival)
+    most = kernel.most_instances(len(rates), np.array([highest]), kernel.per_instance_table(len(rates), 8))
+    hot = kernel.hot_partitions(rates, rates, one(20.0), np.array([True]), most)
+    np.testing.assert_array_equal(hot[:, 0], expected)
+
+
+def test_the_hub_sums_count_each_partition_of_a_shared_row() -> None:
+    """Rows that stand for several partitions (the batched simulator's share rows) count once
+    per partition, in partition order, as the engine's one row per partition does, bit for bit."""
+    rows = np.array([[0.1, 3.0], [0.2, 1.0]])
+    row_of = np.array([0, 0, 1, 0, 1])
+    assert kernel.column_sums(rows, row_of).tolist() == kernel.column_sums(rows[row_of][:, :1]).tolist() + [11.0]
+    assert kernel.column_sums(rows[row_of][:, :1])[0] == ((0.1 + 0.1) + 0.2 + 0.1) + 0.2
+
+
+@pytest.mark.parametrize(
+    ("now", "earlier", "expected"),
+    [
+        # 2 partitions at 1/s, a tolerance of 60 s: 120 events
+        pytest.param([100.0, 100.0], [40.0, 40.0], False, id="grew-by-exactly-the-tolerance"),
+        pytest.param([100.0, 101.0], [40.0, 40.0], True, id="grew-beyond-the-tolerance"),
+        pytest.param([400.0, 100.0], [100.0, 200.0], True, id="one-partition-grows-more-than-the-other-drains"),
+        pytest.param([0.0, 0.0], [500.0, 500.0], False, id="draining"),
+    ],
+)
+def test_backlog_growing(now, earlier, expected) -> None:
+    grows = kernel.backlog_growing(np.array(now)[:, None], np.array(earlier)[:, None], np.ones((2, 1)), 60.0)
+    assert grows.tolist() == [expected]
+
+
 # --- the action budget ---------------------------------------------------------------------------------------
 
 

@@ -81,6 +81,26 @@ def test_the_stress_scenarios_match_too(name: str, expiry: float) -> None:
     assert ("unowned_partitions" in reasons) == (expiry > 60.0)
 
 
+@pytest.mark.parametrize(("changes", "traffic"), [
+    pytest.param({"slowdowns": ((200.0, 120.0, 0.2, 0.0),)}, 0.4, id="slow-consumers"),
+    pytest.param({"slowdowns": ((200.0, 45.0, 0.01, 0.0),)}, 0.4, id="stalled-consumers"),
+    pytest.param({"peak_instances": 11.0}, 1.0, id="traffic-beyond-the-maximum"),
+    pytest.param({"checkpoint_interval_seconds": 300.0}, 0.4, id="rare-checkpoints"),
+    pytest.param({"checkpoint_delay_seconds": 180.0}, 0.4, id="late-checkpoints"),
+    pytest.param({"rebalance_pause_seconds": 120.0, "assignment": "balanced"}, 0.4, id="long-rebalances"),
+])
+def test_the_trouble_worlds_match_too(changes: dict, traffic: float) -> None:
+    """Issue 48's worlds (a hub-wide shortage, where no partition is set aside; the backlog
+    growing, where no scale-in acts; checkpoints late or rare; long rebalance pauses): the batch
+    decides what the engine decides, on a hub of 8 partitions, one with uneven shares."""
+    for skew in (0.0, 0.05):
+        scenario = Scenario(**{"partitions": 8, "peak_instances": 6.0, "skew": skew, **changes})
+        arrivals = noisy_diurnal(600, seed=7) * traffic
+        targets = candidates(scenario)[::7]
+        for target, result in zip(targets, simulate_slo_batch(arrivals, targets, scenario), strict=True):
+            assert_same_run(simulate(arrivals, EngineAutoscaler(target), scenario), result, f"{changes} skew {skew} {target.slo}")
+
+
 @pytest.mark.parametrize(("seed", "partitions", "failures_per_day"), [(1, 4, 60.0), (4, 8, 150.0), (6, 8, 60.0)])
 def test_the_lone_instance_failing_matches_too(seed: int, partitions: int, failures_per_day: float) -> None:
     """A hub one instance serves, whose instances fail often. When the only instance fails,
