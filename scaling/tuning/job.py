@@ -12,6 +12,10 @@ One entry file for both ways of running it:
 
 Steps (docs/tuning.md), one module each, this file running them in order:
 
+0. (``validation.py``) Every target's history is validated first: samples from the future and
+   conflicting copies dropped, misreads repaired, the minutes the job invents (gaps, repairs)
+   marked so that no score counts them, a history too short or mostly invented refused, a
+   learned throughput the data contradicts not used (docs/tuning.md, "Validating the history").
 1. (``transforms.py``, ``recovery.py``) Spark DataFrame transforms over the Parquet history: per partition, the increase of the
    last-enqueued sequence number (arrivals) and of the checkpoint (processed) between
    consecutive samples (``lag`` over ``collected_at``); per sample, the sums, the capacity and
@@ -279,11 +283,11 @@ def options_from(args: argparse.Namespace) -> TuneOptions:
 def _moment(text: str | None) -> Any:
     if text is None:
         return None
-    from scaling.domain.samples import parse_time
+    from scaling.domain.samples import SampleError, parse_time
 
     try:
         return parse_time(text, "--now")
-    except Exception as error:  # SampleError: the message names the option
+    except SampleError as error:  # the message names the option
         raise TuneError(str(error)) from error
 
 

@@ -160,7 +160,6 @@ def minute_series(rows: Sequence[Mapping[str, Any]], interval_seconds: float) ->
     first = min(minute - span + 1 for minute, span, _, _ in pieces)
     last = max(minute for minute, _, _, _ in pieces)
     totals: dict[int, float] = {}
-    recorded = np.zeros(last - first + 1, dtype=bool)
     touched = np.zeros(last - first + 1, dtype=bool)
     spoiled = np.zeros(last - first + 1, dtype=bool)
     for minute, span, arrived, normal in pieces:
