@@ -73,9 +73,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     skip += args.skip
-    counts = per_minute(load_trace(args.trace), args.seconds_per_row)[skip:]
+    trace = per_minute(load_trace(args.trace), args.seconds_per_row)
+    counts = trace[skip:]
     if args.minutes:
         counts = counts[: args.minutes]
+    if not len(counts):
+        print(f"error: nothing left to simulate: the trace has {len(trace)} minutes and the first {skip} are skipped "
+              "(--skip, and --start when it is a number of minutes)", file=sys.stderr)
+        return 2
     arrivals = scale_trace(counts, scenario)
     if args.source == "servicebus":
         return _run_queue(args, scenario, arrivals, target if args.policy else None, start)

@@ -113,8 +113,12 @@ def percentile_99(values: np.ndarray) -> float:
     return above - step * (1 - fraction) if fraction >= 0.5 else below + step * fraction
 
 
-def window_numbers(result: RunResult, scenario: Scenario, start: int, end: int) -> dict:
-    """Cost, SLO and action numbers of a run over minutes ``[start, end)``."""
+def window_numbers(result: RunResult, scenario: Scenario, start: int, end: int, recorded: np.ndarray | None = None) -> dict:
+    """Cost, SLO and action numbers of a run over minutes ``[start, end)``; with ``recorded``
+    (per minute of the run), over those of its minutes that were recorded only (the tuning job
+    invents the others: gaps, repaired readings), scale actions included."""
+    if recorded is not None:
+        return _recorded_numbers(result, scenario, start, end, recorded[start:end])
     mu = scenario.events_per_instance_per_minute
     capacity = result.capacity[start:end]
     ages = result.age[start:end]
@@ -135,13 +139,37 @@ def window_numbers(result: RunResult, scenario: Scenario, start: int, end: int) 
     }
 
 
-def scores(result: RunResult, scenario: Scenario, folds: Folds) -> dict:
-    """A run's numbers per fold (``train``, ``validation``) and over all validation blocks."""
+def _recorded_numbers(result: RunResult, scenario: Scenario, start: int, end: int, keep: np.ndarray) -> dict:
+    """``window_numbers`` over the minutes of ``[start, end)`` that ``keep`` marks."""
+    mu = scenario.events_per_instance_per_minute
+    capacity = result.capacity[start:end][keep]
+    ages = result.age[start:end][keep]
+    fluid = float(result.arrivals[start:end][keep].sum()) / mu
+    cost = float(capacity.sum())
+    changed = np.diff(result.capacity[max(start - 1, 0):end]) != 0
+    changes = int(np.count_nonzero(changed[-len(keep):][keep[len(keep) - len(changed):]])) if end > start else 0
+    minutes = int(keep.sum())
+    violations = int((ages > scenario.slo_minutes).sum())
+    return {
+        "minutes": minutes,
+        "cost": cost,
+        "cost_ratio": round(cost / fluid, 4) if fluid > 0 else None,
+        "slo_violation_minutes": violations,
+        "meets_slo": violations <= scenario.max_violation_fraction * minutes,
+        "scale_actions": changes,
+        "p99_age_minutes": round(percentile_99(ages), 3) if minutes else 0.0,
+        "max_age_minutes": round(float(ages.max()), 3) if minutes else 0.0,
+    }
+
+
+def scores(result: RunResult, scenario: Scenario, folds: Folds, recorded: np.ndarray | None = None) -> dict:
+    """A run's numbers per fold (``train``, ``validation``) and over all validation blocks (with
+    ``recorded``, over the recorded minutes only: ``window_numbers``)."""
     windows: dict[tuple[int, int], dict] = {}  # one fold: its validation block is all of validation
 
     def numbers(start: int, end: int) -> dict:
         if (start, end) not in windows:
-            windows[(start, end)] = window_numbers(result, scenario, start, end)
+            windows[(start, end)] = window_numbers(result, scenario, start, end, recorded)
         return windows[(start, end)]
 
     return {

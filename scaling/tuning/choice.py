@@ -22,7 +22,8 @@ def stress_works(work: TargetWork, indices: Sequence[int]) -> dict[tuple[str, st
     for replay in stress_replays(work.scenario, work.folds, work.arrivals):
         works[(work.target, replay.name)] = TargetWork(
             work.target, replay.arrivals(work.arrivals), replay.scenario, replay.folds.train_ends[0],
-            tuple(work.candidates[index] for index in indices), replay.folds.train_ends, replay.name)
+            tuple(work.candidates[index] for index in indices), replay.folds.train_ends, replay.name,
+            None if work.recorded is None else work.recorded[replay.start:])
     return works
 
 

@@ -12,6 +12,10 @@ One entry file for both ways of running it:
 
 Steps (docs/tuning.md), one module each, this file running them in order:
 
+0. (``validation.py``) Every target's history is validated first: samples from the future and
+   conflicting copies dropped, misreads repaired, the minutes the job invents (gaps, repairs)
+   marked so that no score counts them, a history too short or mostly invented refused, a
+   learned throughput the data contradicts not used (docs/tuning.md, "Validating the history").
 1. (``transforms.py``, ``recovery.py``) Spark DataFrame transforms over the Parquet history: per partition, the increase of the
    last-enqueued sequence number (arrivals) and of the checkpoint (processed) between
    consecutive samples (``lag`` over ``collected_at``); per sample, the sums, the capacity and
@@ -84,7 +88,7 @@ def run_job(spark: Any, options: TuneOptions) -> dict:
     if current_policy is not None:
         delay_minutes = max(int(round(max(t.slo.provisioning_delay_seconds for t in current_policy.targets) / 60.0)), 0)
     steady = options.steady_minutes if options.steady_minutes is not None else delay_minutes + 2
-    histories, messages = recover_histories(spark, history_df, steady_samples=steady, targets=options.targets)
+    histories, messages = recover_histories(spark, history_df, steady_samples=steady, targets=options.targets, now=options.now)
     if not histories and not messages:
         raise TuneError(f"--history {options.history} holds no samples")
     transform_seconds = time.perf_counter() - started
@@ -105,15 +109,19 @@ def run_job(spark: Any, options: TuneOptions) -> dict:
             "history": {"start": history.start, "end": history.end, "samples": history.samples,
                         "minutes": len(history.arrivals), "interval_minutes": history.interval_minutes,
                         "partitions": history.partitions, "partition_counts": history.partition_counts,
-                        "gaps": history.gaps, "gap_minutes": history.gap_minutes, "resets": history.resets},
+                        "gaps": history.gaps, "gap_minutes": history.gap_minutes, "resets": history.resets,
+                        "validation": history.validation},
             "throughput": {"saturated_minutes": history.saturated_minutes,
                            "from_history_per_minute": _round(history.throughput_per_minute),
                            "median_per_minute": _round(history.throughput_median_per_minute),
-                           "best_seen_per_minute": _round(history.throughput_floor_per_minute)},
+                           "best_seen_per_minute": _round(history.throughput_floor_per_minute),
+                           "contradicted": history.throughput_problem},
         }
         evidence_targets[history.target] = item
         planned = plan_target(history, current, options)
         if isinstance(planned, str):
+            if planned.startswith("refused"):
+                item["status"] = "refused"
             item["messages"].append(planned)
             messages.append(f"{history.target}: {planned}")
             continue
@@ -128,8 +136,9 @@ def run_job(spark: Any, options: TuneOptions) -> dict:
             item["messages"].append(f"skipped: {error}")
             messages.append(f"{history.target}: skipped: {error}")
             continue
+        recorded = None if history.recorded is None or bool(history.recorded.all()) else history.recorded
         works[history.target] = TargetWork(history.target, history.arrivals, scenario, folds.train_ends[0], tuple(candidates),
-                                           folds.train_ends)
+                                           folds.train_ends, recorded=recorded)
         item["throughput"]["events_per_instance_per_minute"] = round(scenario.events_per_instance_per_minute, 3)
         item["scenario"] = {key: value for key, value in asdict(scenario).items() if key != "weights"}
         item["split"] = {"train_minutes": folds.train_ends[0], "validation_minutes": len(history.arrivals) - folds.train_ends[0],
@@ -260,17 +269,34 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-saturated-minutes", type=int, default=3,
                         help="saturated minutes needed to trust the throughput learned from history")
     parser.add_argument("--tasks-per-core", type=int, default=3, help="Spark tasks per core for the simulations")
+    parser.add_argument("--now", help="the job's clock, ISO-8601 (default: the machine's): samples dated more than the "
+                                      "tolerated clock skew after it are from the future and dropped")
 
 
 def options_from(args: argparse.Namespace) -> TuneOptions:
     return TuneOptions(history=args.history, out=args.out, report=args.report, grid=args.grid, master=args.master,
                        policy=args.policy, train_fraction=args.train_fraction, folds=args.folds, targets=tuple(args.target),
                        steady_minutes=args.steady_minutes, min_saturated_minutes=args.min_saturated_minutes,
-                       tasks_per_core=args.tasks_per_core)
+                       tasks_per_core=args.tasks_per_core, now=_moment(getattr(args, "now", None)))
+
+
+def _moment(text: str | None) -> Any:
+    if text is None:
+        return None
+    from scaling.domain.samples import SampleError, parse_time
+
+    try:
+        return parse_time(text, "--now")
+    except SampleError as error:  # the message names the option
+        raise TuneError(str(error)) from error
 
 
 def run(args: argparse.Namespace, spark: Any = None) -> int:
-    options = options_from(args)
+    try:
+        options = options_from(args)
+    except TuneError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     own = spark is None
     try:
         if own:

@@ -5,6 +5,7 @@ for input it cannot use at all.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 GRIDS = ("small", "medium", "large")
 
@@ -28,3 +29,6 @@ class TuneOptions:
     min_saturated_minutes: int = 3
     tasks_per_core: int = 3
     app_name: str = "scaling-tune"
+    #: The job's clock: samples dated more than the clock skew after it are from the future
+    #: (``None``: the machine's clock).
+    now: datetime | None = None

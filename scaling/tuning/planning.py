@@ -12,9 +12,12 @@ import math
 import time
 from typing import Any
 
+import numpy as np
+
 from scaling.tuning.options import TuneOptions
 from scaling.tuning.recovery import TargetHistory
 from scaling.tuning.spark_io import ship_package
+from scaling.tuning.validation import history_problem
 
 
 def default_target(name: str, partitions: int) -> Any:
@@ -43,16 +46,31 @@ def plan_target(history: TargetHistory, current: Any | None, options: TuneOption
         current = default_target(history.target, history.partitions)
         notes.append("not in --policy (or no --policy): compared with the built-in defaults; "
                      "the recommendation carries placeholder plan and source settings to fill in")
+    problem = history_problem(history.recorded if history.recorded is not None else np.ones(len(history.arrivals), dtype=bool),
+                              options.train_fraction, options.folds)
+    if problem:
+        return problem
     prior = current.slo.events_per_instance_per_second
     threshold = options.min_saturated_minutes
-    if history.throughput_per_minute is not None and history.saturated_minutes >= threshold:
+    learned = history.throughput_per_minute is not None and history.saturated_minutes >= threshold
+    contradicted = learned and bool(history.throughput_problem)
+    if contradicted:
+        contradiction = (f"the per-instance throughput learned from history, {history.throughput_per_minute:.1f} events/min, "
+                         f"is contradicted by the history: {history.throughput_problem}")
+        if not prior:
+            return (f"refused: {contradiction}. Candidates are not built on an estimate the data contradicts: fix the "
+                    "history, or configure slo.events_per_instance_per_second as a prior.")
+        notes.append(f"{contradiction}: not used; using the configured prior {prior:g}/s")
+        learned = False
+    if learned:
         mu = history.throughput_per_minute
         source = "history"
     elif prior:
         mu = prior * 60.0
         source = "configured prior"
-        notes.append(f"per-instance throughput not identifiable from history ({history.saturated_minutes} saturated minutes at "
-                     f"steady capacity, {threshold} needed): using the configured prior {prior:g}/s")
+        if not contradicted:
+            notes.append(f"per-instance throughput not identifiable from history ({history.saturated_minutes} saturated minutes at "
+                         f"steady capacity, {threshold} needed): using the configured prior {prior:g}/s")
     else:
         floor = history.throughput_floor_per_minute
         seen = f"; the best rate seen is {floor:.1f} events/min per instance, a lower bound only" if floor else ""
@@ -60,8 +78,6 @@ def plan_target(history: TargetHistory, current: Any | None, options: TuneOption
                 f"capacity ({history.saturated_minutes} saturated minutes, {threshold} needed){seen}, and the policy "
                 "configures no slo.events_per_instance_per_second prior. Record history that includes a busy period, "
                 "or set the prior.")
-    if len(history.arrivals) < 60:
-        return f"skipped: only {len(history.arrivals)} minutes of arrivals; at least 60 are needed"
     if float(history.arrivals.sum()) <= 0:
         return "skipped: no events arrived in the history; nothing to tune"
     scenario = HistoryScenario(

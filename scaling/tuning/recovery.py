@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from scaling.tuning.transforms import minute_arrivals, partition_deltas, sample_stats, throughput_by_target
+from scaling.domain.samples import MAX_CLOCK_SKEW
+from scaling.tuning.transforms import partition_deltas, sample_stats, throughput_by_target
+from scaling.tuning.validation import longest_stretch, minute_series, screen_history, screening_notes, throughput_problem
 
 
 @dataclass(slots=True)
@@ -35,52 +38,65 @@ class TargetHistory:
     throughput_median_per_minute: float | None
     throughput_floor_per_minute: float | None
     messages: list[str] = field(default_factory=list)
+    #: Per minute of ``arrivals``: recorded (``True``) or invented by the job (gaps, repairs); never scored.
+    recorded: Any = None
+    #: What validation found and did (``validation.py``): counts by rule.
+    validation: dict = field(default_factory=dict)
+    #: Why the history contradicts ``throughput_per_minute`` (``validation.throughput_problem``), if it does.
+    throughput_problem: str | None = None
+
+    @property
+    def recorded_minutes(self) -> int:
+        return int(self.recorded.sum()) if self.recorded is not None else len(self.arrivals)
 
 
-def recover_histories(spark: Any, history: Any, *, steady_samples: int, targets: Sequence[str] = ()) -> tuple[list[TargetHistory], list[str]]:
-    """Run the transforms and bring each target's (small) per-minute results to the driver."""
-    import numpy as np
-    from pyspark.sql import Window
+def recover_histories(spark: Any, history: Any, *, steady_samples: int, targets: Sequence[str] = (),
+                      now: datetime | None = None, clock_skew: timedelta = MAX_CLOCK_SKEW) -> tuple[list[TargetHistory], list[str]]:
+    """Validate the rows (``validation.screen_history``), run the transforms and bring each
+    target's (small) per-sample results to the driver, where its stretch, per-minute series and
+    recorded minutes are worked out (``validation.py``)."""
     from pyspark.sql import functions as F
 
     messages: list[str] = []
     if targets:
         history = history.where(F.col("target").isin(list(targets)))
+    history, screened = screen_history(history, now or datetime.now(UTC), clock_skew)
     # One cheap pass over the raw rows; duplicates are counted against the de-duplicated rows below.
     totals = {row["target"]: row for row in history.groupBy("target").agg(
         F.count(F.when(F.col("partition_id").isNotNull(), 1)).alias("partition_rows"),
     ).collect()}
     for name in targets:
-        if name not in totals:
+        if name not in totals and name not in screened:
             messages.append(f"{name}: no history rows for this target")
+    for name in sorted(set(screened) - set(totals)):
+        messages.append(f"{name}: refused: every sample was dropped by validation: " + "; ".join(screening_notes(screened[name], clock_skew)))
     deltas = partition_deltas(history).cache()
     stats = sample_stats(deltas, steady_samples).cache()
     throughput = {row["target"]: row for row in throughput_by_target(stats).collect()}
     per_sample: dict[str, list[Any]] = {}
     for row in stats.select("target", "collected_at", F.date_format("collected_at", "yyyy-MM-dd'T'HH:mm:ss'Z'").alias("at"),
-                            "capacity", "partitions", "elapsed_seconds", "resets",
-                            "interval_seconds", "arrived", "backlog").orderBy("target", "collected_at").collect():
+                            F.col("collected_at").cast("double").alias("seconds"),
+                            "capacity", "partitions", "compared", "elapsed_seconds", "resets", "arrival_resets", "misreads",
+                            "bridged", "interval_seconds", "arrived", "backlog",
+                            "observed_per_instance_per_minute", "throughput_per_instance_per_minute",
+                            ).orderBy("target", "collected_at").collect():
         per_sample.setdefault(row["target"], []).append(row)
-    minutes: dict[str, list[tuple[int, float]]] = {}
-    for row in minute_arrivals(stats).orderBy("target", "minute").collect():
-        minutes.setdefault(row["target"], []).append((row["minute"], row["arrivals"]))
-    # Per partition: its share of arrivals, its position in the hub, and whether the target's
-    # latest sample has it (the partitions to simulate).
+    # Per partition: its share of arrivals, its position in the hub, and when it was last seen.
     shares: dict[str, dict[str, tuple[int, float]]] = {}
-    latest_partitions: dict[str, list[str]] = {}
+    seen_at: dict[str, dict[str, float]] = {}
     last_seen = deltas.groupBy("target", "source", "partition_id").agg(
-        F.max("partition_index").alias("index"), F.sum("arrived").alias("arrived"), F.max("collected_at").alias("last_seen"))
-    last_seen = last_seen.withColumn("latest", F.col("last_seen") == F.max("last_seen").over(Window.partitionBy("target")))
+        F.max("partition_index").alias("index"), F.sum("arrived").alias("arrived"),
+        F.max("collected_at").cast("double").alias("last_seen"))
     for row in last_seen.collect():
         key = f"{row['source']}/{row['partition_id']}"
         shares.setdefault(row["target"], {})[key] = (row["index"] or 0, row["arrived"] or 0)
-        if row["latest"]:
-            latest_partitions.setdefault(row["target"], []).append(key)
+        seen_at.setdefault(row["target"], {})[key] = row["last_seen"]
 
     results = []
     for name in sorted(totals):
         total = totals[name]
-        notes: list[str] = []
+        found = screened.get(name, {})
+        notes: list[str] = screening_notes(found, clock_skew)
         rows = per_sample.get(name, [])
         duplicates = total["partition_rows"] - sum(row["partitions"] for row in rows)
         if duplicates:
@@ -89,34 +105,68 @@ def recover_histories(spark: Any, history: Any, *, steady_samples: int, targets:
             messages.append(f"{name}: skipped: no Event Hubs partition readings in the history "
                             "(tuning needs sequence numbers; Service Bus-only targets are not tuned)")
             continue
-        series = minutes.get(name, [])
-        if len(rows) < 3 or not series:
+        if len(rows) < 3:
             messages.append(f"{name}: skipped: only {len(rows)} usable samples; at least 3 consecutive samples are needed")
             continue
+        stretch = longest_stretch([row["seconds"] for row in rows])
+        described = stretch.describe(len(rows), [row["at"] for row in rows])
+        if described:
+            notes.append(described)
+        rows = rows[stretch.start:stretch.end]
+        # The hub's partitions: those seen since it was last recreated (every partition went back
+        # for good); a count never shrinks, so a sample with fewer is a read that missed some.
+        recreated, expected, running = rows[0]["seconds"], [], 0
+        for row in rows:
+            if row["partitions"] and (row["arrival_resets"] or 0) >= row["partitions"]:
+                recreated, running = row["seconds"], 0
+            running = max(running, row["partitions"])
+            expected.append(running)
         interval_seconds = rows[-1]["interval_seconds"] or 60.0
         interval_minutes = max(int(round(interval_seconds / 60.0)), 1)
-        first_minute, last_minute = series[0][0], series[-1][0]
-        arrivals = np.zeros(last_minute - first_minute + 1)
-        for minute, value in series:
-            arrivals[minute - first_minute] = max(float(value or 0.0), 0.0)
+        series = minute_series([{"collected_at": row["seconds"], "elapsed_seconds": row["elapsed_seconds"],
+                                 "arrived": row["arrived"], "compared": row["compared"], "partitions": row["partitions"],
+                                 "expected": count, "bridged": row["bridged"]}
+                                for row, count in zip(rows, expected, strict=True)], interval_seconds)
+        if series is None or len(rows) < 3:
+            messages.append(f"{name}: skipped: only {len(rows)} usable samples; at least 3 consecutive samples are needed")
+            continue
+        arrivals = series.arrivals
         gaps = [row for row in rows[1:] if row["elapsed_seconds"] and row["elapsed_seconds"] > 1.5 * interval_seconds]
         gap_minutes = int(sum(round(row["elapsed_seconds"] / 60.0) - interval_minutes for row in gaps))
         if gaps:
-            notes.append(f"{len(gaps)} gaps in the history ({gap_minutes} minutes missing): arrivals spread evenly over each gap")
+            notes.append(f"{len(gaps)} gaps in the history ({gap_minutes} minutes missing): arrivals spread evenly over each gap, "
+                         "those minutes not scored")
         counts = [row["partitions"] for row in rows]
         changes = sum(1 for a, b in zip(counts, counts[1:], strict=False) if a != b)
-        latest = sorted(latest_partitions.get(name, []), key=lambda key: shares[name].get(key, (0, 0))[0])
+        keys = [key for key, moment in seen_at.get(name, {}).items() if moment >= recreated]
+        latest = sorted(keys, key=lambda key: shares[name].get(key, (0, 0))[0])
         partitions = len(latest)
         distinct_counts = sorted(set(counts))
-        if changes:
+        short = sum(1 for row, count in zip(rows, expected, strict=True) if row["partitions"] < count)
+        if short:
+            missing_last = rows[-1]["partitions"] < expected[-1]
+            notes.append(f"{short} samples miss partitions the hub has ({'the latest among them: ' if missing_last else ''}a "
+                         f"partition count never shrinks, so a lower count is a read that missed some): simulating "
+                         f"{partitions} partitions; those minutes not scored")
+        elif changes:
             notes.append(f"partition count changed {changes} times ({', '.join(map(str, distinct_counts))}); "
                          f"simulating the latest count, {partitions}")
         sources = {key.split("/", 1)[0] for key in latest}
         if len(sources) > 1:
             notes.append(f"{len(sources)} Event Hubs sources; simulated as one hub with {partitions} partitions")
+        misreads = int(sum(row["misreads"] or 0 for row in rows))
         resets = int(sum(row["resets"] or 0 for row in rows))
+        if misreads:
+            notes.append(f"{misreads} sequence numbers (checkpoints or last-enqueued) read lower than the reading before them, "
+                         "the next at or above it: misreads, not resets; positions never go back, so no progress is counted "
+                         "next to them (no throughput from the rebound) and a misread last-enqueued reading is dropped; "
+                         "those minutes not scored")
         if resets:
             notes.append(f"{resets} sequence-number resets (hub recreated or checkpoint reset): those intervals were left out")
+        invented = series.invented_minutes
+        if invented:
+            notes.append(f"{invented} of {len(arrivals)} minutes invented by the job (gaps, repaired or incomplete readings): "
+                         "simulated, never scored")
         weights = [float(shares[name].get(key, (0, 0))[1]) for key in latest]
         if sum(weights) <= 0:
             weights = [1.0] * partitions
@@ -129,6 +179,14 @@ def recover_histories(spark: Any, history: Any, *, steady_samples: int, targets:
         info = throughput.get(name)
         saturated_minutes = int(info["saturated_minutes"]) if info else 0
         capacities = [row["capacity"] for row in rows if row["capacity"] is not None]
+        learned = float(info["throughput_per_minute"]) if info and info["throughput_per_minute"] else None
+        median = float(info["throughput_median_per_minute"]) if info and info["throughput_median_per_minute"] else None
+        problem = None
+        if learned is not None:
+            problem = throughput_problem(learned, median, [row["observed_per_instance_per_minute"] for row in rows
+                                                           if row["observed_per_instance_per_minute"] is not None],
+                                         [row["throughput_per_instance_per_minute"] for row in rows
+                                          if row["throughput_per_instance_per_minute"] is not None])
         results.append(TargetHistory(
             target=name,
             arrivals=arrivals,
@@ -145,10 +203,16 @@ def recover_histories(spark: Any, history: Any, *, steady_samples: int, targets:
             initial_capacity=int(capacities[0]) if capacities else 1,
             checkpoint_delay_seconds=checkpoint_delay,
             saturated_minutes=saturated_minutes,
-            throughput_per_minute=float(info["throughput_per_minute"]) if info and info["throughput_per_minute"] else None,
-            throughput_median_per_minute=float(info["throughput_median_per_minute"]) if info and info["throughput_median_per_minute"] else None,
+            throughput_per_minute=learned,
+            throughput_median_per_minute=median,
             throughput_floor_per_minute=float(info["throughput_floor_per_minute"]) if info and info["throughput_floor_per_minute"] else None,
             messages=notes,
+            recorded=series.recorded,
+            validation={"future_samples": found.get("future", 0), "conflicting_samples": found.get("conflicting", 0),
+                        "misread_sequence_numbers": misreads, "short_samples": short,
+                        "stretches": stretch.stretches, "left_out_samples": len(per_sample.get(name, [])) - len(rows),
+                        "recorded_minutes": int(series.recorded.sum()), "invented_minutes": invented},
+            throughput_problem=problem,
         ))
     deltas.unpersist()
     stats.unpersist()

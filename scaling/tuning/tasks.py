@@ -53,6 +53,9 @@ class TargetWork:
     train_ends: tuple[int, ...] = ()
     #: The stress replay this work is (``robust.STRESS_SETS`` name); empty: the history's own scenario.
     replay: str = ""
+    #: Per minute of ``arrivals``: recorded (``True``) or invented by the job (gaps, repairs), which
+    #: no score counts; ``None``: every minute recorded.
+    recorded: np.ndarray | None = None
 
     @property
     def folds(self) -> Folds:
@@ -98,7 +101,7 @@ def candidate_row(work: TargetWork, index: int, result: RunResult, seconds: floa
     """A candidate's numbers: per out-of-time fold (``folds``), on the first training block
     (``train``) and on all validation blocks (``validation``), as ``robust.scores`` gives them."""
     candidate = work.candidates[index]
-    scored = scores(result, work.scenario, work.folds)
+    scored = scores(result, work.scenario, work.folds, work.recorded)
     return {
         "target": work.target,
         "replay": work.replay,

@@ -58,8 +58,14 @@ def partition_deltas(history: Any) -> Any:
     was saturated (observed backlog above two intervals' arrivals at both ends: checkpoints trail
     by about one interval, so one interval's arrivals is the normal backlog of an idle consumer).
 
-    Duplicated rows (the same sample exported twice) are dropped; a sequence number that went
-    backwards counts as a reset (no arrivals or progress known for that interval).
+    Duplicated rows (the same sample exported twice) are dropped. A sequence number that went
+    backwards for good counts as a reset (no arrivals or progress known for that interval). One
+    that went back for a single reading, its next reading at or above the one before (a misread:
+    a stale or swapped reading), is read as the engine reads positions, which never go back: a
+    misread ``last_enqueued`` drops that partition's reading (the interval after it spans both
+    sides; the readings next to it are ``bridged``: suspect, never used for throughput), a misread
+    ``checkpoint`` is no progress, and neither are the intervals next to it (its rebound is no
+    throughput). ``misreads`` counts both kinds.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -69,6 +75,20 @@ def partition_deltas(history: Any) -> Any:
                    & F.col("last_enqueued").isNotNull())
             .dropDuplicates(["target", "sample_id", "source", "partition_id"]))
     by_partition = Window.partitionBy("target", "source", "partition_id").orderBy("collected_at")
+
+    def misread(column: str) -> Any:
+        before, after = F.lag(column).over(by_partition), F.lead(column).over(by_partition)
+        return F.coalesce(before.isNotNull() & after.isNotNull() & F.col(column).isNotNull()
+                          & (F.col(column) < before) & (after >= before), F.lit(False))
+
+    rows = (rows
+            .withColumn("last_misread", misread("last_enqueued"))
+            .withColumn("checkpoint_misread", misread("checkpoint")))
+    # The readings next to a misread are suspect too (of a swapped pair, either one may be the wrong one).
+    rows = rows.withColumn("bridged", F.coalesce(F.lag("last_misread").over(by_partition)
+                                                 | F.lead("last_misread").over(by_partition), F.lit(False)))
+    misread_rows = rows.where(F.col("last_misread"))
+    rows = rows.where(~F.col("last_misread"))
     prev_last = F.lag("last_enqueued").over(by_partition)
     prev_checkpoint = F.lag("checkpoint").over(by_partition)
     prev_backlog = F.lag("backlog").over(by_partition)
@@ -77,27 +97,41 @@ def partition_deltas(history: Any) -> Any:
             .withColumn("prev_collected_at", prev_time)
             .withColumn("prev_last_enqueued", prev_last)
             .withColumn("prev_checkpoint", prev_checkpoint)
-            .withColumn("prev_backlog", prev_backlog))
+            .withColumn("prev_backlog", prev_backlog)
+            .withColumn("near_checkpoint_misread", F.coalesce(F.lag("checkpoint_misread").over(by_partition)
+                                                              | F.lead("checkpoint_misread").over(by_partition), F.lit(False))))
     raw_arrived = F.col("last_enqueued") - F.greatest(F.col("prev_last_enqueued"), F.lit(-1))
     raw_done = F.col("checkpoint") - F.col("prev_checkpoint")
     arrival_reset = F.col("prev_last_enqueued").isNotNull() & (raw_arrived < 0)
-    done_reset = F.col("prev_checkpoint").isNotNull() & F.col("checkpoint").isNotNull() & (raw_done < 0)
+    done_reset = (F.col("prev_checkpoint").isNotNull() & F.col("checkpoint").isNotNull() & (raw_done < 0)
+                  & ~F.col("checkpoint_misread"))
     arrived = F.when(F.col("prev_last_enqueued").isNull() | arrival_reset, F.lit(None).cast("long")).otherwise(raw_arrived)
     done = (F.when(F.col("prev_checkpoint").isNull() | F.col("checkpoint").isNull() | done_reset
-                   | (F.col("prev_checkpoint") < 0), F.lit(None).cast("long"))
+                   | (F.col("prev_checkpoint") < 0) | F.col("checkpoint_misread") | F.col("near_checkpoint_misread"),
+                   F.lit(None).cast("long"))
             .otherwise(raw_done))
     saturated = (F.col("arrived").isNotNull() & F.col("done").isNotNull()
                  & (F.col("backlog") > 2 * F.col("arrived")) & (F.col("prev_backlog") > 2 * F.col("arrived")))
-    return (rows
-            .withColumn("elapsed_seconds",
-                        F.col("collected_at").cast("double") - F.col("prev_collected_at").cast("double"))
-            .withColumn("arrived", arrived)
-            .withColumn("done", done)
-            .withColumn("reset", (arrival_reset | done_reset).cast("int"))
-            .withColumn("saturated", F.coalesce(saturated, F.lit(False)))
-            .select("target", "source", "partition_id", "partition_index", "collected_at", "sample_id", "capacity",
-                    "prev_collected_at", "elapsed_seconds", "last_enqueued", "checkpoint", "backlog",
-                    "arrived", "done", "reset", "saturated"))
+    columns = ("target", "source", "partition_id", "partition_index", "collected_at", "sample_id", "capacity",
+               "prev_collected_at", "elapsed_seconds", "last_enqueued", "checkpoint", "backlog",
+               "arrived", "done", "reset", "arrival_reset", "misreads", "bridged", "saturated")
+    deltas = (rows
+              .withColumn("elapsed_seconds",
+                          F.col("collected_at").cast("double") - F.col("prev_collected_at").cast("double"))
+              .withColumn("arrived", arrived)
+              .withColumn("done", done)
+              .withColumn("reset", (arrival_reset | done_reset).cast("int"))
+              .withColumn("arrival_reset", arrival_reset.cast("int"))
+              .withColumn("misreads", F.col("checkpoint_misread").cast("int"))
+              .withColumn("saturated", F.coalesce(saturated, F.lit(False)))
+              .select(*columns))
+    # A misread last-enqueued reading stays a row of its sample (the partition was there), with
+    # nothing known about its interval, so that its sample counts as incomplete, not as short.
+    nothing = {"prev_collected_at": F.lit(None).cast("timestamp"), "elapsed_seconds": F.lit(None).cast("double"),
+               "arrived": F.lit(None).cast("long"), "done": F.lit(None).cast("long"), "reset": F.lit(0),
+               "arrival_reset": F.lit(0), "misreads": F.lit(1), "saturated": F.lit(False)}
+    return deltas.unionByName(misread_rows.select(*(nothing[name].alias(name) if name in nothing else F.col(name)
+                                                    for name in columns)))
 
 
 def sample_stats(deltas: Any, steady_samples: int) -> Any:
@@ -120,6 +154,9 @@ def sample_stats(deltas: Any, steady_samples: int) -> Any:
         F.max("elapsed_seconds").alias("elapsed_seconds"),
         F.sum("backlog").alias("backlog"),
         F.sum("reset").alias("resets"),
+        F.sum("arrival_reset").alias("arrival_resets"),
+        F.sum("misreads").alias("misreads"),
+        F.sum(F.col("bridged").cast("int")).alias("bridged"),
         F.min(F.col("saturated").cast("int")).alias("all_saturated"),
     ))
     by_time = Window.partitionBy("target").orderBy("collected_at")
@@ -132,7 +169,7 @@ def sample_stats(deltas: Any, steady_samples: int) -> Any:
               & ((F.col("collected_at").cast("double") - F.first("collected_at").over(steady_window).cast("double"))
                  <= F.col("interval_seconds") * steady_samples * 1.5))
     serving = F.least(F.col("capacity"), F.col("partitions"))
-    saturated = ((F.col("all_saturated") == 1) & (F.col("compared") == F.col("partitions"))
+    saturated = ((F.col("all_saturated") == 1) & (F.col("compared") == F.col("partitions")) & (F.col("bridged") == 0)
                  & (F.col("processed_compared") == F.col("partitions")) & (F.col("processed") > 0)
                  & (F.col("capacity") > 0))
     return (per_sample
@@ -145,7 +182,8 @@ def sample_stats(deltas: Any, steady_samples: int) -> Any:
                         F.when(F.col("saturated") & F.col("steady"),
                                F.col("processed") * 60.0 / F.col("elapsed_seconds") / serving))
             .withColumn("observed_per_instance_per_minute",
-                        F.when(F.col("steady") & (F.col("capacity") > 0) & (F.col("processed_compared") == F.col("partitions")),
+                        F.when(F.col("steady") & (F.col("capacity") > 0) & (F.col("processed_compared") == F.col("partitions"))
+                               & (F.col("bridged") == 0),
                                F.col("processed") * 60.0 / F.col("elapsed_seconds") / serving)))
 
 

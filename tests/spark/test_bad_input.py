@@ -53,13 +53,13 @@ def test_empty_or_missing_history_is_an_error_that_says_so(spark, tmp_path, caps
 def test_never_saturated_target_is_skipped_unless_a_prior_is_configured(spark, tmp_path, capsys):
     # Eight instances all along, for arrivals that never need more than five: throughput unknown.
     scenario = replace(SCENARIO, initial_capacity=8)
-    arrivals = daily_wave(600, low=300, high=2500, period=600)
+    arrivals = daily_wave(960, low=300, high=2500, period=960)  # the shortest history the job tunes: 900 minutes
     found = []
     simulate(arrivals, type("Fixed", (), {"decide": lambda self, o: None})(), scenario,
              on_minute=lambda minute, observation, wanted: found.append(observation_sample("steady", observation)))
     write_history(found, tmp_path / "history")
     out = tmp_path / "recommended.json"
-    assert tune(spark, tmp_path / "history", out) == 1
+    assert tune(spark, tmp_path / "history", out, "--grid", "small") == 1
     captured = capsys.readouterr()
     assert "per-instance throughput is not identifiable" in captured.err and "never saturated" in captured.err
     assert not out.exists()
@@ -69,7 +69,7 @@ def test_never_saturated_target_is_skipped_unless_a_prior_is_configured(spark, t
 
     prior = with_slo(simulated_target(SCENARIO, name="steady"), events_per_instance_per_second=10.0)
     (tmp_path / "policy.json").write_text(json.dumps(policy_to_dict(Policy(targets=(prior,)))))
-    assert tune(spark, tmp_path / "history", out, "--policy", str(tmp_path / "policy.json")) == 0
+    assert tune(spark, tmp_path / "history", out, "--policy", str(tmp_path / "policy.json"), "--grid", "small") == 0
     evidence = json.loads((tmp_path / "recommended.evidence.json").read_text())
     item = evidence["targets"]["steady"]
     assert item["throughput"]["events_per_instance_per_minute"] == 600.0

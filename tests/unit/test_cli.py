@@ -186,6 +186,8 @@ def test_simulate_start_maps_minute_zero_to_a_moment_so_profiles_cost_what_they_
     [
         (("--policy", "policy.sample.json", "--target", "nope"), "--target 'nope' is not in policy.sample.json"),
         (("--policy", "absent.json"), "error:"),
+        (("--skip", "60"), "error: nothing left to simulate: the trace has 60 minutes and the first 60 are skipped"),
+        (("--start", "500"), "error: nothing left to simulate: the trace has 60 minutes and the first 500 are skipped"),
     ],
 )
 def test_simulate_bad_policy_or_target_exits_2(tmp_path: Path, small_trace: Path, extra, fragment) -> None:
