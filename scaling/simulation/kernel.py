@@ -400,7 +400,7 @@ class Kernel:
         #: servable partitions' and the avoidable SLO, as a run on that trace alone does).
         unservable = ~self.servable.reshape(partitions, -1).all(axis=0)  # per trace
         self._judged_by_partition = np.broadcast_to(unservable if self.trace_of is None else unservable[self.trace_of], (count,))
-        #: The oldest event's age over the servable partitions (BENCHMARK.md's ``hot`` scenario);
+        #: The oldest event's age over the servable partitions (docs/benchmark-contract.md's ``hot`` scenario);
         #: only when some partition is not servable.
         self.servable_age_series = None if all_servable else np.zeros((minutes, count))
         #: Per minute and partition, whether an instance of its own would have kept it within the

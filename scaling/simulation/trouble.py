@@ -30,7 +30,7 @@ from scaling.simulation.scenario import RunResult, Scenario
 LAG_PEERS = ("keda-hpa", "functions-target")
 #: How many cases of each kind a seed draws.
 CASES_PER_KIND = 2
-#: BENCHMARK.md's ranges: slow-down factors (0.01 is a stall) and durations (minutes); the
+#: docs/benchmark-contract.md's ranges: slow-down factors (0.01 is a stall) and durations (minutes); the
 #: overload's peak in instances (the maximum is the partition count, 32); checkpoints late by
 #: (seconds) and written every (seconds); rebalance pauses (seconds).
 SLOW_FACTORS = (0.01, 0.5)

@@ -54,7 +54,7 @@ def test_rate_bounds_follow_the_utilization_boundary_and_widen_while_processing_
 @pytest.mark.parametrize(
     ("target", "current", "expected"),
     [
-        (5, 1, 6), (9, 1, 11), (12, 1, 16), (17, 1, 32),  # PEERS.md's examples for 32 partitions
+        (5, 1, 6), (9, 1, 11), (12, 1, 16), (17, 1, 32),  # docs/peers.md's examples for 32 partitions
         (3, 1, 4), (6, 1, 7), (7, 1, 8), (8, 1, 8), (2, 1, 2), (32, 16, 32),
         (9, 16, 11), (12, 16, 16),  # a scale-down that reaches the current count is blocked
         (5, 7, 6), (1, 2, 1),

@@ -343,7 +343,7 @@ def test_avoidable_violations_count_a_partition_in_the_minutes_its_own_instance_
 @pytest.mark.parametrize(
     ("scenario", "unservable"),
     [
-        (Scenario.named("hot"), 9),  # BENCHMARK.md: with skew 0.10 the nine hottest of 32 exceed one instance at peak
+        (Scenario.named("hot"), 9),  # docs/benchmark-contract.md: with skew 0.10 the nine hottest of 32 exceed one instance at peak
         (Scenario.named("hot", peak_instances=10.0), 0),  # a lower peak: every partition is servable
         (Scenario(partitions=4, skew=1.0, peak_instances=3.0), 1),  # 8/15 of 3,000 > 1,000; 4/15 < 1,000
         (Scenario(partitions=4, skew=1.0, peak_instances=3.0, slowdowns=((15.0, 5.0, 0.5, 0.0),)), 2),  # 4/15 > 500
