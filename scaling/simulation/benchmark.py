@@ -280,7 +280,7 @@ SCENARIO_WEIGHTS = {"standard": 1.0, COLD: 0.05}
 
 
 #: Traces of one length whose ``PEER_UNITS`` or seed sweeps, project pairs (tuned together:
-#: ``run_project_pair``) or lone project-default runs (the realistic family: nothing tuned there)
+#: ``run_project_pair``) or lone project-default runs (a run limited to it: ``--algorithm``)
 #: run as columns of one step (the family's members): a step costs about the same for a few
 #: columns as for a few hundred, so ten members' peers (180 settings) take about what two or three
 #: take one by one (``Kernel``'s ``trace_of``).
