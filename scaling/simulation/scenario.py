@@ -162,6 +162,10 @@ class RunResult:
     #: would have kept it within (``Kernel``'s dedicated ages): the violations some count could
     #: have avoided. ``None`` when every partition is servable.
     avoidable_violation_minutes: int | None = None
+    #: Per minute, the oldest event's age over the partitions an instance of their own would have
+    #: kept within the SLO that minute (what ``avoidable_violation_minutes`` counts); ``None`` when
+    #: every partition is servable (then it is ``age``).
+    reachable_age: np.ndarray | None = field(repr=False, default=None)
 
     @property
     def cost_ratio(self) -> float:
@@ -221,4 +225,5 @@ def scored_result(scenario: Scenario, *, algorithm: str, knob: str, score_from: 
                                                if servable_age is not None else None),
         avoidable_violation_minutes=(int((reachable_age[scored] > scenario.slo_minutes).sum())
                                      if reachable_age is not None else None),
+        reachable_age=reachable_age,
     )

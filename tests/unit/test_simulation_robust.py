@@ -447,3 +447,25 @@ def test_percentile_99_is_numpy_s_percentile(count: int) -> None:
     values = np.random.default_rng(count).random(count) * 7
     values[::7] = np.round(values[::7], 1)  # ties
     assert robust.percentile_99(values) == np.percentile(values, 99)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "violations", "max_age"),
+    [
+        pytest.param(Scenario(), 3, 9.0, id="equal-partitions-whole-hub"),
+        pytest.param(Scenario.named("realistic"), 1, 6.0, id="uneven-partitions-avoidable-ages"),
+        pytest.param(Scenario.named("hot"), 1, 6.0, id="hot-avoidable-ages"),
+    ],
+)
+def test_windows_are_scored_by_the_benchmarks_judge(scenario: Scenario, violations: int, max_age: float) -> None:
+    """Where partitions are uneven the tuner judges a run as the benchmark does: by the ages of the
+    partitions an instance of their own would keep within the SLO (issue 53), so that minutes no
+    count can avoid fail no candidate; elsewhere by the whole hub's ages."""
+    from scaling.simulation.scenario import RunResult
+
+    age = np.array([1.0, 7.0, 8.0, 9.0, 2.0])
+    reachable = np.array([1.0, 2.0, 6.0, 3.0, 2.0])
+    result = RunResult("x", "k", 5, 10.0, 5.0, 3, 9.0, 9.0, 1, 0.0, capacity=np.full(5, 2), arrivals=np.full(5, 1000.0),
+                       age=age, reachable_age=reachable)
+    numbers = robust.window_numbers(result, scenario, 0, 5)
+    assert (numbers["slo_violation_minutes"], numbers["max_age_minutes"]) == (violations, max_age)
