@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 
 from scaling.simulation import family_cli, gate
+from scaling.simulation.traces import PUBLIC_TRACES
 
 MEMBERS = ("family/flash-seed1-noise02", "family/steps-seed2-noise05", "family/spikes-seed3-noise10")
 PUBLIC = "worldcup98/per_minute.csv"
+#: A trace file that exists (``--trace`` checks that it does).
+TRACE = PUBLIC_TRACES / PUBLIC
 
 
 def row(trace: str, cost: float, *, scenario: str = "standard", violations: int = 0, meets: bool = True,
@@ -148,7 +151,7 @@ def test_after_a_full_run_the_gate_sets_the_exit_code(tmp_path: Path, current: l
 @pytest.mark.parametrize(
     ("argv", "alone"),
     [(["--gate", "b.json"], True), (["--gate", "b.json", "--family", "--json", "o.json"], False),
-     (["--gate", "b.json", "--trace", "t.csv", "--json", "o.json"], False), (["--trace", "t.csv", "--json", "o.json"], False)],
+     (["--gate", "b.json", "--trace", str(TRACE), "--json", "o.json"], False), (["--trace", str(TRACE), "--json", "o.json"], False)],
 )
 def test_the_gate_runs_alone_only_without_traces(argv: list[str], alone: bool) -> None:
     from scaling.__main__ import build_parser
