@@ -275,7 +275,7 @@ def test_a_candidate_replaces_a_current_policy_past_the_margin_only_if_it_keeps_
     ("current", "chosen", "reason"),
     [
         pytest.param(candidate(300.0, train_meets=False), 2,
-                     "the current policy misses the SLO on the history itself (fold 1 training: 0 SLO-violation minutes); "
+                     "the current policy misses the SLO on the history itself (first training block: 0 SLO-violation minutes in 1000); "
                      "safe, the cheapest candidate that meets it on every window of the history and is nowhere riskier than "
                      "the current policy (the history's world and 1 stress replays: surge), validation cost +10.0%",
                      id="bursts-the-current-policy-does-not-catch-on-its-history"),
@@ -302,11 +302,15 @@ def test_a_current_policy_missing_the_slo_on_its_history_is_replaced_by_one_no_r
     riskier than the default anywhere, is chosen though dearer, under a stress replay too."""
     current = candidate(300.0, ((4.0, 10.0), (2.0, 3.0), (2.0, 3.0)))
     current["folds"][0]["validation"] = window(cost=100.0, p99=4.0, max_age=10.0, violations=44, meets=False)
+    current["validation"] = window(cost=300.0, max_age=10.0, violations=44, minutes=3000)
     base = [current, candidate(400.0, ((4.0, 5.0), (2.0, 3.0), (2.0, 3.0))), candidate(450.0)]
     surge = {0: candidate(100.0, ((2.0, 5.02),) * 3), 1: candidate(150.0), 2: candidate(160.0)}
     selection = select(["current", "more margin", "even more"], base, {"surge": surge}, 0, SLO)
     assert (selection.index, selection.kept_current) == (1, False)
     assert shortlist(base, 0, SLO) == [0, 1, 2]
+    # a few minutes in one block, within the allowance over all of validation: no reason to pay
+    current["validation"] = window(cost=300.0, max_age=10.0, violations=3, minutes=3000)
+    assert select(["current", "more margin", "even more"], base, {"surge": surge}, 0, SLO).index == 0
 
 
 def test_training_misses_and_missing_replays_are_failures_with_their_reason() -> None:
