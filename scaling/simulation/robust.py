@@ -18,8 +18,11 @@ is the one selection both the Spark tuning job (``scaling.tuning``) and the benc
   every stress replay, the oldest-event age's p99 at most ``p99_fraction`` of the SLO and its
   maximum at most ``max_fraction`` of it; on the training windows the plain SLO.
 - **The choice** (``select``): the cheapest candidate (validation cost in the history's
-  scenario) that holds everywhere, if it saves enough on the current policy (``improves``);
-  otherwise the current policy stays, with the reason. ``shortlist`` and ``stress_round`` keep the stress
+  scenario) that holds everywhere, if it saves enough on the current policy (``improves``); where
+  the current policy misses the margin, one that keeps it itself everywhere for less (no saving
+  floor); where it misses the SLO on the history itself, the cheapest that meets it there and is
+  nowhere riskier (``catches``), dearer or not; otherwise the current policy stays, with the reason.
+  Windows are judged as the benchmark judges their world (``judged_ages``). ``shortlist`` and ``stress_round`` keep the stress
   replays cheap: only candidates that hold on the splits and cost no more than the current policy
   can be chosen, so only they are replayed: the cheapest first, the rest only if none of those holds.
 - **Regime change** (``regime_changes``): per fold, whether the validation block's traffic looks
