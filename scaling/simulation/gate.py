@@ -8,7 +8,8 @@ each row, when
 - the family's median cost (``cost_ratio``, cost over the fluid bound, per scenario) is more than
   ``MEDIAN_TOLERANCE`` (1%) dearer than the baseline's,
 - any member (any trace of the baseline) is more than ``MEMBER_TOLERANCE`` (3%) dearer,
-- any member that met the SLO in the baseline misses it now,
+- any member that met the SLO in the baseline misses it now (as its world is judged: the whole hub's
+  violation minutes, or the avoidable ones where partitions are uneven, ``judges.py``),
 - a baseline row is missing from the run (a gate that ran less would pass by not looking).
 
 Cheaper is never a failure. The baseline is written by ``--write-baseline`` from a run and
@@ -23,12 +24,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from scaling.simulation.judges import WHOLE_HUB, judged_meets_slo, judged_violation_minutes, row_judge
 from scaling.simulation.trace_family import is_member
 
 GATED_ALGORITHM = "project-default"
 MEDIAN_TOLERANCE = 0.01
 MEMBER_TOLERANCE = 0.03
-BASELINE_VERSION = 1
+#: 2: rows say their judge and the violation minutes it judges by, ``meets_slo`` as judged (issue 53).
+#: A version 1 row's ``meets_slo`` is the whole hub's, and it is read as judged so.
+BASELINE_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +43,15 @@ class GatedRow:
     trace: str
     cost_ratio: float
     slo_violation_minutes: int
+    #: Whether it meets the SLO as its world is judged (``judge``).
     meets_slo: bool
+    judge: str = WHOLE_HUB
+    #: The violation minutes ``judge`` counts (``None``: the whole hub's, ``slo_violation_minutes``).
+    judged_violation_minutes: int | None = None
+
+    @property
+    def judged_minutes(self) -> int:
+        return self.slo_violation_minutes if self.judged_violation_minutes is None else self.judged_violation_minutes
 
     @property
     def key(self) -> tuple[str, str]:
@@ -49,7 +61,7 @@ class GatedRow:
 def gated_rows(rows: Iterable[Mapping], algorithm: str = GATED_ALGORITHM) -> list[GatedRow]:
     """The gated algorithm's rows of a run (benchmark JSON rows)."""
     return [GatedRow(row.get("scenario", "standard"), row["trace"], float(row["cost_ratio"]), int(row["slo_violation_minutes"]),
-                     bool(row["meets_slo"]))
+                     judged_meets_slo(row), row_judge(row), int(judged_violation_minutes(row)))
             for row in rows if row["algorithm"] == algorithm]
 
 
@@ -58,7 +70,8 @@ def baseline_document(rows: Iterable[Mapping], algorithm: str = GATED_ALGORITHM)
     kept = sorted(gated_rows(rows, algorithm), key=lambda row: row.key)
     return {"version": BASELINE_VERSION, "algorithm": algorithm,
             "rows": [{"scenario": row.scenario, "trace": row.trace, "cost_ratio": row.cost_ratio,
-                      "slo_violation_minutes": row.slo_violation_minutes, "meets_slo": row.meets_slo} for row in kept]}
+                      "slo_violation_minutes": row.slo_violation_minutes, "judge": row.judge,
+                      "judged_violation_minutes": row.judged_minutes, "meets_slo": row.meets_slo} for row in kept]}
 
 
 def read_baseline(path: str | Path) -> tuple[str, list[GatedRow]]:
@@ -66,7 +79,9 @@ def read_baseline(path: str | Path) -> tuple[str, list[GatedRow]]:
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
         rows = [GatedRow(row["scenario"], row["trace"], float(row["cost_ratio"]), int(row["slo_violation_minutes"]),
-                         bool(row["meets_slo"])) for row in document["rows"]]
+                         bool(row["meets_slo"]), row.get("judge", WHOLE_HUB),
+                         None if row.get("judged_violation_minutes") is None else int(row["judged_violation_minutes"]))
+                for row in document["rows"]]
         return document.get("algorithm", GATED_ALGORITHM), rows
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ValueError(f"--gate {path}: not a benchmark baseline ({error})") from error
@@ -109,8 +124,8 @@ def failures(baseline: Sequence[GatedRow], current: Sequence[GatedRow], *, media
             found.append(f"{row.scenario} {row.trace}: cost {row.cost_ratio:.4f} -> {after.cost_ratio:.4f} "
                          f"(+{_dearer(after.cost_ratio, row.cost_ratio):.1%}, more than {member_tolerance:.0%} dearer)")
         if row.meets_slo and not after.meets_slo:
-            found.append(f"{row.scenario} {row.trace}: misses the SLO ({after.slo_violation_minutes} violation minutes; "
-                         f"baseline {row.slo_violation_minutes})")
+            found.append(f"{row.scenario} {row.trace}: misses the SLO ({after.judged_minutes} {after.judge} violation minutes; "
+                         f"baseline {row.judged_minutes} {row.judge})")
     return found
 
 

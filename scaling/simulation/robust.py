@@ -18,8 +18,11 @@ is the one selection both the Spark tuning job (``scaling.tuning``) and the benc
   every stress replay, the oldest-event age's p99 at most ``p99_fraction`` of the SLO and its
   maximum at most ``max_fraction`` of it; on the training windows the plain SLO.
 - **The choice** (``select``): the cheapest candidate (validation cost in the history's
-  scenario) that holds everywhere, if it saves enough on the current policy (``improves``);
-  otherwise the current policy stays, with the reason. ``shortlist`` and ``stress_round`` keep the stress
+  scenario) that holds everywhere, if it saves enough on the current policy (``improves``); where
+  the current policy misses the margin, one that keeps it itself everywhere for less (no saving
+  floor); where it misses the SLO on the history itself, the cheapest that meets it there and is
+  nowhere riskier (``catches``), dearer or not; otherwise the current policy stays, with the reason.
+  Windows are judged as the benchmark judges their world (``judged_ages``). ``shortlist`` and ``stress_round`` keep the stress
   replays cheap: only candidates that hold on the splits and cost no more than the current policy
   can be chosen, so only they are replayed: the cheapest first, the rest only if none of those holds.
 - **Regime change** (``regime_changes``): per fold, whether the validation block's traffic looks
@@ -38,6 +41,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from scaling.simulation.candidates import Candidate, run_candidates
+from scaling.simulation.judges import AVOIDABLE, judge_of
 from scaling.simulation.scenario import NAMED_SCENARIOS, RunResult, Scenario
 
 #: A stress set's knob that is not a scenario field: scale the history's arrivals so that its
@@ -46,7 +50,7 @@ from scaling.simulation.scenario import NAMED_SCENARIOS, RunResult, Scenario
 LOAD_KNOB = "peak_load_fraction"
 MAX_LOAD_FACTOR = 5.0
 
-#: The stress sets every candidate is replayed under: BENCHMARK.md's public ``realistic`` values,
+#: The stress sets every candidate is replayed under: docs/benchmark-contract.md's public ``realistic`` values,
 #: and other values of the same knobs (longer checkpoint interval, more skew rotating faster, a
 #: slower and deeper throughput wave, a slow-down every three days, longer delays, more failures,
 #: another seed), so that a policy fitted to the public values alone does not pass.
@@ -113,15 +117,26 @@ def percentile_99(values: np.ndarray) -> float:
     return above - step * (1 - fraction) if fraction >= 0.5 else below + step * fraction
 
 
+def judged_ages(result: RunResult, scenario: Scenario) -> np.ndarray:
+    """The oldest-event ages a run is judged by, as the benchmark judges its world (judges.py):
+    where partitions are uneven, over the partitions an instance of their own would keep within
+    the SLO (``reachable_age``), so that minutes no count can avoid fail no candidate; elsewhere
+    the whole hub's."""
+    if judge_of(scenario) == AVOIDABLE and result.reachable_age is not None:
+        return result.reachable_age
+    return result.age
+
+
 def window_numbers(result: RunResult, scenario: Scenario, start: int, end: int, recorded: np.ndarray | None = None) -> dict:
-    """Cost, SLO and action numbers of a run over minutes ``[start, end)``; with ``recorded``
-    (per minute of the run), over those of its minutes that were recorded only (the tuning job
-    invents the others: gaps, repaired readings), scale actions included."""
+    """Cost, SLO and action numbers of a run over minutes ``[start, end)``, its ages as judged
+    (``judged_ages``); with ``recorded`` (per minute of the run), over those of its minutes that
+    were recorded only (the tuning job invents the others: gaps, repaired readings), scale actions
+    included."""
     if recorded is not None:
         return _recorded_numbers(result, scenario, start, end, recorded[start:end])
     mu = scenario.events_per_instance_per_minute
     capacity = result.capacity[start:end]
-    ages = result.age[start:end]
+    ages = judged_ages(result, scenario)[start:end]
     fluid = float(result.arrivals[start:end].sum()) / mu
     cost = float(capacity.sum())
     changes = int(np.count_nonzero(np.diff(result.capacity[max(start - 1, 0):end]))) if end > start else 0
@@ -143,7 +158,7 @@ def _recorded_numbers(result: RunResult, scenario: Scenario, start: int, end: in
     """``window_numbers`` over the minutes of ``[start, end)`` that ``keep`` marks."""
     mu = scenario.events_per_instance_per_minute
     capacity = result.capacity[start:end][keep]
-    ages = result.age[start:end][keep]
+    ages = judged_ages(result, scenario)[start:end][keep]
     fluid = float(result.arrivals[start:end][keep].sum()) / mu
     cost = float(capacity.sum())
     changed = np.diff(result.capacity[max(start - 1, 0):end]) != 0
@@ -247,17 +262,43 @@ def improves(candidate: Mapping, current: Mapping) -> bool:
                     for mine, theirs in zip(candidate["folds"], current["folds"], strict=True)))
 
 
+def no_dearer(candidate: Mapping, current: Mapping) -> bool:
+    """Whether ``candidate`` costs no more than the current policy on validation, overall and on
+    every block."""
+    return (candidate["validation"]["cost"] <= current["validation"]["cost"]
+            and all(mine["validation"]["cost"] <= theirs["validation"]["cost"]
+                    for mine, theirs in zip(candidate["folds"], current["folds"], strict=True)))
+
+
+def misses_slo_on_history(scores: Mapping) -> str | None:
+    """Whether a policy misses the SLO itself (violation minutes past the allowance, not only the
+    margin) on the history: on its first training block or on all its validation blocks together,
+    which tile it, each against its own allowance (a block's few minutes are within the noise the
+    SLO's 0.1% allows over a span: bursts seed 3 and growth seed 4 in `realistic` had 3 and 2 in a
+    block and met the SLO on the rest of the trace); ``None`` when it meets it on both. Traffic the
+    target has really had that the policy does not catch (issue 53: bursts one default cannot
+    catch are what the tuner is for)."""
+    for window, name in ((scores["folds"][0]["train"], "first training block"), (scores["validation"], "validation")):
+        if not window["meets_slo"]:
+            return f"{name}: {window['slo_violation_minutes']} SLO-violation minutes in {window['minutes']}"
+    return None
+
+
 #: The first round of stress replays: the current policy and this many of the cheapest candidates;
 #: a second round, when none of them holds, replays all the rest of the shortlist at once.
 STRESS_ROUND = 8
 
 def shortlist(base: Sequence[Mapping], current_index: int, slo_minutes: float, margin: Margin = MARGIN) -> list[int]:
     """The candidates worth a stress replay: the current policy first, then those that hold on
-    every split and save enough on it (``improves``), cheapest first (nothing else can be chosen)."""
+    every split and cost it no more (``no_dearer``; ``improves`` for a plain saving, the rest in
+    case the current policy misses the margin), or, when the current policy misses the SLO on the
+    history itself (``misses_slo_on_history``), any that meets it there (``catches``), cheapest
+    first (nothing else can be chosen: ``select``)."""
     current = base[current_index]
+    any_cost = misses_slo_on_history(current) is not None
     eligible = [index for index, candidate in enumerate(base)
-                if index != current_index and improves(candidate, current)
-                and holds_on_splits(candidate, slo_minutes, margin) is None]
+                if index != current_index and ((no_dearer(candidate, current) and holds_on_splits(candidate, slo_minutes, margin) is None)
+                                               or (any_cost and misses_slo_on_history(candidate) is None))]
     return [current_index, *sorted(eligible, key=lambda index: (base[index]["validation"]["cost"],
                                                                 base[index]["validation"]["scale_actions"], index))]
 
@@ -428,15 +469,67 @@ def select(labels: Sequence[str], base: Sequence[Mapping], stress: Mapping[str, 
         else:
             reason = f"the current policy is the cheapest candidate that holds on every split and stress replay.{note}"
         return Selection(current_index, True, reason, failures, current_risk, current_risk, regime)
+    # Where the current policy misses the SLO itself on the target's own history (traffic the target
+    # has had, not a stress replay's: bursts it does not catch), the cheapest candidate that meets
+    # the SLO on every window of the history and is nowhere riskier than the current policy, in the
+    # history's world or a stress replay, is worth what it costs: a saving is not what it is for, so
+    # neither the margin it cannot reach where the current policy is further past it nor the saving
+    # rule of the stress replays applies (issue 53: the family's bursts seed 1 in `realistic`).
+    history_miss = misses_slo_on_history(current)
+    if history_miss:
+        catching = sorted((index for index in range(len(base)) if index != current_index
+                           and catches(index, base, stress, current_index, slo_minutes, margin)), key=key)
+        if catching:
+            best = catching[0]
+            reason = (f"the current policy misses the SLO on the history itself ({history_miss}); {labels[best]}, the "
+                      f"cheapest candidate that meets it on every window of the history and is nowhere riskier than the "
+                      f"current policy (the history's world and {len(stress)} stress replays: {', '.join(stress) or 'none'}), "
+                      f"{_costs(base[best], current)}.{note}")
+            return Selection(best, False, reason, failures, risk(base[best], stressed(best)), current_risk, regime)
     if not others:
         reason = (f"no candidate that saves at least {MIN_SAVING:.0%} on validation, and on every block, meets the SLO with "
                   f"margin (p99 <= {margin.p99_fraction:g} x SLO, max <= {margin.max_fraction:g} x SLO) on every split and "
                   f"stress replay and keeps its saving there; the current policy: {current_miss}.{note}")
         return Selection(current_index, True, reason, failures, current_risk, current_risk, regime)
+    # The current policy misses the margin. A candidate that keeps the margin itself everywhere
+    # (not only the current policy's figures: a copy of the current policy does that) and costs
+    # less overall and no more on any block is a change that needs no saving to pay for it (WC98's
+    # history: the default past 0.95 x SLO under `rough`, a candidate within it everywhere and
+    # 1.9% cheaper on every block was only named).
+    free = [index for index in others if no_dearer(base[index], current)
+            and base[index]["validation"]["cost"] < current["validation"]["cost"]
+            and all(holds_on_splits(replay[index], slo_minutes, margin, name) is None for name, replay in stress.items())]
+    if free:
+        best = free[0]
+        reason = (f"the current policy misses the margin ({current_miss}); {labels[best]} keeps it on all "
+                  f"{len(base[best]['folds'])} splits and {len(stress)} stress replays ({', '.join(stress) or 'none'}) and "
+                  f"costs less: {_costs(base[best], current)}.{note}")
+        return Selection(best, False, reason, failures, risk(base[best], stressed(best)), current_risk, regime)
     safer = others[0]
     reason = (f"the current policy misses the margin ({current_miss}); the cheapest candidate that holds, "
               f"{_against(labels[safer], base[safer], current)}: review it.{note}")
     return Selection(current_index, True, reason, failures, current_risk, current_risk, regime, safer=safer)
+
+
+def catches(index: int, base: Sequence[Mapping], stress: Mapping[str, Mapping[int, Mapping]], current_index: int,
+            slo_minutes: float, margin: Margin = MARGIN) -> bool:
+    """Whether candidate ``index`` meets the SLO on every window of the history (training and
+    validation) and is no riskier than the current policy on any validation block, in the
+    history's world and in every stress replay (``Margin.miss`` against the current policy's
+    figures); what ``select`` asks of a replacement for a current policy that misses the SLO on
+    the history itself."""
+    if misses_slo_on_history(base[index]) is not None:
+        return False
+    worlds = [("history", dict(enumerate(base))), *stress.items()]
+    return all(index in scores and holds_on_splits(scores[index], slo_minutes, margin, name, scores[current_index]) is None
+               for name, scores in worlds)
+
+
+def _costs(candidate: Mapping, current: Mapping) -> str:
+    """A candidate's validation cost against the current policy's, overall and per block."""
+    blocks = ", ".join(f"{mine['validation']['cost'] / theirs['validation']['cost'] - 1:+.1%}"
+                       for mine, theirs in zip(candidate["folds"], current["folds"], strict=True))
+    return f"validation cost {candidate['validation']['cost'] / current['validation']['cost'] - 1:+.1%} (per block {blocks})"
 
 
 def _against(label: str, candidate: Mapping, current: Mapping) -> str:

@@ -15,7 +15,7 @@ import numpy as np
 
 ASSIGNMENTS = ("modulo", "balanced")
 
-#: BENCHMARK.md's named sets: the knobs that differ from the standard scenario.
+#: docs/benchmark-contract.md's named sets: the knobs that differ from the standard scenario.
 NAMED_SCENARIOS: dict[str, dict] = {
     "standard": {},
     "realistic": {"checkpoint_interval_seconds": 30.0, "skew": 0.015, "hot_spot_rotation_minutes": 360,
@@ -90,7 +90,7 @@ class Scenario:
 
     @classmethod
     def named(cls, name: str, **overrides) -> Scenario:
-        """One of BENCHMARK.md's named sets (``standard``, ``realistic``, ``hot``), with overrides."""
+        """One of docs/benchmark-contract.md's named sets (``standard``, ``realistic``, ``hot``), with overrides."""
         if name not in NAMED_SCENARIOS:
             raise ValueError(f"unknown scenario {name!r}: choose one of {', '.join(NAMED_SCENARIOS)}")
         return cls(**{**NAMED_SCENARIOS[name], **overrides})
@@ -162,6 +162,10 @@ class RunResult:
     #: would have kept it within (``Kernel``'s dedicated ages): the violations some count could
     #: have avoided. ``None`` when every partition is servable.
     avoidable_violation_minutes: int | None = None
+    #: Per minute, the oldest event's age over the partitions an instance of their own would have
+    #: kept within the SLO that minute (what ``avoidable_violation_minutes`` counts); ``None`` when
+    #: every partition is servable (then it is ``age``).
+    reachable_age: np.ndarray | None = field(repr=False, default=None)
 
     @property
     def cost_ratio(self) -> float:
@@ -221,4 +225,5 @@ def scored_result(scenario: Scenario, *, algorithm: str, knob: str, score_from: 
                                                if servable_age is not None else None),
         avoidable_violation_minutes=(int((reachable_age[scored] > scenario.slo_minutes).sum())
                                      if reachable_age is not None else None),
+        reachable_age=reachable_age,
     )

@@ -193,9 +193,10 @@ def test_a_row_where_no_setting_meets_the_slo_has_as_many_cells_as_the_header(sc
             for algorithm, best in (("clairvoyant", True), ("seed", False))]
     lines = [line for line in summary_table(rows).splitlines() if line.startswith("|")]
     assert len({line.count("|") for line in lines}) == 1, lines
-    if scenario == "hot":  # the servable partitions' SLO, then the avoidable violations, side by side
-        assert "servable-partitions violation min | avoidable violation min |" in lines[0]
+    if scenario == "hot":  # the whole hub's, the servable partitions' and the avoidable (judged) minutes side by side
+        assert "whole-hub violation min | servable-partitions violation min | avoidable violation min (judged) |" in lines[0]
         assert "| 0 | 0 | 7 |" in lines[2]
+        assert "Best settings judged by the avoidable violation minutes" in summary_table(rows)
 
 
 # --- the cold scenario: 1 instance, nothing learned, at busy minutes -----------------------------------------------
@@ -326,3 +327,46 @@ def test_a_run_can_be_limited_to_some_algorithms_and_says_its_processor_time(tin
     rows = run_benchmark([str(tiny_trace)], workers=1, algorithms=("clairvoyant",))
     assert [row["knob"] for row in rows] == ["h=1", "h=3", "h=5"]
     assert all(row["cpu_seconds"] >= 0 for row in rows)
+
+
+# --- the judges: uneven partitions by the avoidable minutes (issue 53) --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("scenario", "numbers", "judged"),
+    [
+        pytest.param("standard", {"slo_violation_minutes": 3, "minutes": 1000}, ("whole hub", 3, False), id="standard-whole-hub"),
+        pytest.param("standard", {"slo_violation_minutes": 3, "avoidable_violation_minutes": 0, "minutes": 1000},
+                     ("whole hub", 3, False), id="equal-partitions-whole-hub-even-with-avoidable-minutes"),
+        pytest.param("realistic", {"slo_violation_minutes": 291, "avoidable_violation_minutes": 1, "minutes": 1000},
+                     ("avoidable", 1, True), id="realistic-unavoidable-minutes-meet"),
+        pytest.param("realistic", {"slo_violation_minutes": 2, "minutes": 1000}, ("avoidable", 2, False),
+                     id="realistic-every-partition-servable-counts-the-whole-hub"),
+        pytest.param("hot", {"slo_violation_minutes": 900, "avoidable_violation_minutes": 2, "minutes": 1000},
+                     ("avoidable", 2, False), id="hot-past-the-allowance"),
+    ],
+)
+def test_each_world_is_judged_by_its_judge(scenario: str, numbers: dict, judged: tuple) -> None:
+    from scaling.simulation.judges import judged_numbers
+    from scaling.simulation.world import Scenario
+
+    found = judged_numbers(numbers, Scenario.named(scenario))
+    assert (found["judge"], found["judged_violation_minutes"], found["judged_meets_slo"]) == judged
+
+
+def test_any_skew_is_judged_by_the_avoidable_minutes() -> None:
+    from scaling.simulation.judges import judge_of
+    from scaling.simulation.world import Scenario
+
+    assert judge_of(Scenario.named("standard", skew=0.02)) == "avoidable"
+    assert judge_of(Scenario.named("standard")) == "whole hub"
+
+
+def test_realistic_best_is_the_cheapest_within_the_avoidable_allowance() -> None:
+    """KEDA at 1.2 has 900 whole-hub minutes of which 0 avoidable: it is the best in realistic;
+    at 1.1 it has 30 avoidable minutes (more than 0.1% of 20,160): not."""
+    rows = [{**row("keda-hpa", cost, False, knob=knob), "scenario": "realistic", "minutes": 20160,
+             "slo_violation_minutes": 900, "avoidable_violation_minutes": avoidable}
+            for cost, knob, avoidable in ((1.1, "cheap", 30), (1.2, "fair", 0), (1.5, "dear", 0))]
+    mark_best(rows)
+    assert [r["knob"] for r in rows if r["best"]] == ["fair"]
