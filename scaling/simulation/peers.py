@@ -45,26 +45,26 @@ def minute_time(minute: float) -> datetime:
 # --- peers --------------------------------------------------------------------------------------
 
 
-class KedaHpa:
-    """KEDA's azure-eventhub scaler feeding the HPA: desired = ceil(total lag / threshold)."""
+class HorizontalPodAutoscaler:
+    """The HPA on one AverageValue metric, stepped ``syncs_per_minute`` times on a minute's metric:
+    a tolerance band, the highest recommendation of the scale-down stabilization window, and
+    scale-up at most the larger of 4 replicas or 100% per sync. KEDA's scalers feed it."""
 
-    def __init__(self, threshold: float, partitions: int, *, tolerance: float = 0.1,
+    def __init__(self, target: float, maximum: int, *, tolerance: float = 0.1,
                  stabilization_minutes: float = 5.0, syncs_per_minute: int = 4) -> None:
-        self.threshold = threshold
-        self.partitions = partitions
+        self.target = target
+        self.maximum = maximum
         self.tolerance = tolerance
         self.stabilization = stabilization_minutes
         self.syncs = syncs_per_minute
         self.recommendations: deque[tuple[float, int]] = deque()
 
-    def decide(self, observation: Observation) -> int | None:
-        total = min(float(observed_backlog(observation).sum()), self.partitions * self.threshold)
-        current = observation.capacity
+    def desired(self, total: float, current: int, minute: float) -> int:
         for sync in range(self.syncs):
-            moment = observation.minute + sync / self.syncs
-            ratio = total / (current * self.threshold)
-            recommendation = current if abs(ratio - 1.0) <= self.tolerance else math.ceil(total / self.threshold)
-            recommendation = min(max(recommendation, 1), self.partitions)
+            moment = minute + sync / self.syncs
+            ratio = total / (current * self.target)
+            recommendation = current if abs(ratio - 1.0) <= self.tolerance else math.ceil(total / self.target)
+            recommendation = min(max(recommendation, 1), self.maximum)
             while self.recommendations and self.recommendations[0][0] <= moment - self.stabilization:
                 self.recommendations.popleft()
             self.recommendations.append((moment, recommendation))
@@ -75,6 +75,19 @@ class KedaHpa:
                 desired = min(desired, max(current + 4, 2 * current))
             current = desired
         return current
+
+
+class KedaHpa:
+    """KEDA's azure-eventhub scaler feeding the HPA: desired = ceil(total lag / threshold)."""
+
+    def __init__(self, threshold: float, partitions: int, **hpa) -> None:
+        self.threshold = threshold
+        self.partitions = partitions
+        self.hpa = HorizontalPodAutoscaler(threshold, partitions, **hpa)
+
+    def decide(self, observation: Observation) -> int | None:
+        total = min(float(observed_backlog(observation).sum()), self.partitions * self.threshold)
+        return self.hpa.desired(total, observation.capacity, observation.minute)
 
 
 class FunctionsTargetBased:

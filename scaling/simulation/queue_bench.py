@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scaling.simulation.peers import HorizontalPodAutoscaler
 from scaling.simulation.queue_world import (
     QueueEngineAutoscaler,
     QueueObservation,
@@ -67,33 +68,13 @@ PEERS = ("keda-servicebus", "functions-target", "azure-monitor", "seed")
 class QueueKeda:
     """KEDA's azure-servicebus scaler and the HPA: desired = ceil(active messages / messageCount)."""
 
-    def __init__(self, message_count: float, maximum: int = MAX_INSTANCES, *, tolerance: float = 0.1,
-                 stabilization_minutes: float = 5.0, syncs_per_minute: int = 4) -> None:
+    def __init__(self, message_count: float, maximum: int = MAX_INSTANCES, **hpa) -> None:
         self.target = message_count
         self.maximum = maximum
-        self.tolerance = tolerance
-        self.stabilization = stabilization_minutes
-        self.syncs = syncs_per_minute
-        self.recommendations: deque[tuple[float, int]] = deque()
+        self.hpa = HorizontalPodAutoscaler(message_count, maximum, **hpa)
 
     def decide(self, observation: QueueObservation) -> int | None:
-        total = float(observation.active_messages)
-        current = observation.capacity
-        for sync in range(self.syncs):
-            moment = observation.minute + sync / self.syncs
-            ratio = total / (current * self.target)
-            recommendation = current if abs(ratio - 1.0) <= self.tolerance else math.ceil(total / self.target)
-            recommendation = min(max(recommendation, 1), self.maximum)
-            while self.recommendations and self.recommendations[0][0] <= moment - self.stabilization:
-                self.recommendations.popleft()
-            self.recommendations.append((moment, recommendation))
-            desired = recommendation
-            if desired < current:
-                desired = min(current, max(r for _, r in self.recommendations))
-            if desired > current:
-                desired = min(desired, max(current + 4, 2 * current))
-            current = desired
-        return current
+        return self.hpa.desired(float(observation.active_messages), observation.capacity, observation.minute)
 
 
 class QueueFunctions:

@@ -132,30 +132,7 @@ def window_numbers(result: RunResult, scenario: Scenario, start: int, end: int, 
     (``judged_ages``); with ``recorded`` (per minute of the run), over those of its minutes that
     were recorded only (the tuning job invents the others: gaps, repaired readings), scale actions
     included."""
-    if recorded is not None:
-        return _recorded_numbers(result, scenario, start, end, recorded[start:end])
-    mu = scenario.events_per_instance_per_minute
-    capacity = result.capacity[start:end]
-    ages = judged_ages(result, scenario)[start:end]
-    fluid = float(result.arrivals[start:end].sum()) / mu
-    cost = float(capacity.sum())
-    changes = int(np.count_nonzero(np.diff(result.capacity[max(start - 1, 0):end]))) if end > start else 0
-    minutes = end - start
-    violations = int((ages > scenario.slo_minutes).sum())
-    return {
-        "minutes": minutes,
-        "cost": cost,
-        "cost_ratio": round(cost / fluid, 4) if fluid > 0 else None,
-        "slo_violation_minutes": violations,
-        "meets_slo": violations <= scenario.max_violation_fraction * minutes,
-        "scale_actions": changes,
-        "p99_age_minutes": round(percentile_99(ages), 3) if minutes else 0.0,
-        "max_age_minutes": round(float(ages.max()), 3) if minutes else 0.0,
-    }
-
-
-def _recorded_numbers(result: RunResult, scenario: Scenario, start: int, end: int, keep: np.ndarray) -> dict:
-    """``window_numbers`` over the minutes of ``[start, end)`` that ``keep`` marks."""
+    keep = np.ones(max(end - start, 0), dtype=bool) if recorded is None else recorded[start:end]
     mu = scenario.events_per_instance_per_minute
     capacity = result.capacity[start:end][keep]
     ages = judged_ages(result, scenario)[start:end][keep]
