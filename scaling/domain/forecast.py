@@ -206,7 +206,7 @@ def find_periods(history: Sequence[float] | np.ndarray, candidates: Sequence[int
 
 def _seasonal(values: np.ndarray, period: int) -> Seasonal:
     """A period's index: the median over cycles of the series over its moving mean, per bin of
-    ``resolution`` minutes (a week at 7-minute bins: about a thousand numbers), normalised to mean 1."""
+    ``resolution`` minutes (a week in 7-minute bins: 1,440 numbers), normalised to mean 1."""
     resolution = max(1, period // DAY_MINUTES)
     ratio, first = _ratio_to_trend(values, period)
     minutes = np.arange(first, first + len(ratio))

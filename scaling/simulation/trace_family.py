@@ -31,6 +31,18 @@ Every member is 14 days at one-minute resolution (``FAMILY_MINUTES``), the produ
 Then the whole trace is scaled as the benchmark scales a public trace (``world.scale_trace``):
 its busiest minute needs ``PEAK_INSTANCES`` (24) instances of 1,000 events a minute.
 
+An opt-in set (``BURST_SHAPES``, issue 52), outside ``SHAPES`` so that the gated family and its
+baseline stay as they are, asked for by name (``burst_family_names``):
+
+  - ``microbursts``: bursts of 1-3 minutes (shorter than the SLO) every few minutes, their height
+    scaled so that the trace's ``burstiness`` (mean absolute minute-to-minute change over the
+    mean) is the level in the name, 35% to 120% (``BURST_NOISE_LEVELS``);
+  - ``onoff``: the load switching at once between 5-20% and the full level, on for minutes, off
+    for tens of minutes;
+  - ``clock``: a jump to 3-6x at the same minute of every period (``CLOCK_PERIODS``: 10 minutes,
+    30, an hour, 4 hours, a day, by seed), decaying with a time constant of 5-15% of the period
+    (a minute to an hour).
+
 A member's name says its shape, seed and noise level: ``flash-seed3-noise10``. The draws come
 from a generator seeded by the shape's name and the seed only, so a member is the same on every
 machine and in every run, and adding a shape does not change the others.
