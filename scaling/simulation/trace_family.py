@@ -359,8 +359,13 @@ def _microbursts(minutes: int, rng: np.random.Generator, base: np.ndarray, level
 
 def _onoff(minutes: int, rng: np.random.Generator, base: np.ndarray, level: float, seed: int):
     """On/off bursts: the load switches at once between an off level (5-20% of the base) and the
-    base, on for 3-20 minutes and off for 5-60 (means drawn per seed, geometric lengths)."""
-    on_mean, off_mean, off_level = rng.uniform(3, 20), rng.uniform(5, 60), rng.uniform(0.05, 0.2)
+    base, on for 3-20 minutes and off for 5-60 on average (geometric lengths). The means are drawn
+    log-uniformly within the seed's fifth of each range (the on and off fifths in different
+    orders), so that five seeds span both ranges."""
+    band = (seed - 1) % 5
+    on_mean = _in_band(rng, 3, 20, band)
+    off_mean = _in_band(rng, 5, 60, (2 * band + 1) % 5)
+    off_level = rng.uniform(0.05, 0.2)
     multiplier = np.full(minutes, off_level)
     events = []
     minute, on = int(rng.integers(0, 30)), True
@@ -373,6 +378,12 @@ def _onoff(minutes: int, rng: np.random.Generator, base: np.ndarray, level: floa
         on = not on
     return (multiplier, minute_noise(minutes, level, rng), events,
             [("on_mean_minutes", on_mean), ("off_mean_minutes", off_mean), ("off_level", off_level)])
+
+
+def _in_band(rng: np.random.Generator, low: float, high: float, band: int, bands: int = 5) -> float:
+    """A log-uniform draw within the ``band``-th of ``bands`` equal log-slices of ``[low, high]``."""
+    width = (math.log(high) - math.log(low)) / bands
+    return float(math.exp(math.log(low) + width * (band + rng.uniform(0, 1))))
 
 
 def _clock(minutes: int, rng: np.random.Generator, base: np.ndarray, level: float, seed: int):

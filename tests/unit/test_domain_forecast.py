@@ -209,3 +209,9 @@ def test_look_ahead_on_a_rise_within_the_dwell(decided: int, current: int, count
 def test_an_unknown_mode_fails_naming_it() -> None:
     with pytest.raises(ValueError, match="'sometimes'"):
         fc.look_ahead(3, 3, [], True, "sometimes", 2, 20, RATE)
+
+
+@pytest.mark.parametrize(("minutes", "found"), [(fc.MIN_CYCLES * DAY - 1, False), (fc.MIN_CYCLES * DAY, True)])
+def test_a_period_needs_its_minimum_of_cycles_in_the_history(minutes: int, found: bool) -> None:
+    history = diurnal(4, np.random.default_rng(9), noise=0.02)[:minutes]
+    assert (DAY in {period.minutes for period in fc.find_periods(history)}) is found
