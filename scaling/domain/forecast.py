@@ -332,29 +332,61 @@ def forecast(history: Sequence[float] | np.ndarray, horizon: int = HORIZON_MINUT
 # --- what a decision may do with it ---------------------------------------------------------------
 
 
+def carries(count: int, expected: np.ndarray, throughput_per_instance: float, age_budget_minutes: float,
+            backlog: float = 0.0) -> bool:
+    """Whether ``count`` instances keep the expected arrivals within the age budget: the fluid
+    backlog, from ``backlog``, never more than ``age_budget_minutes`` of their work. A burst the
+    backlog carries within it asks for no instance (a budget of 0: every minute served as it comes)."""
+    capacity = count * throughput_per_instance
+    for arrivals in expected:
+        backlog = max(0.0, backlog + float(arrivals) - capacity)
+        if backlog > capacity * age_budget_minutes + 1e-9:
+            return False
+    return True
+
+
+def _usable(expected: Sequence[float] | np.ndarray) -> np.ndarray | None:
+    values = np.asarray(expected, dtype=float)
+    return values if len(values) and np.isfinite(values).all() else None
+
+
 def floor_before_rise(current: int, expected: Sequence[float] | np.ndarray, provisioning_minutes: int,
-                      throughput_per_instance: float, trusted: bool, window_minutes: int = 2) -> int:
-    """The count to have serving before a predicted rise: what the busiest expected minute of the
-    ``window_minutes`` from the provisioning delay on needs (what a count ordered now serves
-    first), at ``throughput_per_instance`` events a minute. Never below ``current``: a floor
-    raises, it cannot lower; untrusted, ``current``."""
-    if not trusted or throughput_per_instance <= 0:
+                      throughput_per_instance: float, trusted: bool, window_minutes: int = 2,
+                      age_budget_minutes: float = 0.0, backlog: float = 0.0) -> int:
+    """The count to have serving before a predicted rise: the fewest instances that, serving from
+    the provisioning delay on (what a count ordered now serves first), carry the expected arrivals
+    of the ``window_minutes`` after it within ``age_budget_minutes`` (the backlog there: ``backlog``
+    now plus what arrives beyond ``current``'s service until the delay). Never below ``current``: a
+    floor raises, it cannot lower; untrusted, ``current``."""
+    values = _usable(expected)
+    if not trusted or throughput_per_instance <= 0 or values is None:
         return current
-    ahead = np.asarray(expected, dtype=float)[provisioning_minutes:provisioning_minutes + window_minutes]
-    if len(ahead) == 0 or not np.isfinite(ahead).all():
+    ahead = values[provisioning_minutes:provisioning_minutes + window_minutes]
+    if len(ahead) == 0:
         return current
-    return max(current, math.ceil(float(ahead.max()) / throughput_per_instance - 1e-9))
+    carried = backlog
+    for arrivals in values[:provisioning_minutes]:
+        carried = max(0.0, carried + float(arrivals) - current * throughput_per_instance)
+    most = max(current, math.ceil(max(float(ahead.max()), carried / max(age_budget_minutes, 1.0))
+                                  / throughput_per_instance - 1e-9))
+    for count in range(current, most):
+        if carries(count, ahead, throughput_per_instance, age_budget_minutes, carried):
+            return count
+    return most
 
 
 def holds_off_scale_in(proposed: int, expected: Sequence[float] | np.ndarray, dwell_minutes: int,
-                       provisioning_minutes: int, throughput_per_instance: float, trusted: bool) -> bool:
-    """Whether a scale-in to ``proposed`` must wait: a rise it could not serve is expected within the
-    dwell it would start plus the provisioning delay (the earliest a new scale-out could serve).
-    A hold only: it never asks for a scale-in; untrusted, never."""
-    if not trusted or throughput_per_instance <= 0:
+                       provisioning_minutes: int, throughput_per_instance: float, trusted: bool,
+                       age_budget_minutes: float = 0.0, backlog: float = 0.0) -> bool:
+    """Whether a scale-in to ``proposed`` must wait: within the dwell it would start plus the
+    provisioning delay (the earliest a new scale-out could serve), ``proposed`` would not carry
+    the expected arrivals within ``age_budget_minutes``. A hold only: it never asks for a
+    scale-in; untrusted, never."""
+    values = _usable(expected)
+    if not trusted or throughput_per_instance <= 0 or values is None:
         return False
-    ahead = np.asarray(expected, dtype=float)[:dwell_minutes + provisioning_minutes]
-    return bool(len(ahead)) and bool(np.isfinite(ahead).all()) and float(ahead.max()) > proposed * throughput_per_instance
+    ahead = values[:dwell_minutes + provisioning_minutes]
+    return bool(len(ahead)) and not carries(proposed, ahead, throughput_per_instance, age_budget_minutes, backlog)
 
 
 MODES = ("off", "shadow", "on")
@@ -373,7 +405,8 @@ class LookAhead:
 
 
 def look_ahead(decided: int, current: int, expected: Sequence[float] | np.ndarray, trusted: bool, mode: str,
-               provisioning_minutes: int, dwell_minutes: int, throughput_per_instance: float) -> LookAhead:
+               provisioning_minutes: int, dwell_minutes: int, throughput_per_instance: float,
+               age_budget_minutes: float = 0.0, backlog: float = 0.0) -> LookAhead:
     """Apply the look-ahead to the count the observed load ``decided``: raise it to the floor before
     a predicted rise, or keep ``current`` when a scale-in is held. The result is never below
     ``decided`` (no scale-in comes from here) and, unless ``decided`` scales in, never below
@@ -382,9 +415,10 @@ def look_ahead(decided: int, current: int, expected: Sequence[float] | np.ndarra
     if mode not in MODES:
         raise ValueError(f"forecast mode {mode!r}: expected one of {', '.join(MODES)}")
     usable = trusted and mode != "off"
-    floor = floor_before_rise(decided, expected, provisioning_minutes, throughput_per_instance, usable)
+    floor = floor_before_rise(decided, expected, provisioning_minutes, throughput_per_instance, usable,
+                              age_budget_minutes=age_budget_minutes, backlog=backlog)
     held = decided < current and holds_off_scale_in(decided, expected, dwell_minutes, provisioning_minutes,
-                                                    throughput_per_instance, usable)
+                                                    throughput_per_instance, usable, age_budget_minutes, backlog)
     would_be = max(floor, current) if held else floor
     acted = mode == "on" and would_be != decided
     return LookAhead(count=would_be if mode == "on" else decided, would_be=would_be, raised_floor=floor > decided,

@@ -134,7 +134,8 @@ RATE = 1000.0  # events a minute per instance
         (4, [4000, 4000, 4000, 4000, 8000], True, 4),  # beyond the window: a later decision orders it
         (4, [4000, 4000, 8000.0, 0, 0], True, 8),  # exactly 8 instances' worth: 8, not 9
         (4, [4000, 4000, 8000.5, 0, 0], True, 9),  # beyond: one more
-        (4, [9000, 9000, 0, 0, 0], True, 4),  # within the delay: a count ordered now cannot serve it
+        (4, [4000, 4000, 0, 0, 0], True, 4),  # nothing beyond the current count's service: unchanged
+        (4, [9000, 9000, 0, 0, 0], True, 10),  # the backlog built within the delay (10,000) to clear at once
         (6, [0, 0, 1000, 1000, 0], True, 6),  # a fall ahead: never below the current count
         (4, [4000, 4000, 8000, 8000, 8000], False, 4),  # untrusted: unchanged
         (4, [4000, 4000, math.nan, 8000, 8000], True, 4),  # no number, no floor
@@ -142,6 +143,27 @@ RATE = 1000.0  # events a minute per instance
 )
 def test_floor_before_rise(current: int, expected: list[float], trusted: bool, floor: int) -> None:
     assert fc.floor_before_rise(current, expected, 2, RATE, trusted) == floor
+
+
+@pytest.mark.parametrize(
+    ("expected", "window", "budget", "floor"),
+    [
+        ([4000, 4000, 8000, 4000, 4000], 2, 0.0, 8),  # no budget: the busiest minute served as it comes
+        ([4000, 4000, 8000, 4000, 4000], 2, 3.5, 4),  # a one-minute burst the backlog carries: no floor
+        ([4000, 4000, *[8000] * 10], 10, 3.5, 6),  # ten minutes at 8,000: 6 carry them within 3.5 minutes, 5 do not
+        ([4000, 4000, *[8000] * 10], 10, 0.0, 8),
+    ],
+)
+def test_floor_before_rise_sizes_for_what_the_backlog_cannot_carry(expected: list[float], window: int, budget: float,
+                                                                    floor: int) -> None:
+    assert fc.floor_before_rise(4, expected, 2, RATE, True, window_minutes=window, age_budget_minutes=budget) == floor
+
+
+@pytest.mark.parametrize(("budget", "held"), [(0.0, True), (3.5, False)])
+def test_a_burst_the_backlog_carries_holds_no_scale_in(budget: float, held: bool) -> None:
+    expected = np.full(40, 2000.0)
+    expected[10] = 6000.0  # one minute at twice what 3 instances serve
+    assert fc.holds_off_scale_in(3, expected, 20, 2, RATE, True, age_budget_minutes=budget) is held
 
 
 @pytest.mark.parametrize(
@@ -165,26 +187,27 @@ def random_cases(count: int = 2000):
     for _ in range(count):
         current, decided = int(rng.integers(1, 30)), int(rng.integers(1, 30))
         expected = rng.uniform(0, 40_000, size=int(rng.integers(0, 40))) * rng.choice((0.0, 0.1, 1.0))
-        yield decided, current, expected, bool(rng.integers(0, 2)), int(rng.integers(0, 5)), int(rng.integers(0, 30))
+        budget, backlog = float(rng.choice((0.0, 3.5))), float(rng.choice((0.0, rng.uniform(0, 50_000))))
+        yield decided, current, expected, bool(rng.integers(0, 2)), int(rng.integers(0, 5)), int(rng.integers(0, 30)), budget, backlog
 
 
 def test_the_look_ahead_never_scales_in_by_itself() -> None:
     """Whatever it expects: the floor is never below the current count, the hold is a boolean, and
     the count after the look-ahead is never below the observed load's, nor below the current count
     unless the observed load scaled in."""
-    for decided, current, expected, trusted, delay, dwell in random_cases():
-        assert fc.floor_before_rise(current, expected, delay, RATE, trusted) >= current
-        assert isinstance(fc.holds_off_scale_in(decided, expected, dwell, delay, RATE, trusted), bool)
-        outcome = fc.look_ahead(decided, current, expected, trusted, "on", delay, dwell, RATE)
+    for decided, current, expected, trusted, delay, dwell, budget, backlog in random_cases():
+        assert fc.floor_before_rise(current, expected, delay, RATE, trusted, age_budget_minutes=budget, backlog=backlog) >= current
+        assert isinstance(fc.holds_off_scale_in(decided, expected, dwell, delay, RATE, trusted, budget, backlog), bool)
+        outcome = fc.look_ahead(decided, current, expected, trusted, "on", delay, dwell, RATE, budget, backlog)
         assert outcome.count >= decided
         assert outcome.count >= current or decided < current
         assert outcome.count <= max(decided, current) or outcome.raised_floor
 
 
 def test_shadow_mode_changes_no_decision_and_says_what_on_would_do() -> None:
-    for decided, current, expected, trusted, delay, dwell in random_cases():
-        shadow = fc.look_ahead(decided, current, expected, trusted, "shadow", delay, dwell, RATE)
-        acting = fc.look_ahead(decided, current, expected, trusted, "on", delay, dwell, RATE)
+    for decided, current, expected, trusted, delay, dwell, budget, backlog in random_cases():
+        shadow = fc.look_ahead(decided, current, expected, trusted, "shadow", delay, dwell, RATE, budget, backlog)
+        acting = fc.look_ahead(decided, current, expected, trusted, "on", delay, dwell, RATE, budget, backlog)
         assert shadow.count == decided and not shadow.acted
         assert shadow.would_be == acting.count
         assert (shadow.raised_floor, shadow.held_scale_in) == (acting.raised_floor, acting.held_scale_in)
