@@ -12,6 +12,10 @@ expected load into what a decision may do with it, and nothing else:
   dwell (plus the provisioning delay) that the scale-in would start. A boolean: it can stop a
   scale-in, never ask for one.
 
+Both size for what the backlog cannot carry (``carries``: the fluid backlog within an age budget):
+sized for the busiest expected minute, a floor raised for every short jump the backlog would have
+absorbed cost more than no look-ahead at all (docs/forecast.md, "What it bought").
+
 So the look-ahead can raise the floor and hold a scale-in, and it cannot scale in: the observed
 load decides every scale-in. An untrusted forecast changes nothing, and ``look_ahead`` in
 ``shadow`` mode returns what it would have done beside the decision it leaves unchanged.
