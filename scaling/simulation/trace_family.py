@@ -31,6 +31,18 @@ Every member is 14 days at one-minute resolution (``FAMILY_MINUTES``), the produ
 Then the whole trace is scaled as the benchmark scales a public trace (``world.scale_trace``):
 its busiest minute needs ``PEAK_INSTANCES`` (24) instances of 1,000 events a minute.
 
+An opt-in set (``BURST_SHAPES``, issue 52), outside ``SHAPES`` so that the gated family and its
+baseline stay as they are, asked for by name (``burst_family_names``):
+
+  - ``microbursts``: bursts of 1-3 minutes (shorter than the SLO) every few minutes, their height
+    scaled so that the trace's ``burstiness`` (mean absolute minute-to-minute change over the
+    mean) is the level in the name, 35% to 120% (``BURST_NOISE_LEVELS``);
+  - ``onoff``: the load switching at once between 5-20% and the full level, on for minutes, off
+    for tens of minutes;
+  - ``clock``: a jump to 3-6x at the same minute of every period (``CLOCK_PERIODS``: 10 minutes,
+    30, an hour, 4 hours, a day, by seed), decaying with a time constant of 5-15% of the period
+    (a minute to an hour).
+
 A member's name says its shape, seed and noise level: ``flash-seed3-noise10``. The draws come
 from a generator seeded by the shape's name and the seed only, so a member is the same on every
 machine and in every run, and adding a shape does not change the others.
@@ -59,6 +71,11 @@ NOISE_LEVELS = (0.02, 0.05, 0.10, 0.20, 0.35)
 #: The prefix that tells the benchmark a trace is a family member, not a file.
 FAMILY_PREFIX = "family/"
 _NAME = re.compile(r"^(?P<shape>[a-z]+)-seed(?P<seed>\d+)-noise(?P<noise>\d+)$")
+#: The opt-in set's short bursts (issue 52): the minute-to-minute change (``burstiness``, the mean
+#: absolute change over the mean) of seeds 1..5, from 35% to beyond 100%.
+BURST_NOISE_LEVELS = (0.35, 0.50, 0.70, 0.90, 1.20)
+#: The opt-in ``clock`` shape's period per seed: ten minutes to a day.
+CLOCK_PERIODS = (10, 30, 60, 240, 1440)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,28 +110,38 @@ class Member:
 
 
 def member_name(shape: str, seed: int, noise_level: float | None = None) -> str:
-    """``shape-seedN-noiseNN``; the noise level defaults to the seed's (``NOISE_LEVELS``)."""
-    level = noise_for_seed(seed) if noise_level is None else noise_level
+    """``shape-seedN-noiseNN``; the noise level defaults to the seed's (``NOISE_LEVELS``, or
+    ``BURST_NOISE_LEVELS`` for ``microbursts``)."""
+    level = noise_for_seed(seed, shape) if noise_level is None else noise_level
     return f"{shape}-seed{seed}-noise{round(level * 100):02d}"
 
 
-def noise_for_seed(seed: int) -> float:
-    """The noise level of a seed: seeds 1..5 take ``NOISE_LEVELS`` in order, later ones cycle."""
-    return NOISE_LEVELS[(seed - 1) % len(NOISE_LEVELS)]
+def noise_for_seed(seed: int, shape: str = "") -> float:
+    """The noise level of a seed: seeds 1..5 take ``NOISE_LEVELS`` in order (``BURST_NOISE_LEVELS``
+    for ``microbursts``), later ones cycle."""
+    levels = BURST_NOISE_LEVELS if shape == "microbursts" else NOISE_LEVELS
+    return levels[(seed - 1) % len(levels)]
 
 
 def parse_name(name: str) -> tuple[str, int, float]:
     """(shape, seed, noise level) of a member's name; a ``ValueError`` naming what is wrong."""
     match = _NAME.match(name.removeprefix(FAMILY_PREFIX))
-    if not match or match["shape"] not in SHAPES:
+    if not match or match["shape"] not in ALL_SHAPES:
         raise ValueError(f"{name!r} is not a family member: expected SHAPE-seedN-noiseNN with SHAPE one of "
-                         f"{', '.join(SHAPES)}")
+                         f"{', '.join(ALL_SHAPES)}")
     return match["shape"], int(match["seed"]), int(match["noise"]) / 100
 
 
 def family_names(shapes: tuple[str, ...] | None = None, seeds: tuple[int, ...] = SEEDS) -> list[str]:
-    """Every member's name: each shape at each seed (with the seed's noise level)."""
+    """Every member's name: each shape at each seed (with the seed's noise level). Without
+    ``shapes``, the gated family's (``SHAPES``) only: the opt-in set is asked for by name."""
     return [member_name(shape, seed) for shape in (shapes or tuple(SHAPES)) for seed in seeds]
+
+
+def burst_family_names(seeds: tuple[int, ...] = SEEDS) -> list[str]:
+    """The opt-in set of issue 52 (``BURST_SHAPES``): bursts shorter than the SLO, on/off bursts,
+    load that jumps on a clock."""
+    return family_names(tuple(BURST_SHAPES), seeds)
 
 
 def is_member(trace: str) -> bool:
@@ -125,12 +152,15 @@ def is_member(trace: str) -> bool:
 def generate(name: str, minutes: int = FAMILY_MINUTES) -> Member:
     """The member ``name`` (with or without the ``family/`` prefix): deterministic per name."""
     shape, seed, noise_level = parse_name(name)
-    if not 0 <= noise_level < 1:
-        raise ValueError(f"{name!r}: noise level must be below 100%")
+    if not 0 <= noise_level < (2 if shape == "microbursts" else 1):
+        raise ValueError(f"{name!r}: noise level must be below {'200' if shape == 'microbursts' else '100'}%")
     rng = np.random.default_rng([zlib.crc32(shape.encode()), seed])
     base = seasonality(minutes, rng)
-    multiplier, events, parameters = SHAPES[shape](minutes, rng)
-    noise = minute_noise(minutes, noise_level, rng)
+    if shape in BURST_SHAPES:
+        multiplier, noise, events, parameters = BURST_SHAPES[shape](minutes, rng, base, noise_level, seed)
+    else:
+        multiplier, events, parameters = SHAPES[shape](minutes, rng)
+        noise = minute_noise(minutes, noise_level, rng)
     raw = base * multiplier * noise
     scale = PEAK_INSTANCES * EVENTS_PER_INSTANCE / raw.max()
     return Member(name=name.removeprefix(FAMILY_PREFIX), shape=shape, seed=seed, noise_level=noise_level,
@@ -275,3 +305,108 @@ def _spikes(minutes: int, rng: np.random.Generator):
 #: Every shape, by name: ``(minutes, rng) -> (multiplier, events, parameters)``.
 SHAPES: dict[str, Shape] = {"diurnal": _diurnal, "bursts": _bursts, "flash": _flash, "growth": _growth,
                             "steps": _steps, "spikes": _spikes}
+
+
+# --- the opt-in set of issue 52: bursts and repeats -----------------------------------------------
+#
+# Not in ``SHAPES``: the gated family (and so the gate's baseline) is unchanged; these members are
+# asked for by name (``burst_family_names``, ``family/microbursts-seed1-noise35``).
+
+#: The minute noise under the opt-in shapes' bursts (``microbursts``: the floor under the level
+#: the name asks for).
+BURST_FLOOR_NOISE = 0.05
+
+
+def burstiness(counts: np.ndarray) -> float:
+    """The mean absolute minute-to-minute change over the mean (``robust.traffic_shape``'s
+    burstiness, the issue's "per-minute noise"): bursts count, unlike ``measured_noise``."""
+    counts = np.asarray(counts, dtype=float)
+    mean = float(counts.mean()) if len(counts) else 0.0
+    return float(np.abs(np.diff(counts)).mean() / mean) if mean > 0 and len(counts) > 1 else 0.0
+
+
+def _microbursts(minutes: int, rng: np.random.Generator, base: np.ndarray, level: float, seed: int):
+    """Bursts of 1-3 minutes (shorter than a 5-minute SLO) every 3-10 minutes on average, their
+    heights lognormal; every height is then scaled by one factor, found by bisection, so that the
+    trace's ``burstiness`` is the level in its name (35% to beyond 100%). A change of more than 2
+    / (mean burst length) per minute needs more bursts than that, of one minute mostly: above 50%
+    the gaps shorten and one-minute bursts grow commoner with the level (else the busiest minute
+    would be many times the mean and the mean under one instance)."""
+    beyond = max(0.0, level - 0.5)
+    gap_mean = rng.uniform(3, 10) / (1 + 4 * beyond)
+    single = min(0.85, 0.5 + 0.5 * beyond)
+    starts, minute = [], int(rng.integers(0, 5))
+    while minute < minutes:
+        starts.append(minute)
+        minute += 1 + int(rng.geometric(min(1.0, 1 / gap_mean)))
+    lengths = rng.choice((1, 2, 3), size=len(starts), p=(single, (1 - single) * 0.6, (1 - single) * 0.4))
+    heights = rng.lognormal(0.0, 0.3, size=len(starts))
+    pattern = np.zeros(minutes)
+    for start, length, height in zip(starts, lengths, heights, strict=True):
+        pattern[start:start + length] = np.maximum(pattern[start:start + length], height)
+    noise = minute_noise(minutes, BURST_FLOOR_NOISE, rng)
+    low, high = 0.0, 1000.0
+    if burstiness(base * (1 + high * pattern) * noise) < level:
+        raise ValueError(f"microbursts-seed{seed}: no burst height reaches burstiness {level:.2f}")
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if burstiness(base * (1 + middle * pattern) * noise) < level else (low, middle)
+    factor = (low + high) / 2
+    events = [Event("burst", int(start), int(length), float(1 + factor * height))
+              for start, length, height in zip(starts, lengths, heights, strict=True)]
+    return 1 + factor * pattern, noise, events, [("gap_mean_minutes", gap_mean), ("height_factor", factor)]
+
+
+def _onoff(minutes: int, rng: np.random.Generator, base: np.ndarray, level: float, seed: int):
+    """On/off bursts: the load switches at once between an off level (5-20% of the base) and the
+    base, on for 3-20 minutes and off for 5-60 on average (geometric lengths). The means are drawn
+    log-uniformly within the seed's fifth of each range (the on and off fifths in different
+    orders), so that five seeds span both ranges."""
+    band = (seed - 1) % 5
+    on_mean = _in_band(rng, 3, 20, band)
+    off_mean = _in_band(rng, 5, 60, (2 * band + 1) % 5)
+    off_level = rng.uniform(0.05, 0.2)
+    multiplier = np.full(minutes, off_level)
+    events = []
+    minute, on = int(rng.integers(0, 30)), True
+    while minute < minutes:
+        length = int(rng.geometric(1 / (on_mean if on else off_mean)))
+        if on:
+            multiplier[minute:minute + length] = 1.0
+            events.append(Event("on", minute, min(length, minutes - minute), 1 / off_level))
+        minute += length
+        on = not on
+    return (multiplier, minute_noise(minutes, level, rng), events,
+            [("on_mean_minutes", on_mean), ("off_mean_minutes", off_mean), ("off_level", off_level)])
+
+
+def _in_band(rng: np.random.Generator, low: float, high: float, band: int, bands: int = 5) -> float:
+    """A log-uniform draw within the ``band``-th of ``bands`` equal log-slices of ``[low, high]``."""
+    width = (math.log(high) - math.log(low)) / bands
+    return float(math.exp(math.log(low) + width * (band + rng.uniform(0, 1))))
+
+
+def _clock(minutes: int, rng: np.random.Generator, base: np.ndarray, level: float, seed: int):
+    """Load that jumps on a clock (batch jobs, cron): at the same minute of every period
+    (``CLOCK_PERIODS``: 10 minutes to a day, by seed) it jumps to 3-6x and decays exponentially with
+    a time constant of 5-15% of the period (at least a minute, at most an hour)."""
+    period = CLOCK_PERIODS[(seed - 1) % len(CLOCK_PERIODS)]
+    offset, factor = int(rng.integers(0, period)), rng.uniform(3, 6)
+    decay = float(np.clip(rng.uniform(0.05, 0.15) * period, 1.0, 60.0))
+    since = (np.arange(minutes) - offset) % period
+    multiplier = 1 + (factor - 1) * np.exp(-since / decay)
+    multiplier[:offset] = 1.0  # nothing before the first jump
+    events = [Event("jump", start, period, factor, decay) for start in range(offset, minutes, period)]
+    return (multiplier, minute_noise(minutes, level, rng), events,
+            [("period_minutes", float(period)), ("offset_minutes", float(offset)), ("jump_factor", factor),
+             ("decay_minutes", decay)])
+
+
+BurstShape = Callable[[int, np.random.Generator, np.ndarray, float, int],
+                      tuple[np.ndarray, np.ndarray, list[Event], list[tuple[str, float]]]]
+
+#: The opt-in shapes: ``(minutes, rng, base, noise level, seed) -> (multiplier, noise, events,
+#: parameters)`` (a shape may make its own noise: ``microbursts`` is measured on its bursts).
+BURST_SHAPES: dict[str, BurstShape] = {"microbursts": _microbursts, "onoff": _onoff, "clock": _clock}
+#: Every shape a name may ask for.
+ALL_SHAPES: tuple[str, ...] = (*SHAPES, *BURST_SHAPES)

@@ -176,3 +176,91 @@ def test_spikes_stand_out_of_the_trace_by_their_height(member: tf.Member) -> Non
         around = np.median(seen[max(spike.start - 60, 0):spike.start])
         top = seen[spike.start:spike.start + spike.length].max()
         assert top / around > spike.factor * (1 - 3 * member.noise_level)
+
+
+# --- the opt-in set of issue 52: bursts and repeats -------------------------------------------------
+
+#: sha256 over every gated member's name and arrivals, as on main before the opt-in set: the gate's
+#: baseline was measured on exactly these.
+GATED_DIGEST = "49d31e18822e218a6edf317941e584e7d6fabca3b9f61d52b062db7a8e465dcd"
+BURST_NAMES = tf.burst_family_names()
+
+
+def test_the_gated_family_is_unchanged_by_the_opt_in_set() -> None:
+    import hashlib
+
+    from scaling.simulation import family
+
+    digest = hashlib.sha256()
+    for name in NAMES:
+        digest.update(name.encode())
+        digest.update(tf.arrivals(name).tobytes())
+    assert digest.hexdigest() == GATED_DIGEST
+    assert set(tf.BURST_SHAPES).isdisjoint(tf.SHAPES) and set(tf.BURST_SHAPES).isdisjoint(family.SHAPES)
+    assert not set(BURST_NAMES) & set(NAMES) and len(NAMES) == 30
+
+
+def test_the_opt_in_set_is_three_shapes_at_five_seeds_of_fourteen_days() -> None:
+    assert len(BURST_NAMES) == len(set(BURST_NAMES)) == 15
+    for name in BURST_NAMES:
+        member = tf.generate(name)
+        assert len(member.arrivals) == 14 * 1440
+        assert member.arrivals.max() == pytest.approx(24 * 1000.0)
+        assert (member.arrivals > 0).all()
+        assert tf.parse_name(name)[0] in tf.BURST_SHAPES
+        np.testing.assert_array_equal(tf.generate("family/" + name).arrivals, member.arrivals)
+
+
+@pytest.mark.parametrize("seed", tf.SEEDS)
+def test_microbursts_are_shorter_than_the_slo_at_the_noise_in_their_name(seed: int) -> None:
+    member = tf.generate(tf.member_name("microbursts", seed))
+    assert traffic_shape(member.arrivals).burstiness == pytest.approx(member.noise_level, rel=0.01)
+    assert member.noise_level == tf.BURST_NOISE_LEVELS[seed - 1]
+    assert max(event.length for event in member.events) <= 3  # the SLO is 5 minutes
+    assert min(event.factor for event in member.events) > 1
+    # Bursts every few minutes, not rare: at least one minute in ten is in a burst.
+    assert (member.multiplier > 1).mean() > 0.1
+
+
+def test_microburst_noise_spans_35_percent_to_beyond_100() -> None:
+    levels = sorted(tf.parse_name(name)[2] for name in BURST_NAMES if name.startswith("microbursts-"))
+    assert levels[0] == 0.35 and levels[-1] > 1.0 and len(levels) == 5
+
+
+@pytest.mark.parametrize("seed", tf.SEEDS)
+def test_onoff_switches_between_two_levels_in_bursts_of_minutes(seed: int) -> None:
+    member = tf.generate(tf.member_name("onoff", seed))
+    values = np.unique(member.multiplier)
+    assert len(values) == 2 and values[1] == 1.0 and 0.05 <= values[0] <= 0.2
+    lengths = [event.length for event in member.events if event.start + event.length < len(member.arrivals)]
+    assert 3 <= np.mean(lengths) <= 25
+    assert 0.05 < (member.multiplier == 1.0).mean() < 0.8
+    # Under the switching, the minute noise of the name; with it, far more change than that.
+    assert tf.measured_noise(member.arrivals / member.multiplier) == pytest.approx(member.noise_level, rel=0.06)
+    assert traffic_shape(member.arrivals).burstiness > member.noise_level + 0.05
+
+
+def test_onoff_seeds_span_the_on_and_off_ranges() -> None:
+    parameters = [dict(tf.generate(tf.member_name("onoff", seed)).parameters) for seed in tf.SEEDS]
+    on, off = sorted(p["on_mean_minutes"] for p in parameters), sorted(p["off_mean_minutes"] for p in parameters)
+    assert on[0] < 5 and on[-1] > 12 and off[0] < 10 and off[-1] > 35
+
+
+@pytest.mark.parametrize("seed", tf.SEEDS)
+def test_clock_jumps_at_the_same_minute_of_every_period_from_ten_minutes_to_a_day(seed: int) -> None:
+    from scaling.domain.forecast import find_periods
+
+    member = tf.generate(tf.member_name("clock", seed))
+    parameters = dict(member.parameters)
+    period, offset = int(parameters["period_minutes"]), int(parameters["offset_minutes"])
+    assert period == (10, 30, 60, 240, 1440)[seed - 1]
+    assert 3 <= parameters["jump_factor"] <= 6
+    assert [event.start for event in member.events] == list(range(offset, len(member.arrivals), period))
+    # On the trace: the phase of the jump is the busiest, over the seasonality, in every period's fold.
+    level = member.arrivals / member.base
+    cycles = (len(level) - offset) // period
+    folded = level[offset:offset + cycles * period].reshape(cycles, period)
+    means = folded.mean(axis=0)
+    assert int(np.argmax(means)) < max(1.0, parameters["decay_minutes"] / 10)  # noise may move it within the decay
+    assert means[0] > 2 * np.median(means)
+    assert period in {found.minutes for found in find_periods(member.arrivals)}
