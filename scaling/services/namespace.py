@@ -276,11 +276,7 @@ class NamespaceEvaluateService:
                 records.append(DecisionRecord.from_decision(decision, sample.sample_id, None))
                 next_stored = replace(next_stored, pause=replace(pause, logged_would=would))
             if reconciliation.kind in (REISSUE, EXTERNAL_CHANGE) and desired is not None:
-                action, record = self._reconciled(target, reconciliation, sample.sample_id, now)
-                records.append(record)
-                if action is not None:
-                    next_stored = replace(next_stored.with_outbox(sample.sample_id, action),
-                                          latest_decision_id=action.decision_id, latest_decided_at=now)
+                next_stored, action = self._send_reconciled(target, reconciliation, sample.sample_id, now, next_stored, records)
         elif decision.acts and decision_id != stored.latest_decision_id and not asked:
             action = ActionMessage(decision_id=decision_id, target=target.name, plan_resource_id=target.resource_id,
                                    target_capacity=decision.target_capacity or 0, direction=decision.direction,
@@ -296,13 +292,18 @@ class NamespaceEvaluateService:
             if decision.reason_code != old.last_reason_code:
                 records.append(DecisionRecord.from_decision(decision, sample.sample_id, None))
             if reconciliation.kind in (REISSUE, EXTERNAL_CHANGE) and desired is not None:
-                action, record = self._reconciled(target, reconciliation, sample.sample_id, now)
-                records.append(record)
-                if action is not None:
-                    next_stored = replace(next_stored.with_outbox(sample.sample_id, action),
-                                          latest_decision_id=action.decision_id, latest_decided_at=now)
+                next_stored, action = self._send_reconciled(target, reconciliation, sample.sample_id, now, next_stored, records)
         next_stored = replace(next_stored, state=state, desired=desired, updated_at=now)
         return next_stored, records, decision, action
+
+    def _send_reconciled(self, target, reconciliation, sample_id, now, next_stored, records):
+        """A re-issue or an external change's answer, logged and put in the outbox (paused or not)."""
+        action, record = self._reconciled(target, reconciliation, sample_id, now)
+        records.append(record)
+        if action is not None:
+            next_stored = replace(next_stored.with_outbox(sample_id, action), latest_decision_id=action.decision_id,
+                                  latest_decided_at=now)
+        return next_stored, action
 
     def _pin(self, target: EventHubsNamespaceTarget, pause: Pause, sample: NamespaceSample, now: datetime,
              capacity: int | None) -> tuple[ActionMessage, DecisionRecord]:
