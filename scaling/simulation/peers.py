@@ -90,32 +90,42 @@ class KedaHpa:
         return self.hpa.desired(total, observation.capacity, observation.minute)
 
 
-class FunctionsTargetBased:
-    """Functions target-based scaling: ceil(unprocessed / target), rounded to spread partitions."""
+class ScaleController:
+    """The Functions scale controller's votes within one minute: toward ``desired`` at most
+    ``max_step`` more instances a vote, a scale-in only ``scale_in_quiet_minutes`` after the last
+    scale-out. Both Functions peers (Event Hubs and Service Bus) vote through it."""
 
-    def __init__(self, target_per_instance: float, partitions: int, *, votes_per_minute: int = 6,
-                 max_step: int = 4, scale_in_quiet_minutes: float = 3.0) -> None:
-        self.target = target_per_instance
-        self.partitions = partitions
-        self.counts = balanced_counts(partitions)
+    def __init__(self, *, votes_per_minute: int = 6, max_step: int = 4, scale_in_quiet_minutes: float = 3.0) -> None:
         self.votes = votes_per_minute
         self.max_step = max_step
         self.quiet = scale_in_quiet_minutes
         self.last_scale_out = -math.inf
 
-    def decide(self, observation: Observation) -> int | None:
-        total = float(observed_backlog(observation).sum())
-        desired = max(math.ceil(total / self.target), 1)
-        desired = next((count for count in self.counts if count >= desired), self.partitions)
-        current = observation.capacity
+    def vote(self, desired: int, current: int, minute: float) -> int:
         for vote in range(self.votes):
-            moment = observation.minute + vote / self.votes
+            moment = minute + vote / self.votes
             if desired > current:
                 current = min(desired, current + self.max_step)
                 self.last_scale_out = moment
             elif desired < current and moment - self.last_scale_out >= self.quiet:
                 current = desired
         return current
+
+
+class FunctionsTargetBased:
+    """Functions target-based scaling: ceil(unprocessed / target), rounded to spread partitions."""
+
+    def __init__(self, target_per_instance: float, partitions: int, **controller) -> None:
+        self.target = target_per_instance
+        self.partitions = partitions
+        self.counts = balanced_counts(partitions)
+        self.controller = ScaleController(**controller)
+
+    def decide(self, observation: Observation) -> int | None:
+        total = float(observed_backlog(observation).sum())
+        desired = max(math.ceil(total / self.target), 1)
+        desired = next((count for count in self.counts if count >= desired), self.partitions)
+        return self.controller.vote(desired, observation.capacity, observation.minute)
 
 
 class AzureMonitorStyle:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scaling.simulation.peers import HorizontalPodAutoscaler
+from scaling.simulation.peers import HorizontalPodAutoscaler, ScaleController
 from scaling.simulation.queue_world import (
     QueueEngineAutoscaler,
     QueueObservation,
@@ -81,26 +81,14 @@ class QueueFunctions:
     """Functions target-based scaling for Service Bus: ceil(active messages / target), at most 4
     more per vote, no scale-in within 180 s of a scale-out."""
 
-    def __init__(self, target_per_instance: float, maximum: int = MAX_INSTANCES, *, votes_per_minute: int = 6,
-                 max_step: int = 4, scale_in_quiet_minutes: float = 3.0) -> None:
+    def __init__(self, target_per_instance: float, maximum: int = MAX_INSTANCES, **controller) -> None:
         self.target = target_per_instance
         self.maximum = maximum
-        self.votes = votes_per_minute
-        self.max_step = max_step
-        self.quiet = scale_in_quiet_minutes
-        self.last_scale_out = -math.inf
+        self.controller = ScaleController(**controller)
 
     def decide(self, observation: QueueObservation) -> int | None:
         desired = min(max(math.ceil(observation.active_messages / self.target), 1), self.maximum)
-        current = observation.capacity
-        for vote in range(self.votes):
-            moment = observation.minute + vote / self.votes
-            if desired > current:
-                current = min(desired, current + self.max_step)
-                self.last_scale_out = moment
-            elif desired < current and moment - self.last_scale_out >= self.quiet:
-                current = desired
-        return current
+        return self.controller.vote(desired, observation.capacity, observation.minute)
 
 
 class QueueAzureMonitor:
