@@ -22,8 +22,6 @@ from typing import Any
 
 from scaling.domain.conflict import MAX_CHANGES_KEPT, ExternalChange, ExternalWriterHold
 from scaling.domain.decisions import HOLD, Decision, ScalerState
-from scaling.domain.decisions import LEARNED_FIELDS as LEARNED_FIELDS  # re-exported: the engine's learning
-from scaling.domain.decisions import restore_learning as restore_learning
 from scaling.domain.names import safe_text, target_name_problem
 from scaling.domain.pause import Pause
 from scaling.domain.reconcile import MAX_EARLIER_CAPACITIES, DesiredCapacity

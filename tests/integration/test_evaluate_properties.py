@@ -28,14 +28,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scaling.domain.decisions import Decision, ScalerState
+from scaling.domain.decisions import Decision, ScalerState, restore_learning
 from scaling.domain.engine import evaluate
 from scaling.plans.memory import InMemoryPlans
 from scaling.services.evaluate import EvaluateService
 from scaling.services.scale import ScaleService
 from scaling.storage.base import TableNames
 from scaling.storage.memory import MemoryStorage
-from scaling.storage.records import APPLIED, STALE, UNCHANGED, StoredState, parse_action, restore_learning
+from scaling.storage.records import APPLIED, STALE, UNCHANGED, StoredState, parse_action
 from scaling.storage.synthetic import policy_of, queue_sample, rules_target
 from scaling.storage.tables import TableStorage
 

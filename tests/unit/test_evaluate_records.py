@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scaling.domain.decisions import ScalerState
+from scaling.domain.decisions import ScalerState, restore_learning
 from scaling.domain.reconcile import DesiredCapacity
 from scaling.storage.base import (
     MAX_PROPERTY_CHARS,
@@ -24,7 +24,6 @@ from scaling.storage.records import (
     StoredState,
     decision_row_key,
     parse_action,
-    restore_learning,
     state_from_dict,
     state_to_dict,
     stored_state_from_document,
