@@ -13,11 +13,11 @@ import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("scaling.commands.simulate", "replay one trace through the simulated hub and plan with one policy"),
-    "benchmark": ("scaling.simulation.benchmark", "compare every algorithm on traces in the standard scenario"),
-    "queue-benchmark": ("scaling.simulation.queue_bench", "the SLO mode on one Service Bus queue against KEDA, Functions, "
+    "benchmark": ("scaling.benchmarks.benchmark", "compare every algorithm on traces in the standard scenario"),
+    "queue-benchmark": ("scaling.simulation.queue.bench", "the SLO mode on one Service Bus queue against KEDA, Functions, "
                         "Azure Monitor, the seed rule and the clairvoyant, Azure Monitor 1-3 minutes late"),
-    "stress": ("scaling.simulation.stress_bench", "the default policy under skew, both load balancers and realistic seeds, beside the clairvoyant"),
-    "optimum": ("scaling.simulation.optimum_bench", "bracket the offline optimum on traces and compare the default policy with it"),
+    "stress": ("scaling.benchmarks.stress", "the default policy under skew, both load balancers and realistic seeds, beside the clairvoyant"),
+    "optimum": ("scaling.benchmarks.optimum_bench", "bracket the offline optimum on traces and compare the default policy with it"),
     "validate-policy": ("scaling.domain.cli", "check a policy file and say what is wrong, naming the field"),
     "policy-schema": ("scaling.domain.cli:schema", "print the policy file's JSON Schema (policy.schema.json)"),
     "bench-collect": ("scaling.commands.bench_collect", "time concurrent vs serial collection (stand-in hubs, Azurite checkpoints)"),
@@ -29,8 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench-storage": ("scaling.commands.bench_storage", "storage round trips per sample and samples per second on Azurite"),
     "export-history": ("scaling.tuning.export", "export the history table to Parquet"),
     "tune": ("scaling.tuning.cli", "run the Spark tuning job over exported history"),
-    "bench-tune": ("scaling.tuning.bench", "candidate-policy-minutes per second on local[1] vs local[2] (--against REF: beside a git ref)"),
-    "bench-engine": ("scaling.simulation.engine_bench", "the engine in the loop: simulated minutes per CPU-second (--against REF: beside a git ref)"),
+    "bench-tune": ("scaling.benchmarks.tuning_speed", "candidate-policy-minutes per second on local[1] vs local[2] (--against REF: beside a git ref)"),
+    "bench-engine": ("scaling.benchmarks.engine_speed", "the engine in the loop: simulated minutes per CPU-second (--against REF: beside a git ref)"),
     "demo": ("scaling.local.demo", "run the whole autoscaler locally on Azurite against a simulated hub (or queue) and plan"),
 }
 

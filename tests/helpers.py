@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from scaling.simulation.world import Scenario
+from scaling.simulation.world.loop import Scenario
 
 
 class Clock:
@@ -122,8 +122,8 @@ def assert_batch_gives_each_what_it_gets_alone(simulate_batch, arrivals, targets
 def assert_batch_matches_engine(simulate_batch, arrivals, targets, scenario, score_from: int, label) -> int:
     """Every target's batched run equals its engine-driven run (``label(target)`` names it in a
     failure); returns how many acted, so that a test can insist the trace exercised them."""
-    from scaling.simulation.peers import EngineAutoscaler
-    from scaling.simulation.world import simulate
+    from scaling.simulation.peers.looped import EngineAutoscaler
+    from scaling.simulation.world.loop import simulate
 
     batched = simulate_batch(arrivals, targets, scenario, score_from=score_from, knobs=[target.name for target in targets])
     acted = 0

@@ -8,8 +8,8 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from scaling.simulation.scenario_flags import add_scenario_arguments, scenario_from
-from scaling.simulation.traces import existing_trace
+from scaling.simulation.world.scenario_flags import add_scenario_arguments, scenario_from
+from scaling.simulation.world.traces import existing_trace
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +38,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def trace_start(text: str) -> tuple[int, datetime]:
     """``--start``: minutes to skip (a whole number, the old meaning) and the moment of minute 0."""
     from scaling.domain.samples import parse_time
-    from scaling.simulation.peers import EPOCH
+    from scaling.simulation.peers.looped import EPOCH
 
     if text.strip().lstrip("-").isdigit():
         minutes = int(text)
@@ -50,8 +50,8 @@ def trace_start(text: str) -> tuple[int, datetime]:
 
 def run(args: argparse.Namespace) -> int:
     from scaling.domain.policy import PolicyError, load_policy
-    from scaling.simulation.peers import EngineAutoscaler, simulated_target
-    from scaling.simulation.world import load_trace, per_minute, scale_trace, simulate
+    from scaling.simulation.peers.looped import EngineAutoscaler, simulated_target
+    from scaling.simulation.world.loop import load_trace, per_minute, scale_trace, simulate
 
     scenario = scenario_from(args)
     if args.policy:
@@ -121,14 +121,14 @@ def _run_queue(args: argparse.Namespace, scenario, arrivals, target, start: date
     """One queue: the SLO mode (the policy's target, or the default) beside the seed rule, in the
     queue world with every scenario knob a queue has; the outputs are the hub's (``--series``,
     ``--report``, ``--history-out``: the SLO mode's run)."""
-    from scaling.simulation.queue_world import (
+    from scaling.simulation.queue.world import (
         QUEUE_IGNORES,
         QueueEngineAutoscaler,
         compare_on_queue,
         queue_target,
         simulate_queue,
     )
-    from scaling.simulation.scenario_flags import FLAGS, scenario_overrides
+    from scaling.simulation.world.scenario_flags import FLAGS, scenario_overrides
 
     if args.max_instances < 1 or args.metrics_lag < 0:
         print("error: --max-instances must be at least 1 and --metrics-lag not negative", file=sys.stderr)

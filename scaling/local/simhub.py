@@ -1,7 +1,7 @@
 """A simulated Event Hub and its consumers for the local demo, over the benchmark's ``World``.
 
 No Event Hubs emulator runs here, so the hub is the same steppable world the benchmark and
-``python -m scaling simulate`` replay a trace through (scaling/simulation/world.py):
+``python -m scaling simulate`` replay a trace through (scaling/simulation/world/loop.py):
 
 - ``SimulatedHub`` is a ``PartitionSource`` (the collector's interface to a hub): partition ids
   ``"0".."P-1"`` and each partition's last enqueued sequence number from ``World.last_enqueued()``.
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from scaling.simulation.peers import EPOCH
-from scaling.simulation.world import Scenario, World, load_trace, scale_trace
+from scaling.simulation.peers.looped import EPOCH
+from scaling.simulation.world.loop import Scenario, World, load_trace, scale_trace
 from scaling.sources.eventhub import PartitionProperties
 
 NAMESPACE = "demo-hub.servicebus.windows.net"

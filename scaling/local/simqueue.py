@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from scaling.simulation.queue_world import QueueWorld
+from scaling.simulation.queue.world import QueueWorld
 from scaling.sources.servicebus import QueueRates
 
 QUEUE_NAME = "jobs"

@@ -31,8 +31,8 @@ def write_simulation_report(path: str | Path, arrivals: Any, target: Any, scenar
     """Replay ``arrivals`` with the engine (deterministic: the run ``simulate`` just scored) and
     write its page, every logged decision as ``evaluate`` would have recorded it. ``replay``
     runs another world (a queue's): it takes the decision callback and returns the run."""
-    from scaling.simulation.peers import EPOCH, EngineAutoscaler
-    from scaling.simulation.world import simulate
+    from scaling.simulation.peers.looped import EPOCH, EngineAutoscaler
+    from scaling.simulation.world.loop import simulate
     from scaling.storage.records import DecisionRecord, action_for
 
     records: list[DecisionRecord] = []
@@ -71,8 +71,8 @@ def read_minutes_csv(path: str | Path) -> SimpleNamespace:
 
 def write_demo_report(result: Any, options: Any) -> Path:
     """``out/report.html`` after a demo run: its decision table's rows over its minute-by-minute series."""
-    from scaling.simulation.peers import EPOCH
-    from scaling.simulation.world import Scenario
+    from scaling.simulation.peers.looped import EPOCH
+    from scaling.simulation.world.loop import Scenario
 
     scenario = Scenario()
     out = Path(options.out)

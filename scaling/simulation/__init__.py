@@ -1,6 +1,7 @@
-"""The offline simulated world: a partitioned hub, consumers on a plan and a trace, minute by
-minute (``world.py``, batched variants in ``batched*.py``); the peer algorithms
-(``peers.py``), the candidate policies (``candidates.py``) and the ``benchmark`` command.
+"""The offline simulated worlds and what runs in them, in layers: ``world`` (the Event Hubs
+world: scenario, physics, the loop, traces, judges) < ``peers`` (the autoscalers compared) <
+``drivers`` (many candidates at once) | ``queue`` (Service Bus) | ``namespace`` (throughput
+units). The front ends that compare and time them are ``scaling.benchmarks``.
 
-Its own stack over the domain: may import ``domain`` and numpy only. ``tuning``, ``local`` and
-``commands`` import it; the deployed app never does."""
+Its own stack over the domain: may import ``domain`` and numpy only. ``tuning``,
+``benchmarks``, ``local`` and ``commands`` import it; the deployed app never does."""

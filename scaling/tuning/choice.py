@@ -1,6 +1,6 @@
 """Step 3 of the tuning job: which simulated candidate to recommend for a target.
 
-The selection itself is ``scaling.simulation.robust`` (the benchmark's ``project-tuned`` uses
+The selection itself is ``scaling.tuning.robust`` (the benchmark's ``project-tuned`` uses
 the same one): out-of-time folds, the margin rule, stress replays of the shortlist, the regime
 check. This module is the job's side of it: which stress replays to run as Spark work after the
 first pass, round by round (``next_stress_round``, ``stress_works``), and the choice from the
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scaling.simulation.robust import MARGIN, Selection, regime_changes, select, shortlist, stress_replays, stress_round
+from scaling.tuning.robust import MARGIN, Selection, regime_changes, select, shortlist, stress_replays, stress_round
 from scaling.tuning.tasks import TargetWork
 
 

@@ -21,15 +21,15 @@ Steps (docs/tuning.md), one module each, this file running them in order:
    consecutive samples (``lag`` over ``collected_at``); per sample, the sums, the capacity and
    whether every partition was saturated; per target, the per-instance throughput from
    saturated minutes at steady capacity, and the per-minute arrival series (gaps spread evenly).
-2. (``planning.py``) Candidate policies (``scaling.simulation.candidates.all_candidates``) plus the current policy,
+2. (``planning.py``) Candidate policies (``scaling.simulation.drivers.candidates.all_candidates``) plus the current policy,
    each simulated by the executors on the whole reconstructed series (warm state) and scored on
-   out-of-time folds (``scaling.simulation.robust.blocked_folds``: a first training block of
+   out-of-time folds (``scaling.tuning.robust.blocked_folds``: a first training block of
    ``--train-fraction``, then ``--folds`` validation blocks in time order). Tasks are (target, candidate
    chunk) pairs in an RDD, so the work spreads over cores and over many targets: a target's
-   threshold-rule candidates run as one batched simulation (``scaling.simulation.batched``),
-   its SLO-mode candidates as another (``scaling.simulation.batched_slo``), both exactly the
+   threshold-rule candidates run as one batched simulation (``scaling.simulation.drivers.batched``),
+   its SLO-mode candidates as another (``scaling.simulation.drivers.batched_slo``), both exactly the
    engine's results; the few others through the engine in the loop.
-3. (``choice.py``, ``scaling.simulation.robust``) The shortlist (the current policy and the candidates that
+3. (``choice.py``, ``scaling.tuning.robust``) The shortlist (the current policy and the candidates that
    hold on every fold and cost no more) is replayed under the stress sets, again as executor tasks;
    the cheapest candidate that meets the SLO with margin on every fold and stress replay is
    recommended, else the current policy stays with the reason. The result is written as a policy
@@ -64,8 +64,8 @@ from scaling.tuning.transforms import read_history_df
 def run_job(spark: Any, options: TuneOptions) -> dict:
     """Run the whole job on ``spark``; returns the evidence document (also written next to OUT)."""
     from scaling.domain.policy import Policy, PolicyError, load_policy_text, policy_to_dict
-    from scaling.simulation.candidates import Candidate, all_candidates
-    from scaling.simulation.robust import blocked_folds
+    from scaling.simulation.drivers.candidates import Candidate, all_candidates
+    from scaling.tuning.robust import blocked_folds
     from scaling.tuning.tasks import CURRENT, TargetWork
 
     if options.grid not in GRIDS:

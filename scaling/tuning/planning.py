@@ -28,8 +28,8 @@ def default_target(name: str, partitions: int) -> Any:
     from dataclasses import replace
 
     from scaling.domain.policy import PlanSettings
-    from scaling.simulation.peers import SIMULATED_PLAN, simulated_target
-    from scaling.simulation.world import Scenario
+    from scaling.simulation.peers.looped import SIMULATED_PLAN, simulated_target
+    from scaling.simulation.world.loop import Scenario
 
     target = simulated_target(Scenario(partitions=max(partitions, 1)), name=name)
     return replace(target, plan=PlanSettings(f"{SIMULATED_PLAN}-{hashlib.sha256(name.encode('utf-8', 'backslashreplace')).hexdigest()[:12]}"))

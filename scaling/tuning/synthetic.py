@@ -15,8 +15,8 @@ import numpy as np
 
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.samples import MetricSample, sample_id_for
-from scaling.simulation.peers import EngineAutoscaler, minute_time
-from scaling.simulation.world import Observation, RunResult, Scenario, simulate
+from scaling.simulation.peers.looped import EngineAutoscaler, minute_time
+from scaling.simulation.world.loop import Observation, RunResult, Scenario, simulate
 
 
 def daily_wave(minutes: int, *, low: float, high: float, seed: int = 7, period: int = 1440, noise: float = 0.08) -> np.ndarray:

@@ -4,8 +4,8 @@ zip, so that they behave the same under ``spark-submit`` on a cluster and on ``l
 
 Candidates run together in batched simulations (candidates as an array dimension), which
 reproduce the engine-driven run exactly: threshold-rule candidates that
-``scaling.simulation.batched.supports`` accepts in one batch, SLO-mode candidates that
-``scaling.simulation.batched_slo.supports`` accepts in one batch per window (tests/unit/
+``scaling.simulation.drivers.batched.supports`` accepts in one batch, SLO-mode candidates that
+``scaling.simulation.drivers.batched_slo.supports`` accepts in one batch per window (tests/unit/
 test_simulation_batched*.py). The others (``lag_seconds`` rules, fractional seconds) run the
 real rule engine in the loop, one candidate at a time. All give the same rows.
 """
@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scaling.simulation.candidates import Candidate, simulate_group
-from scaling.simulation.candidates import batch_group as target_batch_group
-from scaling.simulation.peers import EngineAutoscaler
-from scaling.simulation.robust import Folds, scores
-from scaling.simulation.world import RunResult, Scenario, simulate
+from scaling.simulation.drivers.candidates import Candidate, simulate_group
+from scaling.simulation.drivers.candidates import batch_group as target_batch_group
+from scaling.simulation.peers.looped import EngineAutoscaler
+from scaling.simulation.world.loop import RunResult, Scenario, simulate
+from scaling.tuning.robust import Folds, scores
 
 CURRENT = "current"
 
@@ -49,7 +49,7 @@ class TargetWork:
     scenario: Scenario
     split: int
     candidates: tuple[Candidate, ...]
-    #: The out-of-time folds' training ends (``scaling.simulation.robust.Folds``); empty: one fold at ``split``.
+    #: The out-of-time folds' training ends (``scaling.tuning.robust.Folds``); empty: one fold at ``split``.
     train_ends: tuple[int, ...] = ()
     #: The stress replay this work is (``robust.STRESS_SETS`` name); empty: the history's own scenario.
     replay: str = ""

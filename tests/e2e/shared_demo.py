@@ -71,7 +71,7 @@ class DemoRun:
 def run_shared_demo(folder: Path) -> DemoRun:
     """The demo over the surge trace, live output on, and the report page built from its tables."""
     from scaling.__main__ import main as scaling_main
-    from scaling.simulation.peers import EPOCH
+    from scaling.simulation.peers.looped import EPOCH
 
     options = DemoOptions(trace=write_trace(folder / "surge.csv"), minutes=None, start=0, out=folder / "out", live=True)
     report: dict[str, Any] = {"code": None, "error": None}

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from scaling.local.azurite import Azurite
 from scaling.plans.local_arm import serve_local_arm
-from scaling.simulation.traces import WORLDCUP98
+from scaling.simulation.world.traces import WORLDCUP98
 from scaling.storage.records import APPLIED
 from tests.faultproxy import FaultProxy
 from tests.reliability import Rig

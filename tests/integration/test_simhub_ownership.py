@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 import numpy as np
 
 from scaling.local.simhub import CONSUMER_GROUP, EVENT_HUB, NAMESPACE, SimulatedConsumers
-from scaling.simulation.scenario import Scenario
-from scaling.simulation.world import World
+from scaling.simulation.world.loop import World
+from scaling.simulation.world.scenario import Scenario
 from scaling.sources.checkpoints import BlobMetadataCheckpointReader, CheckpointLocation, summarize_ownership
 
 PARTITIONS = [str(index) for index in range(8)]

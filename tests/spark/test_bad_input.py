@@ -10,8 +10,8 @@ import pytest
 
 from scaling.domain.policy import Policy, policy_to_dict, with_slo
 from scaling.domain.samples import MetricSample, PartitionReading, SourceReading
-from scaling.simulation.peers import observation_sample, simulated_target
-from scaling.simulation.world import Scenario, simulate
+from scaling.simulation.peers.looped import observation_sample, simulated_target
+from scaling.simulation.world.loop import Scenario, simulate
 from scaling.tuning import job
 from scaling.tuning.history import write_history
 from scaling.tuning.recovery import recover_histories

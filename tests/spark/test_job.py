@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from scaling.domain.policy import PlanSettings, load_policy
-from scaling.simulation.peers import EngineAutoscaler, simulated_target
-from scaling.simulation.traces import PUBLIC_TRACES
-from scaling.simulation.world import Scenario, load_trace, scale_trace, simulate
+from scaling.simulation.peers.looped import EngineAutoscaler, simulated_target
+from scaling.simulation.world.loop import Scenario, load_trace, scale_trace, simulate
+from scaling.simulation.world.traces import PUBLIC_TRACES
 from scaling.tuning import job
 from scaling.tuning.history import write_history
 from scaling.tuning.synthetic import daily_wave, simulated_samples

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from scaling.domain.policy import Policy, policy_to_dict, with_slo
-from scaling.simulation.peers import simulated_target
-from scaling.simulation.world import Scenario
+from scaling.simulation.peers.looped import simulated_target
+from scaling.simulation.world.loop import Scenario
 from scaling.tuning import job
 from scaling.tuning.history import PARTITION_COLUMNS, read_history_table, write_history
 from scaling.tuning.options import TuneOptions

@@ -13,8 +13,8 @@ from scaling.domain.decisions import DOWN, HOLD, ScalerState
 from scaling.domain.engine import evaluate
 from scaling.domain.proposal import Proposal, Situation
 from scaling.domain.samples import MetricSample, PartitionReading, SourceReading
-from scaling.simulation.peers import simulated_target
-from scaling.simulation.world import Scenario
+from scaling.simulation.peers.looped import simulated_target
+from scaling.simulation.world.loop import Scenario
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

@@ -235,9 +235,9 @@ def test_the_sample_policy_carries_a_profile_that_round_trips():
 
 def test_the_batched_simulators_leave_profiles_to_the_engine():
     """They have no wall clock; a target with profiles is simulated by the engine itself."""
-    from scaling.simulation import batched, batched_slo
-    from scaling.simulation.peers import seed_target, simulated_target
-    from scaling.simulation.world import Scenario
+    from scaling.simulation.drivers import batched, batched_slo
+    from scaling.simulation.peers.looped import seed_target, simulated_target
+    from scaling.simulation.world.loop import Scenario
 
     slo, seed = simulated_target(Scenario()), seed_target(Scenario(), 1000.0, 100.0)
     assert batched_slo.supports(slo) and batched.supports(seed)

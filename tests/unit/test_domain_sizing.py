@@ -19,9 +19,9 @@ from scaling.domain.engine import evaluate
 from scaling.domain.samples import MetricSample
 from scaling.domain.slo import partition_outlooks
 from scaling.domain.slo_kernel import Owners
-from scaling.simulation.peers import EngineAutoscaler, observation_sample, simulated_target
-from scaling.simulation.scenario import Scenario
-from scaling.simulation.world import World, simulate
+from scaling.simulation.peers.looped import EngineAutoscaler, observation_sample, simulated_target
+from scaling.simulation.world.loop import World, simulate
+from scaling.simulation.world.scenario import Scenario
 
 #: The SLO path's own holds and scale-ins (not a hold at the max bound, or by a cooldown).
 SLO_HOLDS_OR_SCALE_INS = ("slo_steady", "slo_surplus", "too_few_samples")

@@ -19,8 +19,8 @@ from scaling.domain.lag import effective_capacity
 from scaling.domain.policy import Bounds, PlanSettings, SloSettings, SourceSettings, TargetPolicy
 from scaling.domain.samples import MetricSample, PartitionReading, SourceReading
 from scaling.domain.slo_kernel import TREND_CONFIDENCE, trend
-from scaling.simulation.peers import EngineAutoscaler, simulated_target
-from scaling.simulation.world import Scenario, simulate
+from scaling.simulation.peers.looped import EngineAutoscaler, simulated_target
+from scaling.simulation.world.loop import Scenario, simulate
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 PLAN = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.Web/serverfarms/asp"

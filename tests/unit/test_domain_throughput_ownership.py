@@ -105,9 +105,9 @@ def test_a_partition_hotter_than_one_instance_is_named_and_not_chased() -> None:
     the rate, and sizes for the other seven (by owner load: ~600 a minute of others, and the hot
     partition counted as heavy as partition 1's 400, fit about one instance) instead of chasing
     partition 0 to the maximum of 8; the other partitions meet the SLO."""
-    from scaling.simulation.peers import EngineAutoscaler, simulated_target
-    from scaling.simulation.scenario import Scenario
-    from scaling.simulation.world import simulate
+    from scaling.simulation.peers.looped import EngineAutoscaler, simulated_target
+    from scaling.simulation.world.loop import simulate
+    from scaling.simulation.world.scenario import Scenario
 
     scenario = Scenario(partitions=8, skew=2.0, assignment="balanced")
     decisions = []

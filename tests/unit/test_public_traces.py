@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from scaling.local.demo.config import DEFAULT_TRACE
-from scaling.simulation.traces import AZURE_LLM2023_CODE, NASA_JUL95, PUBLIC_TRACES, WORLDCUP98
+from scaling.simulation.world.traces import AZURE_LLM2023_CODE, NASA_JUL95, PUBLIC_TRACES, WORLDCUP98
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 

@@ -1,6 +1,6 @@
 """The batched rule simulator against the engine in the loop: every number must agree.
 
-Any mismatch is a bug in scaling/simulation/batched.py (the engine-driven ``simulate`` is the
+Any mismatch is a bug in scaling/simulation/drivers/batched.py (the engine-driven ``simulate`` is the
 reference)."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from dataclasses import replace
 import pytest
 
 from scaling.domain.policy import Bounds, Rule, Step, Tier
-from scaling.simulation.batched import simulate_batch, supports
-from scaling.simulation.candidates import rule_candidates, slo_candidates
-from scaling.simulation.peers import EngineAutoscaler, seed_target, simulated_target
-from scaling.simulation.world import Scenario, simulate
+from scaling.simulation.drivers.batched import simulate_batch, supports
+from scaling.simulation.drivers.candidates import rule_candidates, slo_candidates
+from scaling.simulation.peers.looped import EngineAutoscaler, seed_target, simulated_target
+from scaling.simulation.world.loop import Scenario, simulate
 from tests.helpers import (
     JOB_SHAPED_CASES,
     assert_batch_gives_each_what_it_gets_alone,
@@ -134,7 +134,7 @@ def test_supports_only_what_it_reproduces() -> None:
 
 
 def test_tuning_tasks_give_the_same_rows_batched_as_through_the_engine() -> None:
-    from scaling.simulation.candidates import Candidate, all_candidates
+    from scaling.simulation.drivers.candidates import Candidate, all_candidates
     from scaling.tuning.planning import plan_tasks
     from scaling.tuning.tasks import CURRENT, TargetWork, batch_group, run_chunk, simulate_candidate
 
@@ -162,7 +162,7 @@ def test_tuning_tasks_give_the_same_rows_batched_as_through_the_engine() -> None
 
 def test_run_candidates_batches_what_it_can_and_keeps_the_order() -> None:
     """The benchmark's project-tuned search: mixed candidates, each equal to its engine run."""
-    from scaling.simulation.candidates import Candidate, all_candidates, batch_group, run_candidate, run_candidates
+    from scaling.simulation.drivers.candidates import Candidate, all_candidates, batch_group, run_candidate, run_candidates
 
     scenario = Scenario(partitions=8, peak_instances=6.0)
     base = simulated_target(scenario, name="t")
@@ -179,7 +179,7 @@ def test_run_candidates_batches_what_it_can_and_keeps_the_order() -> None:
 def test_a_run_starting_outside_the_bounds_is_corrected_batched_as_through_the_engine(initial_capacity) -> None:
     """The engine brings a plan outside its bounds (2..6 here) inside at its first decision,
     whatever the load says; both batched simulators do the same."""
-    from scaling.simulation.batched_slo import simulate_slo_batch
+    from scaling.simulation.drivers.batched_slo import simulate_slo_batch
 
     scenario = Scenario(partitions=8, peak_instances=6.0, initial_capacity=initial_capacity)
     bounds = Bounds(min_instances=2, max_instances=6, balanced_counts=False)

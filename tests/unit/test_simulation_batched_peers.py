@@ -1,4 +1,4 @@
-"""The peers' sweeps as batches (scaling/simulation/batched_peers.py) against each peer run alone
+"""The peers' sweeps as batches (scaling/simulation/peers/batched.py) against each peer run alone
 through ``simulate``: every number must agree, bit for bit, in the standard world and in a
 stressed one (failures, rebalance pauses, a moving hot spot, slow consumers, drawn delays).
 
@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scaling.simulation import peers
-from scaling.simulation.batched_peers import (
+from scaling.benchmarks.benchmark import jobs_for, run_job, run_unit, work_units
+from scaling.simulation.peers import looped as peers
+from scaling.simulation.peers.batched import (
     AzureMonitorBatch,
     ClairvoyantBatch,
     FlinkBatch,
@@ -20,9 +21,8 @@ from scaling.simulation.batched_peers import (
     KedaHpaBatch,
     simulate_peers,
 )
-from scaling.simulation.benchmark import jobs_for, run_job, run_unit, work_units
-from scaling.simulation.flink import FlinkSettings
-from scaling.simulation.world import Scenario, simulate
+from scaling.simulation.peers.flink import FlinkSettings
+from scaling.simulation.world.loop import Scenario, simulate
 from tests.helpers import assert_same_run, noisy_diurnal, step_surge
 
 P = 8

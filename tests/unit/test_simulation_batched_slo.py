@@ -6,7 +6,7 @@ reads the world (samples and their ownership by name, against the world's arrays
 order in which ``evaluate`` applies its gates (learning once capacity is steady, the prior and
 the lower bound, the hold while partitions are unowned, and the kernel's cooldowns, budget and
 bounds). A mismatch is a bug in
-scaling/simulation/batched_slo.py (the engine-driven ``simulate`` is the reference)."""
+scaling/simulation/drivers/batched_slo.py (the engine-driven ``simulate`` is the reference)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scaling.domain.policy import Bounds, Step
-from scaling.simulation.batched_slo import batch_key, simulate_slo_batch, supports
-from scaling.simulation.candidates import slo_candidates
-from scaling.simulation.peers import EngineAutoscaler, simulated_target
-from scaling.simulation.world import Scenario, simulate
+from scaling.simulation.drivers.batched_slo import batch_key, simulate_slo_batch, supports
+from scaling.simulation.drivers.candidates import slo_candidates
+from scaling.simulation.peers.looped import EngineAutoscaler, simulated_target
+from scaling.simulation.world.loop import Scenario, simulate
 from scaling.tuning.tasks import HistoryScenario
 from tests.helpers import (
     assert_batch_gives_each_what_it_gets_alone,
@@ -163,8 +163,8 @@ def test_learning_waits_for_the_trail_as_timedelta_rounds_it(room: float, offset
     the trail to microseconds, so a trail half a microsecond past the room still counts."""
     from datetime import timedelta
 
-    from scaling.simulation.batched_slo import _learns
-    from scaling.simulation.peers import EPOCH
+    from scaling.simulation.drivers.batched_slo import _learns
+    from scaling.simulation.peers.looped import EPOCH
 
     steady = EPOCH.timestamp() + 1200.0
     previous = steady + room

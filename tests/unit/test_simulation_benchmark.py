@@ -1,4 +1,4 @@
-"""The benchmark (scaling/simulation/benchmark.py): the command contract of docs/benchmark-contract.md
+"""The benchmark (scaling/benchmarks/benchmark.py): the command contract of docs/benchmark-contract.md
 on a tiny synthetic trace, the knob sweeps, and how the best row is flagged."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scaling.simulation.benchmark import (
+from scaling.benchmarks.benchmark import (
     FLINK_SWEEP,
     TRAIN_FRACTION,
     Job,
@@ -19,8 +19,8 @@ from scaling.simulation.benchmark import (
     summary_table,
     tuned_window,
 )
-from scaling.simulation.cold import BUSY_FRACTION, COLD, COLD_MINUTES, cold_starts
-from scaling.simulation.flink import FLINK_DEFAULTS
+from scaling.benchmarks.cold import BUSY_FRACTION, COLD, COLD_MINUTES, cold_starts
+from scaling.simulation.peers.flink import FLINK_DEFAULTS
 
 CONTRACT = ("trace", "algorithm", "knob", "cost_ratio", "slo_violation_minutes", "minutes", "scale_actions",
             "p99_age_minutes", "max_age_minutes", "final_backlog", "best")
@@ -140,7 +140,7 @@ def test_the_default_is_also_scored_on_the_tuned_minutes(tiny_rows: list[dict]) 
 
 
 def test_the_tuned_row_shows_the_default_on_the_same_minutes() -> None:
-    from scaling.simulation.benchmark import readme_table, summary_table
+    from scaling.benchmarks.benchmark import readme_table, summary_table
 
     common = {"scenario": "standard", "trace": "t/per_minute.csv", "minutes": 600, "scale_actions": 10, "best": True,
               "meets_slo": True, "slo_violation_minutes": 0, "p99_age_minutes": 1.0, "max_age_minutes": 2.0}
@@ -164,7 +164,7 @@ def test_run_job_rejects_an_unknown_algorithm(tiny_trace: Path) -> None:
 
 
 def test_the_readme_block_is_written_between_its_markers_from_the_rows() -> None:
-    from scaling.simulation.benchmark import README_END, README_START, readme_table, replace_block
+    from scaling.benchmarks.benchmark import README_END, README_START, readme_table, replace_block
 
     rows = []
     for scenario, ratio in (("standard", 1.1), ("realistic", 1.3)):
@@ -184,7 +184,7 @@ def test_the_readme_block_is_written_between_its_markers_from_the_rows() -> None
 
 @pytest.mark.parametrize("scenario", ["standard", "hot"])
 def test_a_row_where_no_setting_meets_the_slo_has_as_many_cells_as_the_header(scenario) -> None:
-    from scaling.simulation.benchmark import summary_table
+    from scaling.benchmarks.benchmark import summary_table
 
     rows = [{"scenario": scenario, "trace": "t/per_minute.csv", "algorithm": algorithm, "knob": "k", "cost_ratio": 1.2,
              "minutes": 600, "scale_actions": 10, "best": best, "meets_slo": best, "slo_violation_minutes": 0 if best else 9,
@@ -231,7 +231,7 @@ def test_cold_jobs_are_every_algorithm_but_the_tuned_one() -> None:
 
 
 def test_a_cold_row_sums_its_starts_each_scored_on_its_first_two_hours(busy_trace: Path) -> None:
-    from scaling.simulation.benchmark import run_unit
+    from scaling.benchmarks.benchmark import run_unit
 
     job = next(job for job in jobs_for(str(busy_trace), COLD) if job.algorithm == "keda-hpa")
     row = run_job(job)
@@ -264,7 +264,7 @@ def test_the_cold_table_reports_each_algorithms_best_or_closest_setting_and_its_
 def test_the_project_pair_unit_gives_the_rows_run_job_gives_alone(tiny_trace: Path, scenario: str) -> None:
     """project-default and project-tuned run as one unit, the default's run reused for the tuned
     row when the tuning keeps the default: every row is the one run_job gives alone."""
-    from scaling.simulation.benchmark import PROJECT_PAIR, run_unit, work_units
+    from scaling.benchmarks.benchmark import PROJECT_PAIR, run_unit, work_units
 
     jobs = [job for job in jobs_for(str(tiny_trace), scenario) if job.algorithm in PROJECT_PAIR]
     units = work_units(jobs, {str(tiny_trace): 120})
@@ -279,8 +279,8 @@ def test_the_project_pair_unit_gives_the_rows_run_job_gives_alone(tiny_trace: Pa
 def test_the_default_row_is_the_engine_in_the_loop(tiny_trace: Path, scenario: str) -> None:
     """The benchmark runs project-default through the batched SLO driver (faster); its row must be
     the one the engine in the loop gives, number for number."""
-    from scaling.simulation import peers
-    from scaling.simulation.world import Scenario, load_trace, scale_trace, simulate
+    from scaling.simulation.peers import looped as peers
+    from scaling.simulation.world.loop import Scenario, load_trace, scale_trace, simulate
 
     world = Scenario.named(scenario)
     arrivals = scale_trace(load_trace(tiny_trace), world)
@@ -297,11 +297,11 @@ def test_the_default_row_is_the_engine_in_the_loop(tiny_trace: Path, scenario: s
 def test_the_project_pair_runs_the_tuned_candidate_when_the_tuning_chooses_another(tiny_trace: Path) -> None:
     from dataclasses import replace
 
-    from scaling.simulation import peers
-    from scaling.simulation.benchmark import PROJECT_PAIR, run_project_pair
-    from scaling.simulation.candidates import Candidate
-    from scaling.simulation.robust import Selection
-    from scaling.simulation.world import Scenario, load_trace, scale_trace, simulate
+    from scaling.benchmarks.benchmark import PROJECT_PAIR, run_project_pair
+    from scaling.simulation.drivers.candidates import Candidate
+    from scaling.simulation.peers import looped as peers
+    from scaling.simulation.world.loop import Scenario, load_trace, scale_trace, simulate
+    from scaling.tuning.robust import Selection
 
     scenario = Scenario.named("standard")
     base = peers.simulated_target(scenario, name="tuned")
@@ -322,7 +322,7 @@ def test_the_project_pair_runs_the_tuned_candidate_when_the_tuning_chooses_anoth
 
 
 def test_a_run_can_be_limited_to_some_algorithms_and_says_its_processor_time(tiny_trace: Path) -> None:
-    from scaling.simulation.benchmark import run_benchmark
+    from scaling.benchmarks.benchmark import run_benchmark
 
     rows = run_benchmark([str(tiny_trace)], workers=1, algorithms=("clairvoyant",))
     assert [row["knob"] for row in rows] == ["h=1", "h=3", "h=5"]
@@ -347,16 +347,16 @@ def test_a_run_can_be_limited_to_some_algorithms_and_says_its_processor_time(tin
     ],
 )
 def test_each_world_is_judged_by_its_judge(scenario: str, numbers: dict, judged: tuple) -> None:
-    from scaling.simulation.judges import judged_numbers
-    from scaling.simulation.world import Scenario
+    from scaling.simulation.world.judges import judged_numbers
+    from scaling.simulation.world.loop import Scenario
 
     found = judged_numbers(numbers, Scenario.named(scenario))
     assert (found["judge"], found["judged_violation_minutes"], found["judged_meets_slo"]) == judged
 
 
 def test_any_skew_is_judged_by_the_avoidable_minutes() -> None:
-    from scaling.simulation.judges import judge_of
-    from scaling.simulation.world import Scenario
+    from scaling.simulation.world.judges import judge_of
+    from scaling.simulation.world.loop import Scenario
 
     assert judge_of(Scenario.named("standard", skew=0.02)) == "avoidable"
     assert judge_of(Scenario.named("standard")) == "whole hub"

@@ -1,4 +1,4 @@
-"""The tuning grids (scaling.simulation.candidates): unions of products, and the rule knobs in the
+"""The tuning grids (scaling.simulation.drivers.candidates): unions of products, and the rule knobs in the
 default grid, so that the tuner can turn a rule off where the target's history does not need it."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from scaling.simulation import peers
-from scaling.simulation.candidates import GRIDS, RULE_KNOBS, batch_group, slo_candidates
-from scaling.simulation.world import Scenario
+from scaling.simulation.drivers.candidates import GRIDS, RULE_KNOBS, batch_group, slo_candidates
+from scaling.simulation.peers import looped as peers
+from scaling.simulation.world.loop import Scenario
 
 
 @pytest.fixture(scope="module")

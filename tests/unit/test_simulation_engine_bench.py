@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 
-from scaling.simulation import engine_bench
+from scaling.benchmarks import engine_speed as engine_bench
 
 
 def test_bench_engine_replays_this_tree_and_reports_the_rate(tmp_path, capsys) -> None:

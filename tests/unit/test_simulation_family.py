@@ -1,4 +1,4 @@
-"""The benchmark's family set (scaling/simulation/family.py): which jobs a member runs, how its
+"""The benchmark's family set (scaling/benchmarks/family.py): which jobs a member runs, how its
 arrivals are found, and the tables per shape and per noise level, on small synthetic rows."""
 
 from __future__ import annotations
@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scaling.simulation import family, trace_family
-from scaling.simulation.benchmark import jobs_for, mark_best
+from scaling.benchmarks import family
+from scaling.benchmarks.benchmark import jobs_for, mark_best
+from scaling.simulation.world import trace_family
 
 MEMBER = "family/flash-seed3-noise10"
 
@@ -48,7 +49,7 @@ def test_a_member_runs_each_peer_at_the_family_sweep_only(algorithm: str) -> Non
                           ("project-tuned", "realistic", True)])
 def test_algorithms_without_a_family_sweep_run_whole_and_the_tuned_one_in_standard(algorithm: str, scenario: str,
                                                                                    kept: bool) -> None:
-    from scaling.simulation.benchmark import Job
+    from scaling.benchmarks.benchmark import Job
 
     assert family.keeps(Job(MEMBER, algorithm, "anything", 123.0, scenario=scenario)) is kept
 

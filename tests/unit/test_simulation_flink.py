@@ -1,4 +1,4 @@
-"""The Flink peer (scaling/simulation/flink.py, batched_peers.FlinkBatch, peers.Flink) against
+"""The Flink peer (scaling/simulation/peers/flink.py, batched_peers.FlinkBatch, peers.Flink) against
 docs/peers.md's Flink section: its formulas, table-driven, and its promise of one action per
 step of the load."""
 
@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from scaling.simulation.batched_peers import HOLD, FlinkBatch
-from scaling.simulation.flink import (
+from scaling.simulation.peers.batched import HOLD, FlinkBatch
+from scaling.simulation.peers.flink import (
     FLINK_DEFAULTS,
     FlinkSettings,
     aligned_parallelism,
@@ -19,8 +19,8 @@ from scaling.simulation.flink import (
     rate_bounds,
     sweep,
 )
-from scaling.simulation.peers import Flink
-from scaling.simulation.world import Scenario, simulate
+from scaling.simulation.peers.looped import Flink
+from scaling.simulation.world.loop import Scenario, simulate
 
 
 @pytest.mark.parametrize(
@@ -162,7 +162,7 @@ def test_it_converges_in_one_action_per_step(settings: FlinkSettings) -> None:
 )
 def test_busy_time_measures_what_an_instance_processes_while_it_has_backlog(per_minute, partitions, instances, processed,
                                                                            true_rate) -> None:
-    from scaling.simulation.world import World
+    from scaling.simulation.world.loop import World
 
     world = World(np.full(3, per_minute), Scenario(partitions=partitions, initial_capacity=instances, peak_instances=1.0))
     world.advance()

@@ -1,4 +1,4 @@
-"""The benchmark's regression gate (scaling/simulation/gate.py and ``--gate``): each failing
+"""The benchmark's regression gate (scaling/benchmarks/gate.py and ``--gate``): each failing
 condition named, on small synthetic rows; a run no dearer passes with exit code 0."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from scaling.simulation import family_cli, gate
-from scaling.simulation.traces import PUBLIC_TRACES
+from scaling.benchmarks import family_cli, gate
+from scaling.simulation.world.traces import PUBLIC_TRACES
 
 MEMBERS = ("family/flash-seed1-noise02", "family/steps-seed2-noise05", "family/spikes-seed3-noise10")
 PUBLIC = "worldcup98/per_minute.csv"

@@ -1,4 +1,4 @@
-"""The one minute-step kernel of the simulated world (scaling/simulation/kernel.py), in batches
+"""The one minute-step kernel of the simulated world (scaling/simulation/world/physics.py), in batches
 of several candidates at once: every column must follow the hand-computed rules on its own.
 
 (tests/unit/test_simulation_world.py checks the same rules through ``World``, a batch of one,
@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scaling.simulation.kernel import Curves, Kernel, Ownership, serve, water_fill
-from scaling.simulation.scenario import Scenario
+from scaling.simulation.world.physics import Curves, Kernel, Ownership, serve, water_fill
+from scaling.simulation.world.scenario import Scenario
 from tests.helpers import drive_plans
 
 # --- serving: water-filling per owner, every candidate with its own instance count ---------------------------

@@ -1,4 +1,4 @@
-"""The ``namespace`` scenario (scaling/simulation/namespace_world.py, namespace_peers.py): the
+"""The ``namespace`` scenario (scaling/simulation/namespace/world.py, namespace_peers.py): the
 namespace's ceilings, the bill, the egress rule in the loop, and the acceptance of issue 34 on a
 busy day of each public trace (the full traces' numbers: docs/benchmark-namespace.md)."""
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scaling.simulation.namespace_bench import best_rows, namespace_arrivals
-from scaling.simulation.namespace_peers import run_namespace, started_for
-from scaling.simulation.namespace_world import NamespaceScenario, NamespaceWorld, score
-from scaling.simulation.traces import PUBLIC_TRACES
+from scaling.simulation.namespace.bench import best_rows, namespace_arrivals
+from scaling.simulation.namespace.peers import run_namespace, started_for
+from scaling.simulation.namespace.world import NamespaceScenario, NamespaceWorld, score
+from scaling.simulation.world.traces import PUBLIC_TRACES
 
 TRACES = PUBLIC_TRACES
 

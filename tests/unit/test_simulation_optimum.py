@@ -1,4 +1,4 @@
-"""The offline optimum (scaling/simulation/optimum.py): exact on its fluid models, checked against
+"""The offline optimum (scaling/benchmarks/optimum.py): exact on its fluid models, checked against
 brute force over every schedule of short traces, and bracketing the world's own optimum (every
 schedule replayed through the kernel) between its lower bound and its schedule.
 """
@@ -11,10 +11,10 @@ import math
 import numpy as np
 import pytest
 
-from scaling.simulation import optimum
-from scaling.simulation.kernel import Kernel
-from scaling.simulation.scenario import Scenario
-from scaling.simulation.world import World, simulate
+from scaling.benchmarks import optimum
+from scaling.simulation.world.loop import World, simulate
+from scaling.simulation.world.physics import Kernel
+from scaling.simulation.world.scenario import Scenario
 
 #: Five partitions: counts 1, 2, 3, 5, where 2 and 3 do not divide them (the models differ there).
 SMALL = Scenario(peak_instances=4.0, events_per_instance_per_minute=100.0, partitions=5, provisioning_delay_minutes=2,
@@ -174,7 +174,7 @@ def test_skewed_partitions_are_refused():
 def test_the_optimum_command_writes_rows_and_compares_the_default(tmp_path):
     """``python -m scaling optimum`` on a short trace: one row per budget, replayed in the world,
     with project-default's cost over the bracket."""
-    from scaling.simulation import optimum_bench
+    from scaling.benchmarks import optimum_bench
 
     minutes = np.arange(240)
     counts = 5000 + 4000 * np.sin(minutes / 30.0) + np.random.default_rng(2).uniform(0, 2000, len(minutes))
@@ -198,7 +198,7 @@ def test_the_optimum_command_writes_rows_and_compares_the_default(tmp_path):
 
 
 def test_the_benchmark_table_divides_by_the_offline_optimum_when_its_rows_are_there():
-    from scaling.simulation.benchmark import mark_best, summary_table
+    from scaling.benchmarks.benchmark import mark_best, summary_table
 
     def row(algorithm, ratio, **extra):
         return {"trace": "t", "algorithm": algorithm, "knob": "k", "cost_ratio": ratio, "slo_violation_minutes": 0,
@@ -220,7 +220,7 @@ def test_the_benchmark_table_divides_by_the_offline_optimum_when_its_rows_are_th
 
 @pytest.mark.parametrize("name", ["realistic", "hot"])
 def test_the_stress_scenarios_are_refused(name) -> None:
-    from scaling.simulation.optimum import relaxed_model
+    from scaling.benchmarks.optimum import relaxed_model
 
     with pytest.raises(ValueError, match="skew|standard scenario only"):
         relaxed_model(np.full(30, 1000.0), Scenario.named(name, skew=0.0))

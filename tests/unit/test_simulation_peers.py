@@ -1,4 +1,4 @@
-"""The peers of the benchmark (scaling/simulation/peers.py), each against its documented
+"""The peers of the benchmark (scaling/simulation/peers/looped.py), each against its documented
 behaviour in docs/peers.md and docs/benchmark-contract.md, on hand-made observations."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scaling.simulation.peers import (
+from scaling.simulation.peers.looped import (
     AzureMonitorStyle,
     Clairvoyant,
     EngineAutoscaler,
@@ -17,7 +17,7 @@ from scaling.simulation.peers import (
     observed_backlog,
     seed_target,
 )
-from scaling.simulation.world import Observation, Scenario, simulate
+from scaling.simulation.world.loop import Observation, Scenario, simulate
 
 P = 32
 

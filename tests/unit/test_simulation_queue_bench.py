@@ -1,4 +1,4 @@
-"""The queue benchmark's peers (scaling/simulation/queue_bench.py) at their documented rules, and
+"""The queue benchmark's peers (scaling/simulation/queue/bench.py) at their documented rules, and
 how its rows are judged against issue 51's acceptance."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scaling.simulation.queue_bench import (
+from scaling.simulation.queue.bench import (
     QueueAzureMonitor,
     QueueClairvoyant,
     QueueFunctions,
@@ -16,8 +16,8 @@ from scaling.simulation.queue_bench import (
     judged,
     run_job,
 )
-from scaling.simulation.queue_world import QueueObservation
-from scaling.simulation.scenario import Scenario
+from scaling.simulation.queue.world import QueueObservation
+from scaling.simulation.world.scenario import Scenario
 
 
 def seen(minute: int, capacity: int, active: int, backlog: float | None = None) -> QueueObservation:

@@ -8,9 +8,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from scaling.simulation.queue_world import QueueEngineAutoscaler, queue_target, simulate_queue
-from scaling.simulation.scenario import Scenario
-from scaling.simulation.world import scale_trace
+from scaling.simulation.queue.world import QueueEngineAutoscaler, queue_target, simulate_queue
+from scaling.simulation.world.loop import scale_trace
+from scaling.simulation.world.scenario import Scenario
 
 MINUTES = 600
 

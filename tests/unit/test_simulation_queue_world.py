@@ -1,4 +1,4 @@
-"""The queue-shaped simulated world (scaling/simulation/queue_world.py) and the SLO mode on it
+"""The queue-shaped simulated world (scaling/simulation/queue/world.py) and the SLO mode on it
 beside the seed rule."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from scaling.domain.samples import parse_sample
-from scaling.simulation.queue_world import (
+from scaling.simulation.queue.world import (
     QueueEngineAutoscaler,
     QueueWorld,
     compare_on_queue,
@@ -20,7 +20,7 @@ from scaling.simulation.queue_world import (
     queue_target,
     simulate_queue,
 )
-from scaling.simulation.scenario import Scenario
+from scaling.simulation.world.scenario import Scenario
 from tests.unit.test_cli import scaling
 
 MU = 1000.0

@@ -1,4 +1,4 @@
-"""The robust selection (scaling/simulation/robust.py) that the tuning job and the benchmark's
+"""The robust selection (scaling/tuning/robust.py) that the tuning job and the benchmark's
 project-tuned share: out-of-time folds, the margin rule, the regime-change flag, stress
 replays, and when the current policy stays (with the reason)."""
 
@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scaling.simulation import robust
-from scaling.simulation.candidates import Candidate, rule_candidates, run_candidates, slo_candidates
-from scaling.simulation.peers import simulated_target
-from scaling.simulation.robust import Folds, Margin, blocked_folds, regime_change, select, shortlist
-from scaling.simulation.traces import PUBLIC_TRACES
-from scaling.simulation.world import Scenario, load_trace, scale_trace
+from scaling.simulation.drivers.candidates import Candidate, rule_candidates, run_candidates, slo_candidates
+from scaling.simulation.peers.looped import simulated_target
+from scaling.simulation.world.loop import Scenario, load_trace, scale_trace
+from scaling.simulation.world.traces import PUBLIC_TRACES
+from scaling.tuning import robust
+from scaling.tuning.robust import Folds, Margin, blocked_folds, regime_change, select, shortlist
 from tests.helpers import noisy_diurnal, step_surge
 
 SLO = 5.0
@@ -525,7 +525,7 @@ def test_windows_are_scored_by_the_benchmarks_judge(scenario: Scenario, violatio
     """Where partitions are uneven the tuner judges a run as the benchmark does: by the ages of the
     partitions an instance of their own would keep within the SLO (issue 53), so that minutes no
     count can avoid fail no candidate; elsewhere by the whole hub's ages."""
-    from scaling.simulation.scenario import RunResult
+    from scaling.simulation.world.scenario import RunResult
 
     age = np.array([1.0, 7.0, 8.0, 9.0, 2.0])
     reachable = np.array([1.0, 2.0, 6.0, 3.0, 2.0])

@@ -1,4 +1,4 @@
-"""The stress knobs of docs/benchmark-contract.md in the one simulated world (scaling/simulation/kernel.py):
+"""The stress knobs of docs/benchmark-contract.md in the one simulated world (scaling/simulation/world/physics.py):
 each knob's rule by hand on small worlds, the load balancer's fewest-moves assignment as a
 property, and that a candidate's stressed world does not depend on the batch it runs in.
 """
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scaling.simulation.kernel import Kernel, Ownership, dedicated_ages, rebalance
-from scaling.simulation.scenario import NAMED_SCENARIOS, Scenario
-from scaling.simulation.world import World
+from scaling.simulation.world.loop import World
+from scaling.simulation.world.physics import Kernel, Ownership, dedicated_ages, rebalance
+from scaling.simulation.world.scenario import NAMED_SCENARIOS, Scenario
 from tests.helpers import drive_plans
 
 # --- the named sets and their validation -------------------------------------------------------------------------
@@ -377,7 +377,7 @@ def test_the_observation_shows_each_partitions_owner_as_collect_reads_it() -> No
 def test_scenario_flags_override_the_named_set() -> None:
     import argparse
 
-    from scaling.simulation.scenario_flags import add_scenario_arguments, scenario_from
+    from scaling.simulation.world.scenario_flags import add_scenario_arguments, scenario_from
 
     parser = argparse.ArgumentParser()
     add_scenario_arguments(parser)

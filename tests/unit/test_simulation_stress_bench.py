@@ -1,4 +1,4 @@
-"""The stress command (scaling/simulation/stress_bench.py): its cells, how each cell's goals are
+"""The stress command (scaling/benchmarks/stress.py): its cells, how each cell's goals are
 judged against the clairvoyant, and one real run on a tiny trace (the simulated world, no Azure)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from scaling.__main__ import main
-from scaling.simulation.benchmark import Job, run_job
-from scaling.simulation.scenario import Scenario
-from scaling.simulation.stress_bench import Cell, cells, outcomes, table
+from scaling.benchmarks.benchmark import Job, run_job
+from scaling.benchmarks.stress import Cell, cells, outcomes, table
+from scaling.simulation.world.scenario import Scenario
 
 
 def test_cells_are_the_baseline_each_skew_under_each_assignment_and_realistic_per_seed() -> None:

@@ -1,4 +1,4 @@
-"""The trace family (scaling/simulation/trace_family.py): deterministic per name, scaled like the
+"""The trace family (scaling/simulation/world/trace_family.py): deterministic per name, scaled like the
 public traces, and every shape has the property its docstring claims, measured on the trace."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scaling.simulation import trace_family as tf
-from scaling.simulation.robust import traffic_shape
+from scaling.simulation.world import trace_family as tf
+from scaling.tuning.robust import traffic_shape
 
 NAMES = tf.family_names()
 
@@ -189,7 +189,7 @@ BURST_NAMES = tf.burst_family_names()
 def test_the_gated_family_is_unchanged_by_the_opt_in_set() -> None:
     import hashlib
 
-    from scaling.simulation import family
+    from scaling.benchmarks import family
 
     digest = hashlib.sha256()
     for name in NAMES:

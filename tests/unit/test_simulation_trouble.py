@@ -1,4 +1,4 @@
-"""The ``trouble`` stress set (scaling/simulation/trouble.py, issue 48): how cases are drawn, how
+"""The ``trouble`` stress set (scaling/benchmarks/trouble.py, issue 48): how cases are drawn, how
 the default's series are audited and how a case is judged against the lag peers."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scaling.simulation import trouble
-from scaling.simulation.scenario import RunResult, Scenario
+from scaling.benchmarks import trouble
+from scaling.simulation.world.scenario import RunResult, Scenario
 
 
 def test_cases_are_seeded_and_within_the_ranges() -> None:

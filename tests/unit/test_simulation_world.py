@@ -1,4 +1,4 @@
-"""The simulated world run in the loop (scaling/simulation/world.py, the kernel as a batch of one):
+"""The simulated world run in the loop (scaling/simulation/world/loop.py, the kernel as a batch of one):
 service at the effective capacity, provisioning delay, billing, SLO accounting, warm-up
 exclusion, what the autoscaler observes, trace loading and conservation of events.
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scaling.simulation.world import Observation, Scenario, World, load_trace, per_minute, scale_trace, simulate
+from scaling.simulation.world.loop import Observation, Scenario, World, load_trace, per_minute, scale_trace, simulate
 
 
 class Script:

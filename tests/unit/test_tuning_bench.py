@@ -8,10 +8,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from scaling.simulation.engine_bench import trees_to_compare
-from scaling.simulation.peers import simulated_target
-from scaling.simulation.world import Scenario
-from scaling.tuning.bench import bench_rule_candidates, bench_slo_candidates, ratios_between, target_specs
+from scaling.benchmarks.engine_speed import trees_to_compare
+from scaling.benchmarks.tuning_speed import bench_rule_candidates, bench_slo_candidates, ratios_between, target_specs
+from scaling.simulation.peers.looped import simulated_target
+from scaling.simulation.world.loop import Scenario
 from scaling.tuning.planning import plan_tasks, typical_instances
 from scaling.tuning.tasks import TargetWork, batch_group
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from scaling.simulation import robust
-from scaling.simulation.candidates import Candidate, all_candidates, slo_candidates
-from scaling.simulation.peers import simulated_target
-from scaling.simulation.world import Scenario, load_trace, scale_trace
+from scaling.simulation.drivers.candidates import Candidate, all_candidates, slo_candidates
+from scaling.simulation.peers.looped import simulated_target
+from scaling.simulation.world.loop import Scenario, load_trace, scale_trace
+from scaling.tuning import robust
 from scaling.tuning.choice import choose, next_stress_round, selection_evidence, stress_works
 from scaling.tuning.tasks import CURRENT, TargetWork, run_chunk
 
@@ -78,7 +78,7 @@ def assert_report_says_cost_risk_and_regime(work: TargetWork, selection: robust.
 
 
 def test_the_benchmark_project_tuned_row_is_robust_tune_s_choice(tmp_path: Path) -> None:
-    from scaling.simulation.benchmark import TRAIN_FRACTION, TUNING_GRID, Job, run_job
+    from scaling.benchmarks.benchmark import TRAIN_FRACTION, TUNING_GRID, Job, run_job
 
     counts = np.concatenate([np.full(200, 200.0), np.linspace(200, 1000, 200), np.full(200, 300.0)])
     trace = tmp_path / "small.csv"

@@ -1,14 +1,14 @@
 """The tuning job's validation rules that need no Spark (scaling/tuning/validation.py) and the
-scores that count recorded minutes only (scaling/simulation/robust.py)."""
+scores that count recorded minutes only (scaling/tuning/robust.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from scaling.simulation.robust import Folds, scores, window_numbers
-from scaling.simulation.scenario import Scenario
-from scaling.simulation.world import simulate
+from scaling.simulation.world.loop import simulate
+from scaling.simulation.world.scenario import Scenario
+from scaling.tuning.robust import Folds, scores, window_numbers
 from scaling.tuning.validation import (
     MAX_GAP_MINUTES,
     history_problem,

@@ -12,7 +12,7 @@ from scaling.local.demo.config import DEFAULT_MINUTES, DEFAULT_START, DEFAULT_TR
 from scaling.local.demo.display import print_summary
 from scaling.local.demo.run import run_demo
 from scaling.report.runs import write_demo_report
-from scaling.simulation.scenario_flags import add_scenario_arguments, scenario_from
+from scaling.simulation.world.scenario_flags import add_scenario_arguments, scenario_from
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from scaling.simulation.traces import WORLDCUP98
+from scaling.simulation.world.traces import WORLDCUP98
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_TRACE = WORLDCUP98

@@ -1,7 +1,7 @@
 """``make demo DEMO_ARGS="--source namespace"``: throughput units and consumers scaling together
 (issue 34), on real storage and the real management and metrics clients.
 
-The world is the ``namespace`` scenario's (scaling/simulation/namespace_world.py): the trace's
+The world is the ``namespace`` scenario's (scaling/simulation/namespace/world.py): the trace's
 events offered to a Standard namespace, two consumer groups reading them. Each minute:
 
 1. the world runs the minute (ingress rejections, egress caps, the consumers' reads);
@@ -62,8 +62,8 @@ def run_namespace_demo(options: DemoOptions, stream: TextIO | None = None) -> di
 
     from scaling.local.azurite import Azurite
     from scaling.plans.local_arm import serve_local_arm
-    from scaling.simulation.namespace_bench import namespace_arrivals
-    from scaling.simulation.namespace_world import NamespaceScenario
+    from scaling.simulation.namespace.bench import namespace_arrivals
+    from scaling.simulation.namespace.world import NamespaceScenario
 
     stream = stream or sys.stdout
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
@@ -101,8 +101,8 @@ async def _run(options: DemoOptions, scenario: Any, arrivals: Any, connection: s
     from scaling.services.evaluate import EvaluateService
     from scaling.services.namespace import NamespaceCollector, NamespaceEvaluateService
     from scaling.services.scale import ScaleService
-    from scaling.simulation.namespace_world import NamespaceWorld, score
-    from scaling.simulation.peers import EPOCH, observation_sample
+    from scaling.simulation.namespace.world import NamespaceWorld, score
+    from scaling.simulation.peers.looped import EPOCH, observation_sample
     from scaling.sources.eventhub_namespace import MonitorNamespaceMetrics
     from scaling.storage.base import TableNames
     from scaling.storage.tables import TableStorage
@@ -177,7 +177,7 @@ def write_namespace_report(out: Path, rows: list[dict], decisions: list[Any], op
     """The report page: the consumers' series, their plan and the namespace's TUs, both targets' decisions."""
     from scaling.report.page import Point, ReportData, render
     from scaling.report.runs import write_page
-    from scaling.simulation.peers import EPOCH
+    from scaling.simulation.peers.looped import EPOCH
 
     start = EPOCH + timedelta(minutes=options.start)
     points = [Point(at=start + timedelta(minutes=row["minute"] + 1), arrival_rate=row["arrivals"] / 60.0,

@@ -37,9 +37,9 @@ def simulate_summary(trace: str | Path, *, start: int = 0, minutes: int | None =
     """What ``python -m scaling simulate --trace T --start S --minutes M [--policy P] [--source S]``
     reports for the same window and target: the same engine and world, without functions or storage."""
     from scaling.local.simhub import load_arrivals
-    from scaling.simulation.peers import EngineAutoscaler
-    from scaling.simulation.queue_world import QueueEngineAutoscaler, simulate_queue
-    from scaling.simulation.world import Scenario, simulate
+    from scaling.simulation.peers.looped import EngineAutoscaler
+    from scaling.simulation.queue.world import QueueEngineAutoscaler, simulate_queue
+    from scaling.simulation.world.loop import Scenario, simulate
 
     scenario = scenario or Scenario()
     target = target or demo_target(partitions=scenario.partitions, source=source)

@@ -48,7 +48,7 @@ def run_demo(options: DemoOptions, *, stream: TextIO | None = None, tolerance: T
     from scaling.local.azurite import Azurite
     from scaling.local.simhub import load_arrivals
     from scaling.plans.local_arm import LocalArm, serve_local_arm
-    from scaling.simulation.world import Scenario
+    from scaling.simulation.world.loop import Scenario
 
     stream = stream or sys.stdout
     # The local ARM endpoint's access log (one line per request) is not the demo's output.
@@ -126,9 +126,9 @@ class _DemoRun:
         from scaling.plans.local_arm import AsyncStaticTokenCredential, EntityCounts
         from scaling.services.dead_letters import DeadLetterService
         from scaling.settings import Settings
-        from scaling.simulation.peers import EPOCH
-        from scaling.simulation.queue_world import QueueWorld
-        from scaling.simulation.world import World
+        from scaling.simulation.peers.looped import EPOCH
+        from scaling.simulation.queue.world import QueueWorld
+        from scaling.simulation.world.loop import World
         from scaling.storage.factory import build_table_storage
 
         arm = self.arm

@@ -1,0 +1,1 @@
+"""Many candidate policies at once through the world's physics: the batched simulators."""

@@ -1,0 +1,1 @@
+"""The autoscalers the benchmark compares, looped and batched."""

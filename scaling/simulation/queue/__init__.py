@@ -1,0 +1,1 @@
+"""The Service Bus queue: its simulated world and its benchmark."""

@@ -1,0 +1,1 @@
+"""The simulated Event Hubs world: its parameters, its physics, the loop, the traces, the judges."""

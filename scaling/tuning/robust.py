@@ -1,0 +1,644 @@
+"""Robust selection: recommend a tuned policy only when it holds on later history and under stress.
+
+Tuning picks from a grid by simulation; picking the cheapest run on the history it was tuned on
+overfits (issue 14: tuned on a quiet month, it missed the SLO when traffic changed). This module
+is the one selection both the Spark tuning job (``scaling.tuning``) and the benchmark's
+``project-tuned`` row use:
+
+- **Out-of-time splits** (``blocked_folds``): the history is cut in time order into a first
+  training block and ``folds`` equal validation blocks; fold ``k`` trains on everything before
+  its validation block (expanding window) and validates on the block. Each candidate runs once
+  over the whole history (state stays warm; a run is causal, so its numbers on ``[a, b)`` are
+  those of a run stopped at ``b``) and is scored per window (``scores``).
+- **Stress replays** (``stress_replays``): the same history replayed in rougher worlds built on
+  the history's own scenario (the ``realistic`` set of docs/benchmark-contract.md, a second set of
+  other values of the same knobs and another seed, and the history's traffic grown toward what
+  the hub can serve).
+- **The margin rule** (``Margin``): on every validation block, in the history's scenario and in
+  every stress replay, the oldest-event age's p99 at most ``p99_fraction`` of the SLO and its
+  maximum at most ``max_fraction`` of it; on the training windows the plain SLO.
+- **The choice** (``select``): the cheapest candidate (validation cost in the history's
+  scenario) that holds everywhere, if it saves enough on the current policy (``improves``); where
+  the current policy misses the margin, one that keeps it itself everywhere for less (no saving
+  floor); where it misses the SLO on the history itself, the cheapest that meets it there and is
+  nowhere riskier (``catches``), dearer or not; otherwise the current policy stays, with the reason.
+  Windows are judged as the benchmark judges their world (``judged_ages``). ``shortlist`` and ``stress_round`` keep the stress
+  replays cheap: only candidates that hold on the splits and cost no more than the current policy
+  can be chosen, so only they are replayed: the cheapest first, the rest only if none of those holds.
+- **Regime change** (``regime_changes``): per fold, whether the validation block's traffic looks
+  unlike its training window (rate level, peak-to-mean, burstiness).
+
+``tune`` runs all of it in-process (the benchmark); the Spark job runs the same simulations as
+executor tasks and calls the same ``shortlist`` and ``select``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from scaling.simulation.drivers.candidates import Candidate, run_candidates
+from scaling.simulation.world.judges import AVOIDABLE, judge_of
+from scaling.simulation.world.scenario import NAMED_SCENARIOS, RunResult, Scenario
+
+#: A stress set's knob that is not a scenario field: scale the history's arrivals so that its
+#: busiest minute needs this fraction of the hub's capacity (at most ``MAX_LOAD_FACTOR`` times,
+#: never down).
+LOAD_KNOB = "peak_load_fraction"
+MAX_LOAD_FACTOR = 5.0
+
+#: The stress sets every candidate is replayed under: docs/benchmark-contract.md's public ``realistic`` values,
+#: and other values of the same knobs (longer checkpoint interval, more skew rotating faster, a
+#: slower and deeper throughput wave, a slow-down every three days, longer delays, more failures,
+#: another seed), so that a policy fitted to the public values alone does not pass.
+STRESS_SETS: dict[str, dict] = {
+    "realistic": NAMED_SCENARIOS["realistic"],
+    # Traffic grown to 75% of what the hub can serve (partitions x throughput; the standard
+    # scenario's peak of 24 instances on 32 partitions), in the history's own world: a policy
+    # tuned on a quiet period must hold when the busy one comes (issue 14's 87-day trace).
+    "surge": {LOAD_KNOB: 0.75},
+    "rough": {"checkpoint_interval_seconds": 45.0, "skew": 0.03, "hot_spot_rotation_minutes": 240,
+              "throughput_wave": (0.12, 720.0), "slowdowns": ((1500.0, 120.0, 0.75, 4320.0),),
+              "provisioning_delay_range": (2, 4), "instance_failures_per_day": 3.0, "assignment": "balanced",
+              "rebalance_pause_seconds": 30.0, "seed": 2},
+}
+
+#: A validation block's traffic is "unlike" its training window when one of these ratios (either
+#: way round) is above its limit: mean rate, p99 minute over the mean (peak-to-mean), and the mean
+#: absolute minute-to-minute change over the mean (burstiness).
+REGIME_LIMITS: dict[str, float] = {"rate level": 1.5, "peak-to-mean": 1.3, "burstiness": 1.5}
+
+
+@dataclass(frozen=True, slots=True)
+class Folds:
+    """Blocked out-of-time splits of ``minutes``: fold ``k`` trains on ``[0, train_ends[k])`` and
+    validates on ``[train_ends[k], train_ends[k + 1])`` (the last one up to ``minutes``)."""
+
+    train_ends: tuple[int, ...]
+    minutes: int
+
+    @property
+    def validation(self) -> tuple[tuple[int, int], ...]:
+        ends = (*self.train_ends[1:], self.minutes)
+        return tuple(zip(self.train_ends, ends, strict=True))
+
+    @property
+    def training(self) -> tuple[tuple[int, int], ...]:
+        return tuple((0, end) for end in self.train_ends)
+
+
+def blocked_folds(minutes: int, folds: int = 3, first_train_fraction: float = 0.4) -> Folds:
+    """``folds`` equal validation blocks after a first training block of ``first_train_fraction``."""
+    if folds < 1:
+        raise ValueError(f"folds must be at least 1, got {folds}")
+    if not 0 < first_train_fraction < 1:
+        raise ValueError(f"first_train_fraction must be between 0 and 1, got {first_train_fraction}")
+    first = int(minutes * first_train_fraction)
+    if first < 1 or minutes - first < folds:
+        raise ValueError(f"{minutes} minutes cannot hold a training block and {folds} validation blocks")
+    block = (minutes - first) / folds
+    return Folds(tuple(first + int(round(block * k)) for k in range(folds)), minutes)
+
+
+def percentile_99(values: np.ndarray) -> float:
+    """``np.percentile(values, 99)`` (its default linear method, the same floating-point steps),
+    by a partial sort: about ten times as fast, and every candidate's every window needs one."""
+    count = len(values)
+    position = 0.99 * (count - 1)
+    low = math.floor(position)
+    high = min(low + 1, count - 1)
+    ordered = np.partition(values, (low, high))
+    below, above = float(ordered[low]), float(ordered[high])
+    fraction = position - low
+    step = above - below
+    return above - step * (1 - fraction) if fraction >= 0.5 else below + step * fraction
+
+
+def judged_ages(result: RunResult, scenario: Scenario) -> np.ndarray:
+    """The oldest-event ages a run is judged by, as the benchmark judges its world (judges.py):
+    where partitions are uneven, over the partitions an instance of their own would keep within
+    the SLO (``reachable_age``), so that minutes no count can avoid fail no candidate; elsewhere
+    the whole hub's."""
+    if judge_of(scenario) == AVOIDABLE and result.reachable_age is not None:
+        return result.reachable_age
+    return result.age
+
+
+def window_numbers(result: RunResult, scenario: Scenario, start: int, end: int, recorded: np.ndarray | None = None) -> dict:
+    """Cost, SLO and action numbers of a run over minutes ``[start, end)``, its ages as judged
+    (``judged_ages``); with ``recorded`` (per minute of the run), over those of its minutes that
+    were recorded only (the tuning job invents the others: gaps, repaired readings), scale actions
+    included."""
+    keep = np.ones(max(end - start, 0), dtype=bool) if recorded is None else recorded[start:end]
+    mu = scenario.events_per_instance_per_minute
+    capacity = result.capacity[start:end][keep]
+    ages = judged_ages(result, scenario)[start:end][keep]
+    fluid = float(result.arrivals[start:end][keep].sum()) / mu
+    cost = float(capacity.sum())
+    changed = np.diff(result.capacity[max(start - 1, 0):end]) != 0
+    changes = int(np.count_nonzero(changed[-len(keep):][keep[len(keep) - len(changed):]])) if end > start else 0
+    minutes = int(keep.sum())
+    violations = int((ages > scenario.slo_minutes).sum())
+    return {
+        "minutes": minutes,
+        "cost": cost,
+        "cost_ratio": round(cost / fluid, 4) if fluid > 0 else None,
+        "slo_violation_minutes": violations,
+        "meets_slo": violations <= scenario.max_violation_fraction * minutes,
+        "scale_actions": changes,
+        "p99_age_minutes": round(percentile_99(ages), 3) if minutes else 0.0,
+        "max_age_minutes": round(float(ages.max()), 3) if minutes else 0.0,
+    }
+
+
+def scores(result: RunResult, scenario: Scenario, folds: Folds, recorded: np.ndarray | None = None) -> dict:
+    """A run's numbers per fold (``train``, ``validation``) and over all validation blocks (with
+    ``recorded``, over the recorded minutes only: ``window_numbers``)."""
+    windows: dict[tuple[int, int], dict] = {}  # one fold: its validation block is all of validation
+
+    def numbers(start: int, end: int) -> dict:
+        if (start, end) not in windows:
+            windows[(start, end)] = window_numbers(result, scenario, start, end, recorded)
+        return windows[(start, end)]
+
+    return {
+        "folds": [{"train": numbers(*train), "validation": numbers(*valid)}
+                  for train, valid in zip(folds.training, folds.validation, strict=True)],
+        "validation": numbers(folds.train_ends[0], folds.minutes),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Margin:
+    """How far inside the SLO a candidate must stay on every validation block and stress replay:
+    oldest-event age p99 <= ``p99_fraction`` x SLO and max <= ``max_fraction`` x SLO."""
+
+    p99_fraction: float = 0.9
+    #: 5% under the SLO: a candidate whose maximum touched the SLO on validation passed it later
+    #: (WC98 realistic: at most 5.0 minutes on every block of the first 30%, 5.41 on the rest).
+    max_fraction: float = 0.95
+
+    def miss(self, numbers: Mapping, slo_minutes: float, current: Mapping | None = None) -> str | None:
+        """Why ``numbers`` (one window) miss the margin, or ``None`` when they keep it.
+
+        ``current``: the current policy's numbers on the same window of a stress replay. Where it
+        misses the margin itself, each of its figures past the margin is the limit instead: a
+        replacement must not be riskier than what runs now, but it need not pass a test the
+        current policy fails (the family's spikes seed 1: the default's maximum reached 4.77
+        minutes under `realistic` and 5.25 under `rough`, every cheaper candidate's went past
+        0.95 x SLO under `rough`, so none could be recommended; docs/policy-experiments.md)."""
+        checks = (("max_age_minutes", "max age", self.max_fraction), ("p99_age_minutes", "p99 age", self.p99_fraction))
+        for key, name, fraction in checks:
+            limit = fraction * slo_minutes
+            if numbers[key] > limit and (current is None or numbers[key] > current[key]):
+                beyond = f" and the current policy's {current[key]:.2f}" if current is not None and current[key] > limit else ""
+                return f"{name} {numbers[key]:.2f} min > {fraction:g} x SLO{beyond}"
+        if not numbers["meets_slo"] and (current is None or current["meets_slo"]
+                                         or numbers["slo_violation_minutes"] > current["slo_violation_minutes"]):
+            beyond = f" (the current policy: {current['slo_violation_minutes']})" if current is not None and not current["meets_slo"] else ""
+            return f"{numbers['slo_violation_minutes']} SLO-violation minutes{beyond}"
+        return None
+
+
+MARGIN = Margin()
+
+
+def holds_on_splits(candidate: Mapping, slo_minutes: float, margin: Margin = MARGIN, scenario_name: str = "",
+                    current: Mapping | None = None) -> str | None:
+    """Why a candidate's scores (one scenario) fail: the plain SLO on a training window (only for
+    the history's own scenario, ``scenario_name`` empty) or the margin on a validation block
+    (under a stress replay, no stricter than the ``current`` policy's scores there: ``Margin.miss``)."""
+    where = f" under {scenario_name}" if scenario_name else ""
+    for number, fold in enumerate(candidate["folds"], start=1):
+        if not scenario_name and not fold["train"]["meets_slo"]:
+            return f"fold {number} training: {fold['train']['slo_violation_minutes']} SLO-violation minutes"
+        missed = margin.miss(fold["validation"], slo_minutes,
+                             current["folds"][number - 1]["validation"] if current is not None else None)
+        if missed:
+            return f"fold {number} validation{where}: {missed}"
+    return None
+
+
+#: A candidate is recommended only for a saving that shows: at least this fraction of the current
+#: policy's validation cost overall, and no dearer on any validation block. A change costs an
+#: operator's review and a new regime; a saving within the folds' noise is none (NASA's standard
+#: run chose a candidate 1.3% cheaper on validation that cost 0.9% more afterwards).
+MIN_SAVING = 0.02
+
+
+def improves(candidate: Mapping, current: Mapping) -> bool:
+    """Whether ``candidate``'s scores save enough on the current policy's to be recommended:
+    ``MIN_SAVING`` on validation and no dearer on any validation block. (A current policy that
+    misses the margin is not replaced by one that saves less: the cheapest that holds is named
+    as ``safer``, for review.)"""
+    return (candidate["validation"]["cost"] <= (1 - MIN_SAVING) * current["validation"]["cost"]
+            and all(mine["validation"]["cost"] <= theirs["validation"]["cost"]
+                    for mine, theirs in zip(candidate["folds"], current["folds"], strict=True)))
+
+
+def no_dearer(candidate: Mapping, current: Mapping) -> bool:
+    """Whether ``candidate`` costs no more than the current policy on validation, overall and on
+    every block."""
+    return (candidate["validation"]["cost"] <= current["validation"]["cost"]
+            and all(mine["validation"]["cost"] <= theirs["validation"]["cost"]
+                    for mine, theirs in zip(candidate["folds"], current["folds"], strict=True)))
+
+
+def misses_slo_on_history(scores: Mapping) -> str | None:
+    """Whether a policy misses the SLO itself (violation minutes past the allowance, not only the
+    margin) on the history: on its first training block or on all its validation blocks together,
+    which tile it, each against its own allowance (a block's few minutes are within the noise the
+    SLO's 0.1% allows over a span: bursts seed 3 and growth seed 4 in `realistic` had 3 and 2 in a
+    block and met the SLO on the rest of the trace); ``None`` when it meets it on both. Traffic the
+    target has really had that the policy does not catch (issue 53: bursts one default cannot
+    catch are what the tuner is for)."""
+    for window, name in ((scores["folds"][0]["train"], "first training block"), (scores["validation"], "validation")):
+        if not window["meets_slo"]:
+            return f"{name}: {window['slo_violation_minutes']} SLO-violation minutes in {window['minutes']}"
+    return None
+
+
+#: The first round of stress replays: the current policy and this many of the cheapest candidates;
+#: a second round, when none of them holds, replays all the rest of the shortlist at once.
+STRESS_ROUND = 8
+
+def shortlist(base: Sequence[Mapping], current_index: int, slo_minutes: float, margin: Margin = MARGIN) -> list[int]:
+    """The candidates worth a stress replay: the current policy first, then those that hold on
+    every split and cost it no more (``no_dearer``; ``improves`` for a plain saving, the rest in
+    case the current policy misses the margin), or, when the current policy misses the SLO on the
+    history itself (``misses_slo_on_history``), any that meets it there (``catches``), cheapest
+    first (nothing else can be chosen: ``select``)."""
+    current = base[current_index]
+    any_cost = misses_slo_on_history(current) is not None
+    eligible = [index for index, candidate in enumerate(base)
+                if index != current_index and ((no_dearer(candidate, current) and holds_on_splits(candidate, slo_minutes, margin) is None)
+                                               or (any_cost and misses_slo_on_history(candidate) is None))]
+    return [current_index, *sorted(eligible, key=lambda index: (base[index]["validation"]["cost"],
+                                                                base[index]["validation"]["scale_actions"], index))]
+
+
+def holds_under_stress(index: int, stress: Mapping[str, Mapping[int, Mapping]], slo_minutes: float,
+                       margin: Margin = MARGIN, current_index: int | None = None) -> str | None:
+    """Why candidate ``index`` fails a stress replay (or was not replayed), ``None`` when it holds in
+    all. Another candidate than the current policy (``current_index``) is held to the margin or,
+    where the current policy misses it in that replay, to the current policy's figures; the
+    current policy itself to the margin (its own risk is reported as it is). And another
+    candidate must keep its saving there: a replay in which it costs more than ``MIN_SAVING``
+    over the current policy on validation is a saving the history's world shows and a rougher one
+    takes back (on the trace family, the choices that did cost more than the default afterwards
+    were 6-10% dearer under `realistic` or `rough`; docs/policy-experiments.md)."""
+    for name, replay in stress.items():
+        if index not in replay:
+            return "not replayed under stress: fails on the splits, costs more than the current policy, or a cheaper one holds"
+        current = replay.get(current_index) if current_index is not None and index != current_index else None
+        failed = holds_on_splits(replay[index], slo_minutes, margin, name, current)
+        if failed:
+            return failed
+        if current is not None and replay[index]["validation"]["cost"] > (1 + MIN_SAVING) * current["validation"]["cost"]:
+            dearer = replay[index]["validation"]["cost"] / current["validation"]["cost"] - 1
+            return (f"validation under {name}: costs {dearer:+.1%} against the current policy (more than {MIN_SAVING:.0%}: "
+                    "the saving does not hold there)")
+    return None
+
+
+def stress_round(listed: Sequence[int], stress: Mapping[str, Mapping[int, Mapping]], current_index: int, slo_minutes: float,
+                 margin: Margin = MARGIN, size: int = STRESS_ROUND) -> list[int]:
+    """The next candidates to replay under stress: first the current policy and the ``size``
+    cheapest of the shortlist; then, unless a replayed candidate other than the current policy
+    holds in every replay (every cheaper one was replayed and failed, so it is the choice), all the
+    rest at once. Same choice as replaying the whole shortlist, in one batch per stress set when a
+    cheap candidate holds and never more than two."""
+    if not stress:
+        return []
+    done = set().union(*(replay.keys() for replay in stress.values()))
+    if any(index != current_index and holds_under_stress(index, stress, slo_minutes, margin, current_index) is None
+           for index in done):
+        return []
+    rest = [index for index in listed if index not in done]
+    return rest if done else rest[:size + 1]
+
+
+@dataclass(frozen=True, slots=True)
+class TrafficShape:
+    """What a regime change is judged on: mean rate, p99 minute / mean, mean |change| / mean."""
+
+    mean: float
+    peak_to_mean: float
+    burstiness: float
+
+
+def traffic_shape(arrivals: np.ndarray) -> TrafficShape:
+    values = np.asarray(arrivals, dtype=float)
+    mean = float(values.mean()) if len(values) else 0.0
+    if mean <= 0:
+        return TrafficShape(0.0, 0.0, 0.0)
+    change = float(np.abs(np.diff(values)).mean()) if len(values) > 1 else 0.0
+    return TrafficShape(mean, float(np.percentile(values, 99)) / mean, change / mean)
+
+
+def regime_change(train: np.ndarray, validation: np.ndarray, limits: Mapping[str, float] = REGIME_LIMITS) -> list[str]:
+    """Why the validation traffic looks unlike the training traffic (empty: alike)."""
+    before, after = traffic_shape(train), traffic_shape(validation)
+    reasons = []
+    for name, old, new in (("rate level", before.mean, after.mean), ("peak-to-mean", before.peak_to_mean, after.peak_to_mean),
+                           ("burstiness", before.burstiness, after.burstiness)):
+        if old <= 0 or new <= 0:
+            if old != new:
+                reasons.append(f"{name} {old:.3g} -> {new:.3g}")
+            continue
+        ratio = new / old
+        if max(ratio, 1 / ratio) > limits[name]:
+            reasons.append(f"{name} x{ratio:.2f} ({old:.3g} -> {new:.3g}; limit x{limits[name]:g} either way)")
+    return reasons
+
+
+def regime_changes(arrivals: np.ndarray, folds: Folds) -> list[dict]:
+    """Per fold, the regime-change reasons between its training window and its validation block."""
+    return [{"fold": number, "validation": list(valid), "changes": regime_change(arrivals[slice(*train)], arrivals[slice(*valid)])}
+            for number, (train, valid) in enumerate(zip(folds.training, folds.validation, strict=True), start=1)]
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What ``select`` decided for one target, and the evidence behind it."""
+
+    #: The candidate to run: the recommended one, or the current policy when kept.
+    index: int
+    kept_current: bool
+    reason: str
+    #: Per candidate index, why it does not hold (absent: it holds everywhere).
+    failures: dict[int, str]
+    #: Expected cost and SLO risk (spread across folds, worst stress replay) of ``index`` and of the current policy.
+    risk: dict
+    current_risk: dict
+    regime: list[dict] = field(default_factory=list)
+    #: The cheapest candidate that holds when it costs more than the current policy (not recommended).
+    safer: int | None = None
+
+
+def _spread(values: Sequence[float]) -> dict:
+    data = [value for value in values if value is not None]
+    if not data:
+        return {"min": None, "median": None, "max": None}
+    return {"min": round(min(data), 4), "median": round(float(np.median(data)), 4), "max": round(max(data), 4)}
+
+
+def risk(base: Mapping, stress: Mapping[str, Mapping]) -> dict:
+    """A candidate's expected cost and SLO risk: per-fold spreads in the history's scenario, and
+    per stress replay the worst fold."""
+    folds = [fold["validation"] for fold in base["folds"]]
+    numbers = {key: _spread([fold[key] for fold in folds])
+               for key in ("cost_ratio", "cost", "slo_violation_minutes", "p99_age_minutes", "max_age_minutes", "scale_actions")}
+    numbers["stress"] = {name: {"cost_ratio": _spread([fold["validation"]["cost_ratio"] for fold in replay["folds"]]),
+                                "worst_p99_age_minutes": max(fold["validation"]["p99_age_minutes"] for fold in replay["folds"]),
+                                "worst_max_age_minutes": max(fold["validation"]["max_age_minutes"] for fold in replay["folds"]),
+                                "slo_violation_minutes": sum(fold["validation"]["slo_violation_minutes"] for fold in replay["folds"])}
+                         for name, replay in stress.items()}
+    return numbers
+
+
+def select(labels: Sequence[str], base: Sequence[Mapping], stress: Mapping[str, Mapping[int, Mapping]], current_index: int,
+           slo_minutes: float, margin: Margin = MARGIN, regime: list[dict] | None = None) -> Selection:
+    """The cheapest candidate that holds on every split and stress replay, if it saves enough on the
+    current policy (``improves``: ``MIN_SAVING`` on validation, no block dearer); else the current
+    policy, with the reason (and, when the current policy misses the margin, the cheapest candidate
+    that holds as ``safer``, for review).
+
+    ``base[i]``: candidate ``i``'s ``scores`` in the history's scenario; ``stress[name][i]``: in
+    stress replay ``name`` (candidates not replayed cannot be chosen)."""
+    failures: dict[int, str] = {}
+    for index, candidate in enumerate(base):
+        failed = (holds_on_splits(candidate, slo_minutes, margin)
+                  or holds_under_stress(index, stress, slo_minutes, margin, current_index))
+        if failed:
+            failures[index] = failed
+
+    def key(index: int) -> tuple:
+        return base[index]["validation"]["cost"], base[index]["validation"]["scale_actions"], index != current_index
+
+    def stressed(index: int) -> dict:
+        return {name: replay[index] for name, replay in stress.items() if index in replay}
+
+    holding = sorted((index for index in range(len(base)) if index not in failures), key=key)
+    current_risk = risk(base[current_index], stressed(current_index))
+    regime = regime or []
+    changed = [f"fold {item['fold']}: " + "; ".join(item["changes"]) for item in regime if item["changes"]]
+    note = f" Regime change between training and validation ({' | '.join(changed)})." if changed else ""
+    current = base[current_index]
+    winners = [index for index in holding if index != current_index and improves(base[index], current)]
+    if winners:
+        best = winners[0]
+        ceiling, cost = current["validation"]["cost"], base[best]["validation"]["cost"]
+        change = f"{cost / ceiling - 1:+.1%}" if ceiling > 0 else "n/a"
+        reason = (f"cheapest candidate that meets the SLO with margin on all {len(base[best]['folds'])} splits and "
+                  f"{len(stress)} stress replays ({', '.join(stress) or 'none'}); validation cost {change} against the current "
+                  f"policy, lower on every validation block.{note}")
+        return Selection(best, False, reason, failures, risk(base[best], stressed(best)), current_risk, regime)
+    others = [index for index in holding if index != current_index]
+    current_miss = failures.get(current_index)
+    if current_miss is None:
+        if others and base[others[0]]["validation"]["cost"] < current["validation"]["cost"]:
+            reason = (f"the current policy holds on every split and stress replay, and no candidate that holds saves enough; "
+                      f"the cheapest, {_against(labels[others[0]], base[others[0]], current)}.{note}")
+        else:
+            reason = f"the current policy is the cheapest candidate that holds on every split and stress replay.{note}"
+        return Selection(current_index, True, reason, failures, current_risk, current_risk, regime)
+    # Where the current policy misses the SLO itself on the target's own history (traffic the target
+    # has had, not a stress replay's: bursts it does not catch), the cheapest candidate that meets
+    # the SLO on every window of the history and is nowhere riskier than the current policy, in the
+    # history's world or a stress replay, is worth what it costs: a saving is not what it is for, so
+    # neither the margin it cannot reach where the current policy is further past it nor the saving
+    # rule of the stress replays applies (issue 53: the family's bursts seed 1 in `realistic`).
+    history_miss = misses_slo_on_history(current)
+    if history_miss:
+        catching = sorted((index for index in range(len(base)) if index != current_index
+                           and catches(index, base, stress, current_index, slo_minutes, margin)), key=key)
+        if catching:
+            best = catching[0]
+            reason = (f"the current policy misses the SLO on the history itself ({history_miss}); {labels[best]}, the "
+                      f"cheapest candidate that meets it on every window of the history and is nowhere riskier than the "
+                      f"current policy (the history's world and {len(stress)} stress replays: {', '.join(stress) or 'none'}), "
+                      f"{_costs(base[best], current)}.{note}")
+            return Selection(best, False, reason, failures, risk(base[best], stressed(best)), current_risk, regime)
+    if not others:
+        reason = (f"no candidate that saves at least {MIN_SAVING:.0%} on validation, and on every block, meets the SLO with "
+                  f"margin (p99 <= {margin.p99_fraction:g} x SLO, max <= {margin.max_fraction:g} x SLO) on every split and "
+                  f"stress replay and keeps its saving there; the current policy: {current_miss}.{note}")
+        return Selection(current_index, True, reason, failures, current_risk, current_risk, regime)
+    # The current policy misses the margin. A candidate that keeps the margin itself everywhere
+    # (not only the current policy's figures: a copy of the current policy does that) and costs
+    # less overall and no more on any block is a change that needs no saving to pay for it (WC98's
+    # history: the default past 0.95 x SLO under `rough`, a candidate within it everywhere and
+    # 1.9% cheaper on every block was only named).
+    free = [index for index in others if no_dearer(base[index], current)
+            and base[index]["validation"]["cost"] < current["validation"]["cost"]
+            and all(holds_on_splits(replay[index], slo_minutes, margin, name) is None for name, replay in stress.items())]
+    if free:
+        best = free[0]
+        reason = (f"the current policy misses the margin ({current_miss}); {labels[best]} keeps it on all "
+                  f"{len(base[best]['folds'])} splits and {len(stress)} stress replays ({', '.join(stress) or 'none'}) and "
+                  f"costs less: {_costs(base[best], current)}.{note}")
+        return Selection(best, False, reason, failures, risk(base[best], stressed(best)), current_risk, regime)
+    safer = others[0]
+    reason = (f"the current policy misses the margin ({current_miss}); the cheapest candidate that holds, "
+              f"{_against(labels[safer], base[safer], current)}: review it.{note}")
+    return Selection(current_index, True, reason, failures, current_risk, current_risk, regime, safer=safer)
+
+
+def catches(index: int, base: Sequence[Mapping], stress: Mapping[str, Mapping[int, Mapping]], current_index: int,
+            slo_minutes: float, margin: Margin = MARGIN) -> bool:
+    """Whether candidate ``index`` meets the SLO on every window of the history (training and
+    validation) and is no riskier than the current policy on any validation block, in the
+    history's world and in every stress replay (``Margin.miss`` against the current policy's
+    figures); what ``select`` asks of a replacement for a current policy that misses the SLO on
+    the history itself."""
+    if misses_slo_on_history(base[index]) is not None:
+        return False
+    worlds = [("history", dict(enumerate(base))), *stress.items()]
+    return all(index in scores and holds_on_splits(scores[index], slo_minutes, margin, name, scores[current_index]) is None
+               for name, scores in worlds)
+
+
+def _costs(candidate: Mapping, current: Mapping) -> str:
+    """A candidate's validation cost against the current policy's, overall and per block."""
+    blocks = ", ".join(f"{mine['validation']['cost'] / theirs['validation']['cost'] - 1:+.1%}"
+                       for mine, theirs in zip(candidate["folds"], current["folds"], strict=True))
+    return f"validation cost {candidate['validation']['cost'] / current['validation']['cost'] - 1:+.1%} (per block {blocks})"
+
+
+def _against(label: str, candidate: Mapping, current: Mapping) -> str:
+    """A candidate's validation cost against the current policy's, overall and per block, and why
+    that is not enough for a recommendation (``improves``)."""
+    ceiling = current["validation"]["cost"]
+    blocks = ", ".join(f"{mine['validation']['cost'] / theirs['validation']['cost'] - 1:+.1%}"
+                       for mine, theirs in zip(candidate["folds"], current["folds"], strict=True))
+    return (f"{label}, costs {candidate['validation']['cost'] / ceiling - 1:+.1%} on validation (per block {blocks}), and a "
+            f"recommendation saves at least {MIN_SAVING:.0%} and costs no more on any block")
+
+
+def stress_scenarios(scenario: Scenario, sets: Mapping[str, Mapping] = STRESS_SETS) -> dict[str, Scenario]:
+    """The stress worlds built on ``scenario`` (the history's own world: partitions, throughput,
+    SLO, observed partition shares): each set's knobs on top of it."""
+    built = {}
+    for name, knobs in sets.items():
+        changes = {key: value for key, value in knobs.items() if key != LOAD_KNOB}
+        weights = getattr(scenario, "weights", ())
+        if weights and changes.get("skew", 0) > 0:
+            # Observed shares: make them more skewed the same way (partition p times (1 + skew)^-p).
+            raw = np.asarray(weights, dtype=float) * np.power(1.0 + changes["skew"], -np.arange(len(weights), dtype=float))
+            changes["weights"] = tuple(float(value) for value in raw / raw.sum())
+        built[name] = replace(scenario, **changes)
+    return built
+
+
+#: Stress replays start this many minutes before the first validation block (only validation
+#: blocks are scored under stress): long enough for capacity and learned throughput to settle
+#: from the cold start, and it saves replaying most of the first training block.
+STRESS_WARMUP_MINUTES = 360
+
+
+@dataclass(frozen=True, slots=True)
+class StressReplay:
+    """One stress replay to run: its set's name, its world, and the part of the history it
+    replays (``arrivals[start:] * load``, scored on ``folds``, which count from ``start``)."""
+
+    name: str
+    scenario: Scenario
+    start: int
+    folds: Folds
+    load: float = 1.0
+
+    def arrivals(self, history: np.ndarray) -> np.ndarray:
+        return history[self.start:] * self.load if self.load != 1.0 else history[self.start:]
+
+
+def load_factor(history: np.ndarray, scenario: Scenario, peak_fraction: float) -> float:
+    """How much to scale ``history`` so that its busiest minute needs ``peak_fraction`` of the
+    hub's capacity (``partitions x events_per_instance_per_minute``); between 1 and ``MAX_LOAD_FACTOR``."""
+    peak = float(np.max(history)) if len(history) else 0.0
+    if peak <= 0:
+        return 1.0
+    wanted = peak_fraction * scenario.partitions * scenario.events_per_instance_per_minute / peak
+    return float(min(max(wanted, 1.0), MAX_LOAD_FACTOR))
+
+
+def stress_replays(scenario: Scenario, folds: Folds, history: np.ndarray,
+                   sets: Mapping[str, Mapping] = STRESS_SETS) -> list[StressReplay]:
+    """The stress replays of one history (``stress_scenarios``; a set with ``LOAD_KNOB`` also
+    scales the arrivals), each from ``STRESS_WARMUP_MINUTES`` before the first validation block."""
+    start = max(folds.train_ends[0] - STRESS_WARMUP_MINUTES, 0)
+    shifted = Folds(tuple(end - start for end in folds.train_ends), folds.minutes - start)
+    worlds = stress_scenarios(scenario, sets)
+    replays = [StressReplay(name, worlds[name], start, shifted,
+                            load_factor(history, scenario, knobs[LOAD_KNOB]) if LOAD_KNOB in knobs else 1.0)
+               for name, knobs in sets.items()]
+    # A set that is the history's own world (the benchmark's realistic scenario under the realistic
+    # set) adds nothing: the first pass has already scored every validation block in it.
+    return [replay for replay in replays if replay.load != 1.0 or replay.scenario != scenario]
+
+
+def tune(arrivals: np.ndarray, scenario: Scenario, candidates: Sequence[Candidate], *, current_index: int = 0,
+         folds: int = 3, first_train_fraction: float = 0.4, margin: Margin = MARGIN,
+         sets: Mapping[str, Mapping] = STRESS_SETS) -> Selection:
+    """The whole robust selection in-process (the benchmark's ``project-tuned``): every candidate
+    on ``arrivals`` (the history) in ``scenario``, the shortlist replayed under each stress set,
+    then ``select`` (the Spark job runs the same steps as executor tasks)."""
+    return tune_many([arrivals], scenario, candidates, current_index=current_index, folds=folds,
+                     first_train_fraction=first_train_fraction, margin=margin, sets=sets)[0]
+
+
+def tune_many(histories: Sequence[np.ndarray], scenario: Scenario, candidates: Sequence[Candidate], *,
+              current_index: int = 0, folds: int = 3, first_train_fraction: float = 0.4, margin: Margin = MARGIN,
+              sets: Mapping[str, Mapping] = STRESS_SETS) -> list[Selection]:
+    """``tune`` for several histories of one length in one world (the benchmark's family
+    members): each history's selection is the one ``tune`` makes on it alone, and the runs of all
+    of them are columns of the same simulated steps (``Kernel``'s ``trace_of``), which cost about
+    what one history's do."""
+    length = len(histories[0])
+    if any(len(history) != length for history in histories):
+        raise ValueError("tune_many needs histories of one length")
+    members = range(len(histories))
+    splits = blocked_folds(length, folds, first_train_fraction)
+    runs = _run_each(candidates, [(member, list(range(len(candidates)))) for member in members], histories, scenario)
+    base = [[scores(result, scenario, splits) for result in runs[member]] for member in members]
+    listed = [shortlist(base[member], current_index, scenario.slo_minutes, margin) for member in members]
+    replays = [{replay.name: replay for replay in stress_replays(scenario, splits, history, sets)} for history in histories]
+    stress: list[dict[str, dict[int, dict]]] = [{name: {} for name in replays[member]} for member in members]
+    # The whole shortlist in one round: in one process a replay's step costs nearly as much for 9
+    # candidates as for 40 (a 14-day member: 50 s instead of 71 s), and the choice is the same
+    # (``stress_round``); its two rounds save work where replays are tasks spread over executors.
+    while batches := [(member, batch) for member in members
+                      if (batch := stress_round(listed[member], stress[member], current_index, scenario.slo_minutes, margin,
+                                                size=len(listed[member])))]:
+        for name in dict.fromkeys(name for member_replays in replays for name in member_replays):
+            asked = [(member, batch) for member, batch in batches if name in replays[member]]
+            if not asked:
+                continue
+            first = replays[asked[0][0]][name]
+            if any((replays[member][name].scenario, replays[member][name].start) != (first.scenario, first.start)
+                   for member, _ in asked):
+                raise ValueError(f"stress replay {name} differs between histories")
+            runs = _run_each(candidates, asked, [replays[member][name].arrivals(histories[member]) for member, _ in asked],
+                             first.scenario)
+            for (member, batch), member_runs in zip(asked, runs, strict=True):
+                stress[member][name].update({index: scores(result, first.scenario, first.folds)
+                                             for index, result in zip(batch, member_runs, strict=True)})
+    labels = [candidate.label for candidate in candidates]
+    return [select(labels, base[member], stress[member], current_index, scenario.slo_minutes, margin,
+                   regime_changes(histories[member], splits)) for member in members]
+
+
+def _run_each(candidates: Sequence[Candidate], asked: Sequence[tuple[int, Sequence[int]]], arrivals: Sequence[np.ndarray],
+              scenario: Scenario) -> list[list]:
+    """For each (history, candidate indices) of ``asked``, with its arrivals, those candidates'
+    runs: one ``run_candidates`` over all of them (each history a trace of its own)."""
+    if len(asked) == 1:
+        return [run_candidates([candidates[index] for index in asked[0][1]], arrivals[0], scenario)]
+    chosen = [candidates[index] for _, batch in asked for index in batch]
+    trace_of = [position for position, (_, batch) in enumerate(asked) for _ in batch]
+    runs = run_candidates(chosen, np.column_stack(arrivals), scenario, trace_of=trace_of)
+    ends = np.cumsum([len(batch) for _, batch in asked]).tolist()
+    return [runs[end - len(batch):end] for (_, batch), end in zip(asked, ends, strict=True)]
