@@ -86,8 +86,8 @@ def _who(args: argparse.Namespace) -> str:
 
 def _check_target(args: argparse.Namespace, pinned_at: int | None) -> str | None:
     """A problem with the target or the pinned count, when a policy is at hand; else ``None``."""
+    from scaling.domain.namespace.policy import EventHubsNamespaceTarget
     from scaling.domain.policy import PolicyError, load_policy
-    from scaling.domain.policy_namespace import EventHubsNamespaceTarget
     from scaling.domain.profiles import widest_bounds
     from scaling.settings import SettingsError, load_policy_setting
 

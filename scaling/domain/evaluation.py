@@ -13,7 +13,7 @@ ETag (``services/evaluate.py``); this module decides. In order:
 3. another controller driving the plan (an autoscale setting, or too many external changes in
    the hour: ``conflict.py``) holds the target; the desired count follows the plan;
 4. the rule engine decides, held by the pause or the conflict; a namespace whose egress is the
-   bottleneck holds a scale-out (``throughput_units.py``);
+   bottleneck holds a scale-out (``namespace/sizing.py``);
 5. one of: log a conflict's hold; send a pin once; log what a pause would do; skip acting on a
    stale window; never act twice on one decision; act (a new decision supersedes a re-issue);
    else log a change of reason; then a re-issue or an external change the reconciliation found.
@@ -37,11 +37,11 @@ from scaling.domain.conflict import (
 )
 from scaling.domain.decisions import DOWN, HOLD, UP, Decision, ScalerState, decision_id_for, restore_learning
 from scaling.domain.engine import evaluate
+from scaling.domain.namespace.sizing import NamespaceStatus, egress_bound_hold
 from scaling.domain.pause import PAUSE_EXPIRED, PINNED, STATE_UNREADABLE, Pause, unreadable_reasons
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, DesiredCapacity, Reconciliation, reconcile
 from scaling.domain.samples import MetricSample
-from scaling.domain.throughput_units import NamespaceStatus, egress_bound_hold
 
 #: Reason code of a re-issue's log row (an external change's is ``EXTERNAL_CHANGE``).
 RECONCILE = "reconcile"

@@ -26,6 +26,7 @@ from pydantic import AliasChoices, BeforeValidator, Field, StrictBool, model_val
 
 from scaling.domain.knobs import KNOB
 from scaling.domain.names import MAX_KEY_CHARS
+from scaling.domain.namespace.policy import EventHubsNamespaceTarget
 from scaling.domain.policy_fields import (
     DOCUMENT_CONFIG,
     KEDA_ALIASES,
@@ -51,7 +52,6 @@ from scaling.domain.policy_fields import (
     knob,
     printable_text,
 )
-from scaling.domain.policy_namespace import EventHubsNamespaceTarget
 from scaling.domain.policy_profiles import MAX_PROFILES, Profile
 
 # --- the model ---------------------------------------------------------------------------------

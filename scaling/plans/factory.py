@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from scaling.plans.appservice import AppServicePlanAdapter
-from scaling.plans.eventhub_namespace import EventHubsNamespaceAdapter, RoutingPlanAdapter
+from scaling.plans.namespace.arm import EventHubsNamespaceAdapter, RoutingPlanAdapter
 from scaling.settings import Settings
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from azure.core.credentials import AccessToken
 
-from scaling.plans.local_eventhub import LocalEventHubNamespaces
+from scaling.plans.namespace.local import LocalEventHubNamespaces
 
 PLAN_PATH = re.compile(
     r"^/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/Microsoft\.Web/serverfarms/(?P<name>[^/]+)$",

@@ -40,10 +40,11 @@ from scaling.domain.evaluation import (
 )
 from scaling.domain.knobs import SETTING
 from scaling.domain.names import safe_text
-from scaling.domain.namespace_samples import is_namespace_message
+from scaling.domain.namespace.policy import EventHubsNamespaceTarget
+from scaling.domain.namespace.samples import is_namespace_message
+from scaling.domain.namespace.sizing import EGRESS_BOUND, NamespaceStatus
 from scaling.domain.pause import STATE_UNREADABLE, Pause
 from scaling.domain.policy import Policy, TargetPolicy
-from scaling.domain.policy_namespace import EventHubsNamespaceTarget
 from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, Reconciliation
 from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample, SampleError, parse_sample
 from scaling.domain.telemetry import (
@@ -60,7 +61,6 @@ from scaling.domain.telemetry import (
     TARGET_ATTRIBUTE,
     THROUGHPUT_PER_INSTANCE,
 )
-from scaling.domain.throughput_units import EGRESS_BOUND, NamespaceStatus
 from scaling.services.telemetry import NO_TELEMETRY, Span, Telemetry, number
 from scaling.storage.actions import MAX_REASON_CHARS
 from scaling.storage.base import EntityTooLarge, EvaluateStore

@@ -30,14 +30,14 @@ from typing import Any, Protocol
 from scaling.domain.decisions import HOLD, UP, Decision, decision_id_for
 from scaling.domain.evaluation import pin_act, reconciled_act
 from scaling.domain.names import safe_text
-from scaling.domain.namespace_samples import NamespaceSample, parse_namespace_sample
+from scaling.domain.namespace.policy import EventHubsNamespaceTarget
+from scaling.domain.namespace.samples import NamespaceSample, parse_namespace_sample
+from scaling.domain.namespace.sizing import ConsumerCatchUp, size_namespace
 from scaling.domain.pause import Pause, paused_reason
 from scaling.domain.policy import Policy
-from scaling.domain.policy_namespace import EventHubsNamespaceTarget
 from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, DesiredCapacity, Reconciliation, reconcile
 from scaling.domain.samples import MAX_CLOCK_SKEW, SampleError
 from scaling.domain.telemetry import DECISIONS, SAMPLES, THROTTLED_REQUESTS, THROUGHPUT_UNITS
-from scaling.domain.throughput_units import ConsumerCatchUp, size_namespace
 from scaling.services.evaluate import (
     RECONCILE_GRACE,
     EvaluateOutcome,

@@ -154,7 +154,7 @@ def build_namespace_metrics(settings: Settings, metrics_client: Any = None) -> t
     """The namespace targets' Azure Monitor reader (``MonitorNamespaceMetrics``) and what closes it:
     ``metrics_client`` when given (a local endpoint's), else a ``MetricsQueryClient`` on an async
     ``DefaultAzureCredential`` (the user-assigned identity ``AZURE_CLIENT_ID`` when set)."""
-    from scaling.sources.eventhub_namespace import MonitorNamespaceMetrics
+    from scaling.sources.namespace import MonitorNamespaceMetrics
 
     closers: list[Callable[[], Any]] = []
     if metrics_client is None:

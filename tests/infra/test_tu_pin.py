@@ -548,7 +548,7 @@ def test_the_definition_is_the_json_file_at_subscription_scope(pin: Template) ->
 
 
 def test_the_bounds_default_to_the_policy_models_defaults(pin: Template) -> None:
-    from scaling.domain.policy_namespace import EventHubsNamespaceTarget
+    from scaling.domain.namespace.policy import EventHubsNamespaceTarget
 
     defaults = {f.name: f.default for f in dataclasses.fields(EventHubsNamespaceTarget)}
     for variable, key in (("minimumCapacity", "min_tus"), ("maximumCapacity", "max_tus")):

@@ -4,7 +4,7 @@ against the local ARM endpoint (``scaling.plans.local_arm``, TLS with a throwawa
 
 There is no Event Hubs or ARM emulator: the namespace (GET/PATCH of
 ``Microsoft.EventHub/namespaces``) and its Azure Monitor metrics are a local stand-in behind the
-same HTTP interface (``scaling.plans.local_eventhub``). Covered: collect, decide, write (once per
+same HTTP interface (``scaling.plans.namespace.local``). Covered: collect, decide, write (once per
 decision), a lost reply (the write applied, its reply dropped: no second write, the read-back
 confirms), reconciliation of a lost action and of an outside change, dead letters, and a
 consumer target that does not scale out while its namespace's egress is the bottleneck.
@@ -19,16 +19,16 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scaling.domain.decisions import ScalerState
+from scaling.domain.namespace.policy import EventHubsNamespaceTarget
+from scaling.domain.namespace.sizing import EGRESS_BOUND, NAMESPACE_EGRESS_BOUND
 from scaling.domain.policy import Policy
-from scaling.domain.policy_namespace import EventHubsNamespaceTarget
-from scaling.domain.throughput_units import EGRESS_BOUND, NAMESPACE_EGRESS_BOUND
 from scaling.plans.appservice import AppServicePlanAdapter
-from scaling.plans.eventhub_namespace import EventHubsNamespaceAdapter, RoutingPlanAdapter
 from scaling.plans.local_arm import AsyncStaticTokenCredential, serve_local_arm
+from scaling.plans.namespace.arm import EventHubsNamespaceAdapter, RoutingPlanAdapter
 from scaling.services.evaluate import EvaluateService
 from scaling.services.namespace import NamespaceCollector, NamespaceEvaluateService
 from scaling.services.scale import ScaleService
-from scaling.sources.eventhub_namespace import MonitorNamespaceMetrics
+from scaling.sources.namespace import MonitorNamespaceMetrics
 from scaling.storage.base import TableNames
 from scaling.storage.records import StoredState
 from scaling.storage.synthetic import queue_sample, rules_target

@@ -95,8 +95,8 @@ def test_a_policy_with_namespaces_wires_their_evaluate_collect_and_write() -> No
     import asyncio
 
     from scaling.bootstrap import evaluate_service_for, namespace_collector_for, scale_service_for
-    from scaling.plans.eventhub_namespace import RoutingPlanAdapter
     from scaling.plans.local_arm import StaticTokenCredential
+    from scaling.plans.namespace.arm import RoutingPlanAdapter
     from scaling.services.namespace import NamespaceCollector, NamespaceEvaluateService
     from scaling.settings import Settings
     from scaling.storage.memory import MemoryStorage

@@ -12,9 +12,9 @@ import pytest
 from scaling.domain.conflict import AUTOSCALE_SETTING, EXTERNAL_WRITER, ExternalChange, ExternalWriterHold
 from scaling.domain.decisions import DOWN, UP, ScalerState, decision_id_for
 from scaling.domain.evaluation import EvaluationSettings, Prior, plan_evaluation
+from scaling.domain.namespace.sizing import NAMESPACE_EGRESS_BOUND, NamespaceStatus
 from scaling.domain.pause import PAUSE_EXPIRED, PINNED, STATE_UNREADABLE, Pause
 from scaling.domain.reconcile import EXTERNAL_CHANGE, DesiredCapacity
-from scaling.domain.throughput_units import NAMESPACE_EGRESS_BOUND, NamespaceStatus
 from scaling.storage.synthetic import queue_sample, rules_target
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

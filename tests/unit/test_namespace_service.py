@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from scaling.domain.namespace_samples import NamespaceSample
+from scaling.domain.namespace.policy import EventHubsNamespaceTarget
+from scaling.domain.namespace.samples import NamespaceSample
+from scaling.domain.namespace.sizing import NamespaceMinute
 from scaling.domain.policy import Policy
-from scaling.domain.policy_namespace import EventHubsNamespaceTarget
-from scaling.domain.throughput_units import NamespaceMinute
 from scaling.services.namespace import NamespaceEvaluateService
 from scaling.storage.memory import MemoryStorage
 from scaling.storage.synthetic import rules_target

@@ -19,11 +19,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from scaling import bootstrap
-from scaling.domain.namespace_samples import NamespaceSample
+from scaling.domain.namespace.samples import NamespaceSample
+from scaling.domain.namespace.sizing import NamespaceMinute
 from scaling.domain.policy import policy_from_dict
 from scaling.domain.samples import SampleError, parse_sample
 from scaling.domain.telemetry import DECISION_ID_ATTRIBUTE, METRICS
-from scaling.domain.throughput_units import NamespaceMinute
 from scaling.plans.memory import InMemoryPlans
 from scaling.services.collect import Collector
 from scaling.services.dead_letters import DeadLetterService, LastErrors

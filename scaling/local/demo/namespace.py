@@ -6,7 +6,7 @@ events offered to a Standard namespace, two consumer groups reading them. Each m
 
 1. the world runs the minute (ingress rejections, egress caps, the consumers' reads);
 2. its per-minute totals go to the local ARM endpoint's Azure Monitor stand-in (there is no Event
-   Hubs, ARM or Azure Monitor emulator: ``scaling.plans.local_eventhub`` answers their HTTP);
+   Hubs, ARM or Azure Monitor emulator: ``scaling.plans.namespace.local`` answers their HTTP);
 3. the namespace target is collected by the production ``NamespaceCollector`` (the real
    ``EventHubManagementClient`` and ``MetricsQueryClient``), the consumer target's sample is what
    collect reads of the simulated partitions (``observation_sample``);
@@ -96,14 +96,14 @@ async def _run(options: DemoOptions, scenario: Any, arrivals: Any, connection: s
     from azure.monitor.query.aio import MetricsQueryClient
 
     from scaling.plans.appservice import AppServicePlanAdapter
-    from scaling.plans.eventhub_namespace import EventHubsNamespaceAdapter, RoutingPlanAdapter
     from scaling.plans.local_arm import AsyncStaticTokenCredential
+    from scaling.plans.namespace.arm import EventHubsNamespaceAdapter, RoutingPlanAdapter
     from scaling.services.evaluate import EvaluateService
     from scaling.services.namespace import NamespaceCollector, NamespaceEvaluateService
     from scaling.services.scale import ScaleService
     from scaling.simulation.namespace.world import NamespaceWorld, score
     from scaling.simulation.peers.looped import EPOCH, observation_sample
-    from scaling.sources.eventhub_namespace import MonitorNamespaceMetrics
+    from scaling.sources.namespace import MonitorNamespaceMetrics
     from scaling.storage.base import TableNames
     from scaling.storage.tables import TableStorage
 

@@ -4,7 +4,7 @@
   namespace throttles, up to its maximum, and never lowers them. Modelled generously: in a
   throttled minute it raises at once to what that minute's offered ingress and attempted reads
   need (not one TU at a time).
-- ``JointThroughputUnits``: this project's namespace target (``domain/throughput_units.py``:
+- ``JointThroughputUnits``: this project's namespace target (``domain/namespace/sizing.py``:
   ingress and egress with headroom, never below the consumers' planned catch-up reads, scale-down
   only when it holds, late in the billed hour), fed the namespace's per-minute metrics.
 - ``NamespaceAwareEngine``: this project's consumer engine (``domain/engine.py``, exactly as the
@@ -24,8 +24,7 @@ import numpy as np
 
 from scaling.domain.decisions import ScalerState
 from scaling.domain.engine import evaluate
-from scaling.domain.samples import MetricSample
-from scaling.domain.throughput_units import (
+from scaling.domain.namespace.sizing import (
     ConsumerCatchUp,
     NamespaceReading,
     NamespaceStatus,
@@ -36,6 +35,7 @@ from scaling.domain.throughput_units import (
     is_egress_bound,
     size_namespace,
 )
+from scaling.domain.samples import MetricSample
 from scaling.simulation.namespace.world import EVENTS_PER_REQUEST, NamespaceResult, NamespaceScenario, NamespaceWorld, score
 from scaling.simulation.peers.looped import EngineAutoscaler, KedaHpa, minute_time, simulated_target
 from scaling.simulation.world.loop import Observation

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scaling.domain.throughput_units import (
+from scaling.domain.namespace.sizing import (
     EGRESS_BYTES_PER_SECOND_PER_TU,
     EGRESS_EVENTS_PER_SECOND_PER_TU,
     INGRESS_BYTES_PER_SECOND_PER_TU,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from scaling.domain.throughput_units import NamespaceMinute
+from scaling.domain.namespace.sizing import NamespaceMinute
 from scaling.sources.base import minute_totals
 
 INCOMING_BYTES = "IncomingBytes"

@@ -1,6 +1,6 @@
 """The policy model of the second target kind, ``eventhubs_namespace``: an Event Hubs Standard
 namespace whose throughput units the autoscaler sizes with its consumers
-(scaling/domain/throughput_units.py says how). Kept apart from policy_model.py, which lists it in
+(scaling/domain/namespace/sizing.py says how). Kept apart from policy_model.py, which lists it in
 ``Policy.namespaces``; the document's shape and its checks only (errors name the field).
 """
 
@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from scaling.domain.namespace.sizing import STANDARD_MAX_TUS, TuSettings
 from scaling.domain.policy_fields import (
     DOCUMENT_CONFIG,
     MAX_SECONDS,
@@ -22,7 +23,6 @@ from scaling.domain.policy_fields import (
     document_keys,
     invalid,
 )
-from scaling.domain.throughput_units import STANDARD_MAX_TUS, TuSettings
 
 NAMESPACE_KIND = "eventhubs_namespace"
 EVENT_HUBS_NAMESPACE_SHAPE = "/subscriptions/SUB/resourceGroups/RG/providers/Microsoft.EventHub/namespaces/NAME"

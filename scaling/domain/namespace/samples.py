@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from scaling.domain.namespace.sizing import NamespaceMinute, NamespaceReading
 from scaling.domain.samples import MAX_CLOCK_SKEW, SampleError, check_inner_time, format_time, parse_time, sample_id_for
-from scaling.domain.throughput_units import NamespaceMinute, NamespaceReading
 
 NAMESPACE_SAMPLE_KIND = "eventhubs_namespace"
 NAMESPACE_SCHEMA_VERSION = 1

@@ -1,4 +1,4 @@
-"""TU sizing of an Event Hubs namespace (scaling/domain/throughput_units.py) and the consumer
+"""TU sizing of an Event Hubs namespace (scaling/domain/namespace/sizing.py) and the consumer
 rule that holds a scale-out while the namespace's egress is the bottleneck: boundaries as tables."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scaling.domain.decisions import DOWN, HOLD, UP, Decision, ScalerState
-from scaling.domain.throughput_units import (
+from scaling.domain.namespace.sizing import (
     AUTO_INFLATE_RAISES,
     EGRESS_BOUND,
     INGRESS_THROTTLED,

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from scaling.domain.policy_namespace import parse_event_hubs_namespace_id
-from scaling.domain.throughput_units import STANDARD_MAX_TUS
+from scaling.domain.namespace.policy import parse_event_hubs_namespace_id
+from scaling.domain.namespace.sizing import STANDARD_MAX_TUS
 from scaling.plans.appservice import (
     CLIENT_ERRORS,
     DEFAULT_ARM_ENDPOINT,

@@ -1,5 +1,5 @@
-"""The namespace sample on the metrics queue (scaling/domain/namespace_samples.py) and the
-metrics reader's minutes (scaling/sources/eventhub_namespace.py): round trip, and every bad field
+"""The namespace sample on the metrics queue (scaling/domain/namespace/samples.py) and the
+metrics reader's minutes (scaling/sources/namespace.py): round trip, and every bad field
 named."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from scaling.domain.namespace_samples import NamespaceSample, is_namespace_message, parse_namespace_sample
+from scaling.domain.namespace.samples import NamespaceSample, is_namespace_message, parse_namespace_sample
+from scaling.domain.namespace.sizing import NamespaceMinute
 from scaling.domain.samples import SampleError
-from scaling.domain.throughput_units import NamespaceMinute
-from scaling.sources.eventhub_namespace import NAMESPACE_METRICS, minutes_from_metrics
+from scaling.sources.namespace import NAMESPACE_METRICS, minutes_from_metrics
 
 NOW = datetime(2026, 3, 1, 12, 0, 30, tzinfo=UTC)
 SAMPLE = NamespaceSample("ns", NOW.replace(second=0), 3, True, 8,
