@@ -42,8 +42,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from scaling.domain.lag import balanced_counts, effective_capacity
-from scaling.simulation.world.physics import DRAINED
 from scaling.simulation.world.scenario import Scenario
+from scaling.simulation.world.service import DRAINED
 
 #: A late minute in the relaxed model forgets backlog above this multiple of the limit.
 FORGET_ABOVE = 2.0

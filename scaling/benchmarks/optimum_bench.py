@@ -27,7 +27,8 @@ BUDGET_SPACINGS = (15, 30)  # one action per this many minutes
 def trace_rows(trace: str, steps: int = 2) -> list[dict]:
     """Every row for one trace (a worker process's job)."""
     from scaling.benchmarks import optimum
-    from scaling.benchmarks.benchmark import Job, run_job
+    from scaling.benchmarks.jobs import Job
+    from scaling.benchmarks.runs import run_job
     from scaling.simulation.world.loop import Scenario, load_trace, scale_trace, simulate
 
     scenario = Scenario()

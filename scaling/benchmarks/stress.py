@@ -1,4 +1,4 @@
-"""``python -m scaling stress``: the project's default policy in the stress cells of issue 18, beside
+"""``python -m scaling stress``: the project's default policy in the stress cells of docs/stress.md, beside
 the clairvoyant reference, in one run.
 
 The benchmark (``benchmark.py``) runs every peer in the named scenarios; this command asks a narrower
@@ -20,14 +20,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scaling.benchmarks.benchmark import CLAIRVOYANT_HORIZONS, Job, judged_meets_slo, print_progress, run_jobs
+from scaling.benchmarks.jobs import CLAIRVOYANT_HORIZONS, Job
+from scaling.benchmarks.pool import print_progress, run_jobs
+from scaling.simulation.world.judges import judged_meets_slo
 from scaling.simulation.world.scenario import ASSIGNMENTS, Scenario
 from scaling.simulation.world.traces import existing_trace
 
-#: Issue 18's cells: skews under both load balancers, and realistic seeds.
+#: The stress cells (docs/stress.md): skews under both load balancers, and realistic seeds.
 SKEWS = (0.02, 0.05)
 SEEDS = (1, 2, 3)
-#: Issue 18's action goal: at least this many minutes per scale action on average.
+#: The action goal (docs/stress.md): at least this many minutes per scale action on average.
 MIN_MINUTES_PER_ACTION = 30.0
 
 
@@ -64,7 +66,7 @@ def jobs_for(trace: str, cell: Cell) -> list[Job]:
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """The default's numbers in one cell and trace, against the clairvoyant's best there (``None``:
-    no horizon meets the SLO), and which of issue 18's goals hold."""
+    no horizon meets the SLO), and which of the goals of docs/stress.md hold."""
 
     cell: str
     trace: str

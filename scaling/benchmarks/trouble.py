@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from scaling.benchmarks.benchmark import FUNCTIONS_TARGETS, KEDA_THRESHOLDS, Job, judged_meets_slo
+from scaling.benchmarks.jobs import FUNCTIONS_TARGETS, KEDA_THRESHOLDS, Job
+from scaling.simulation.world.judges import judged_meets_slo
 from scaling.simulation.world.scenario import RunResult, Scenario
 
 #: The lag peers the default is judged against (``benchmark.py``'s algorithm names).

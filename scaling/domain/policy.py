@@ -1,7 +1,8 @@
 """The policy file: one entry per target App Service Plan, read by the rule engine, the
 simulator and the tuning job alike.
 
-The model (every field, its description and bounds) is scaling/domain/policy_model.py; turning a
+The model (every field, its description and bounds) is scaling/domain/policy_model.py (the target
+and the policy) with policy_rules.py (rules, steps, bounds, SLO) and policy_sources.py; turning a
 document into a ``Policy`` with errors that name the field path and the reason, for example
 ``targets[0].rules[1].scale_down_below must be lower than scale_up_above``, and the JSON Schema
 are scaling/domain/policy_document.py. This module is the API the rest of the code uses: loading,
@@ -29,23 +30,21 @@ from scaling.domain.policy_fields import (
     POLICY_VERSION,
     SOURCE_KINDS,
 )
-from scaling.domain.policy_model import (
+from scaling.domain.policy_model import Policy, TargetPolicy
+from scaling.domain.policy_profiles import FixedWindow, Profile, Recurrence
+from scaling.domain.policy_rules import (
     DEFAULT_SCALE_DOWN,
     DEFAULT_SCALE_UP,
     SEED_STEP,
     Bounds,
-    PlanSettings,
-    Policy,
     Rule,
     SeedThresholds,
     SloSettings,
-    SourceSettings,
     Step,
-    TargetPolicy,
     Tier,
     seed_rules,
 )
-from scaling.domain.policy_profiles import FixedWindow, Profile, Recurrence
+from scaling.domain.policy_sources import PlanSettings, SourceSettings
 
 __all__ = [
     "AGGREGATES", "CHECKPOINT_STRATEGIES", "DEFAULT_SCALE_DOWN", "DEFAULT_SCALE_UP", "EXTERNAL_CHANGE_POLICIES",

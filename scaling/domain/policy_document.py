@@ -18,7 +18,9 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic.json_schema import GenerateJsonSchema
 
 from scaling.domain.policy_fields import KEDA_ALIASES
-from scaling.domain.policy_model import Policy, SourceSettings, Step
+from scaling.domain.policy_model import Policy
+from scaling.domain.policy_rules import Step
+from scaling.domain.policy_sources import SourceSettings
 
 SCHEMA_FILE = "policy.schema.json"
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"

@@ -1,8 +1,8 @@
 """The policy model: frozen dataclasses whose annotations (pydantic v2) carry every field's
 description and bounds, so that one definition gives the validation of a policy file and its JSON
-Schema (``python -m scaling policy-schema``). One piece on purpose (~490 lines): the model is the
-schema, and the classes refer to each other (a target holds its sources, bounds, rules and
-steps); splitting them would only scatter the one definition a policy author reads.
+Schema (``python -m scaling policy-schema``). Here the target and the policy document; a target's
+decision settings (rules, steps, bounds, SLO, seed) are in ``policy_rules.py``, its resources
+(sources, plan) in ``policy_sources.py``, profiles in ``policy_profiles.py``.
 
 The classes stay plain dataclasses: code that builds them directly (simulator, tuning, tests) is
 not validated, exactly as before; a *document* is validated by ``validate_document`` in
@@ -17,35 +17,22 @@ docs/policy.md and its limits to tests/unit/test_domain_policy_bounds.py.
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BeforeValidator, Field, StrictBool, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
 from scaling.domain.knobs import KNOB
 from scaling.domain.names import MAX_KEY_CHARS
 from scaling.domain.namespace.policy import EventHubsNamespaceTarget
 from scaling.domain.policy_fields import (
     DOCUMENT_CONFIG,
-    KEDA_ALIASES,
-    MAX_EVENTS,
-    MAX_INSTANCES,
     MAX_RULES,
     MAX_SOURCES,
     MAX_TARGETS,
-    MAX_TIERS,
     NUMBER,
     POLICY_VERSION,
-    Aggregate,
-    Capacity,
-    LongText,
     Name,
-    Text,
-    Threshold,
-    check_threshold_pair,
-    document_keys,
     document_object,
     escaped_key_length,
     invalid,
@@ -53,389 +40,21 @@ from scaling.domain.policy_fields import (
     printable_text,
 )
 from scaling.domain.policy_profiles import MAX_PROFILES, Profile
-
-# --- the model ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Tier:
-    """Thresholds that apply while the current capacity is within ``[min_capacity, max_capacity]``."""
-
-    __pydantic_config__ = DOCUMENT_CONFIG
-
-    min_capacity: Annotated[Capacity, Field(description="lowest current instance count this tier applies to")] = 1
-    max_capacity: Annotated[Capacity, Field(description="highest current instance count this tier applies to")] = MAX_INSTANCES
-    scale_up_above: Annotated[Threshold | None, Field(description="scale out while the metric is above this (required)")] = None
-    scale_down_below: Annotated[Threshold | None, Field(
-        description="scale in while the metric is below this (required, lower than scale_up_above)")] = None
-
-    _document = document_keys()
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Tier:
-        if self.max_capacity < self.min_capacity:
-            raise invalid("max_capacity", "must not be lower than {0}", "min_capacity")
-        check_threshold_pair(self.scale_up_above, self.scale_down_below)
-        if self.scale_up_above is None or self.scale_down_below is None:
-            raise invalid(None, "needs both {0} and {1}", "scale_up_above", "scale_down_below")
-        return self
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """A threshold rule over a window of samples."""
-
-    __pydantic_config__ = DOCUMENT_CONFIG
-
-    name: Annotated[Name, Field(description="names the rule in decisions (default: ruleN by position)")] = ""
-    metric: Annotated[Literal["backlog", "backlog_per_instance", "lag_seconds"], knob("rules.metric")] = \
-        KNOB["rules.metric"].default  # type: ignore[assignment]
-    aggregate: Annotated[Aggregate, knob("rules.aggregate")] = KNOB["rules.aggregate"].default  # type: ignore[assignment]
-    window_seconds: Annotated[int, knob("rules.window_seconds"), NUMBER] = KNOB["rules.window_seconds"].default
-    min_samples: Annotated[int, knob("rules.min_samples"), NUMBER] = KNOB["rules.min_samples"].default
-    scale_up_above: Annotated[Threshold | None, Field(description="scale out while the aggregate is above this")] = None
-    scale_down_below: Annotated[Threshold | None, Field(
-        description="scale in while the aggregate is below this (lower than scale_up_above)")] = None
-    scale_up_aggregate: Annotated[Aggregate | None, Field(description="overrides aggregate for scaling out")] = None
-    scale_down_aggregate: Annotated[Aggregate | None, Field(description="overrides aggregate for scaling in")] = None
-    tiers: Annotated[tuple[Tier, ...], Field(max_length=MAX_TIERS,
-        description="thresholds by current instance count; the first matching tier wins")] = ()
-    source: Annotated[Name | None, Field(description="restrict the rule to this source of the target (default: all)")] = None
-
-    _document = document_keys()
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Rule:
-        check_threshold_pair(self.scale_up_above, self.scale_down_below)
-        ordered = sorted(self.tiers, key=lambda tier: tier.min_capacity)
-        for first, second in zip(ordered, ordered[1:], strict=False):
-            if second.min_capacity <= first.max_capacity:
-                raise invalid("tiers", f"overlap at capacity {second.min_capacity}")
-        if self.scale_up_above is None and self.scale_down_below is None and not self.tiers:
-            raise invalid(None, "needs {0}, {1} or {2}", "scale_up_above", "scale_down_below", "tiers")
-        return self
-
-    def thresholds_for(self, capacity: int) -> tuple[float | None, float | None]:
-        for tier in self.tiers:
-            if tier.min_capacity <= capacity <= tier.max_capacity:
-                return tier.scale_up_above, tier.scale_down_below
-        return self.scale_up_above, self.scale_down_below
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """How far one action moves, and how long after the previous action it may happen."""
-
-    __pydantic_config__ = DOCUMENT_CONFIG
-
-    step: Annotated[int, knob("scale_up.step", "instances added or removed per action"), NUMBER] = KNOB["scale_up.step"].default
-    step_percent: Annotated[Annotated[float, knob("scale_up.step_percent", ""), NUMBER] | None, Field(
-        description=KNOB["scale_up.step_percent"].meaning)] = None
-    #: ``None``: the direction's default (``TargetPolicy`` fills it in), in code as in a document.
-    cooldown_seconds: Annotated[int, knob("scale_up.cooldown_seconds",
-        "seconds since the previous action of any direction (default: up 0, down 300)"), NUMBER] = None  # type: ignore[assignment]
-
-    @model_validator(mode="before")
-    @classmethod
-    def _document(cls, data: Any) -> Any:
-        data = document_object(cls, data)
-        if isinstance(data, dict) and "step" in data and "step_percent" in data:
-            raise invalid(None, "sets both {0} and {1}; choose one", "step", "step_percent")
-        return data
-
-    def size(self, capacity: int) -> int:
-        if self.step_percent is not None:
-            return max(1, math.ceil(capacity * self.step_percent / 100))
-        return self.step
-
-
-#: Scale out whenever needed; scale in no sooner than 5 minutes after any action, so that new
-#: instances are seen serving before the engine judges what they can do (``knobs.KNOBS``).
-DEFAULT_SCALE_UP = Step(step=KNOB["scale_up.step"].default, cooldown_seconds=KNOB["scale_up.cooldown_seconds"].default)
-DEFAULT_SCALE_DOWN = Step(step=KNOB["scale_down.step"].default,
-                          cooldown_seconds=KNOB["scale_down.cooldown_seconds"].default)
-
-
-@dataclass(frozen=True, slots=True)
-class Bounds:
-    """The instance counts the autoscaler may choose from."""
-
-    __pydantic_config__ = DOCUMENT_CONFIG
-
-    min_instances: Annotated[int, knob("bounds.min_instances"), NUMBER] = KNOB["bounds.min_instances"].default
-    max_instances: Annotated[int, knob("bounds.max_instances"), NUMBER] = KNOB["bounds.max_instances"].default
-    cap_at_partitions: Annotated[StrictBool, knob("bounds.cap_at_partitions")] = KNOB["bounds.cap_at_partitions"].default
-    balanced_counts: Annotated[StrictBool, knob("bounds.balanced_counts")] = KNOB["bounds.balanced_counts"].default
-
-    _document = document_keys()
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Bounds:
-        if self.max_instances < self.min_instances:
-            raise invalid("max_instances", "must not be lower than {0}", "min_instances")
-        return self
-
-
-@dataclass(frozen=True, slots=True)
-class SloSettings:
-    """The SLO-driven mode: keep the oldest unprocessed event younger than ``max_event_age_seconds``.
-
-    ``events_per_instance_per_second`` is a prior; the engine learns the real throughput from
-    saturated periods. ``provisioning_delay_seconds`` is how long new instances take to serve.
-    ``min_dwell_seconds`` is the shortest time a scale-in must be expected to hold, at the
-    forecast and, on noisy traffic (``scale_in_peak_full_noise``), at the busiest collection interval
-    of the last ``scale_in_peak_seconds`` (a lull between bursts is no reason to scale in, and scale
-    out again at the next burst; on quiet traffic a busier interval minutes ago is a passed trend).
-    ``max_actions_per_hour`` is an action budget (a token bucket): scale-outs are never held
-    back, but a scale-in waits until the budget covers it and the scale-out likely to follow,
-    because every action rebalances partitions and makes consumers process events twice.
-    """
-
-    __pydantic_config__ = DOCUMENT_CONFIG
-
-    max_event_age_seconds: Annotated[float, knob("slo.max_event_age_seconds"), NUMBER] = \
-        KNOB["slo.max_event_age_seconds"].default
-    events_per_instance_per_second: Annotated[Annotated[float, knob("slo.events_per_instance_per_second", ""), NUMBER] | None,
-                                              Field(description=KNOB["slo.events_per_instance_per_second"].meaning)] = None
-    provisioning_delay_seconds: Annotated[float, knob("slo.provisioning_delay_seconds"), NUMBER] = \
-        KNOB["slo.provisioning_delay_seconds"].default
-    safety_seconds: Annotated[float, knob("slo.safety_seconds"), NUMBER] = KNOB["slo.safety_seconds"].default
-    min_dwell_seconds: Annotated[float, knob("slo.min_dwell_seconds"), NUMBER] = KNOB["slo.min_dwell_seconds"].default
-    headroom: Annotated[float, knob("slo.headroom"), NUMBER] = KNOB["slo.headroom"].default
-    max_actions_per_hour: Annotated[float, knob("slo.max_actions_per_hour"), NUMBER] = \
-        KNOB["slo.max_actions_per_hour"].default
-    rate_window_seconds: Annotated[float, knob("slo.rate_window_seconds"), NUMBER] = \
-        KNOB["slo.rate_window_seconds"].default
-    history_seconds: Annotated[float, knob("slo.history_seconds"), NUMBER] = KNOB["slo.history_seconds"].default
-    scale_in_peak_seconds: Annotated[float, knob("slo.scale_in_peak_seconds"), NUMBER] = \
-        KNOB["slo.scale_in_peak_seconds"].default
-    scale_in_peak_full_noise: Annotated[float, knob("slo.scale_in_peak_full_noise"), NUMBER] = \
-        KNOB["slo.scale_in_peak_full_noise"].default
-
-    _document = document_keys()
-
-    @model_validator(mode="after")
-    def _consistent(self) -> SloSettings:
-        if self.safety_seconds >= self.max_event_age_seconds:
-            raise invalid("safety_seconds", "must be lower than {0}", "max_event_age_seconds")
-        return self
-
-
-def _alias(name: str) -> AliasChoices:
-    return AliasChoices(name, KEDA_ALIASES[name])
-
-
-SERVICE_BUS_NAMESPACE = "/providers/microsoft.servicebus/namespaces/"
-NAMESPACE_ID_SHAPE = "/subscriptions/SUB/resourceGroups/RG/providers/Microsoft.ServiceBus/namespaces/NAME"
-_NAMESPACE_ID = re.compile(r"^/subscriptions/(?P<subscription>[^/]+)/resourceGroups/(?P<group>[^/]+)"
-                           r"/providers/Microsoft\.ServiceBus/namespaces/(?P<name>[^/]+)/?$", re.IGNORECASE)
-
-
-@dataclass(frozen=True, slots=True)
-class ServiceBusNamespaceId:
-    """The parts of a Service Bus namespace's resource id a management-plane read needs."""
-
-    subscription_id: str
-    resource_group: str
-    name: str
-
-    @property
-    def resource_id(self) -> str:
-        return (f"/subscriptions/{self.subscription_id}/resourceGroups/{self.resource_group}"
-                f"/providers/Microsoft.ServiceBus/namespaces/{self.name}")
-
-
-def parse_namespace_id(resource_id: str | None) -> ServiceBusNamespaceId | None:
-    """``/subscriptions/SUB/resourceGroups/RG/providers/Microsoft.ServiceBus/namespaces/NAME``
-    (a trailing slash is tolerated) in parts; ``None`` for anything else."""
-    match = _NAMESPACE_ID.match(resource_id or "")
-    return ServiceBusNamespaceId(match["subscription"], match["group"], match["name"]) if match else None
-
-
-@dataclass(frozen=True, slots=True)
-class SourceSettings:
-    """One metric source. Field names are KEDA's azure-eventhub trigger's, in snake_case; KEDA's
-    camelCase spelling is accepted as an alias."""
-
-    __pydantic_config__ = DOCUMENT_CONFIG
-
-    kind: Annotated[Literal["eventhub", "servicebus"], Field(description="eventhub or servicebus")] = "eventhub"
-    name: Annotated[Name, Field(description="unique within the target (default: sourceN by position)")] = ""
-    fully_qualified_namespace: Annotated[Text | None, Field(validation_alias=_alias("fully_qualified_namespace"),
-        description="NAMESPACE.servicebus.windows.net (identity-based); or connection_from_env")] = None
-    event_hub_name: Annotated[Text | None, Field(validation_alias=_alias("event_hub_name"),
-        description="the hub (eventhub sources)")] = None
-    consumer_group: Annotated[Text, Field(validation_alias=_alias("consumer_group"),
-        description="the consumers' group")] = "$Default"
-    checkpoint_strategy: Annotated[Literal["auto", "blobMetadata", "azureFunction"], Field(
-        validation_alias=_alias("checkpoint_strategy"),
-        description="checkpoint layout: auto (found in the container), blobMetadata (current SDKs, Functions v5+) "
-                    "or azureFunction (legacy JSON blobs)")] = "auto"
-    blob_container: Annotated[Text, Field(validation_alias=_alias("blob_container"),
-        description="the checkpoint container")] = "azure-webjobs-eventhub"
-    checkpoint_account_url: Annotated[LongText | None, Field(validation_alias=_alias("checkpoint_account_url"),
-        description="https://ACCOUNT.blob.core.windows.net (identity-based); or storage_connection_from_env")] = None
-    connection_from_env: Annotated[Text | None, Field(validation_alias=_alias("connection_from_env"),
-        description="app setting holding an Event Hubs / Service Bus connection string (local use)")] = None
-    storage_connection_from_env: Annotated[Text | None, Field(validation_alias=_alias("storage_connection_from_env"),
-        description="app setting holding the checkpoint storage connection string (local use)")] = None
-    unprocessed_event_threshold: Annotated[int, Field(ge=1, le=MAX_EVENTS, validation_alias=_alias("unprocessed_event_threshold"),
-        description="KEDA's per-instance target; informational for the SLO mode"), NUMBER] = 64
-    activation_unprocessed_event_threshold: Annotated[int, Field(ge=0, le=MAX_EVENTS,
-        validation_alias=_alias("activation_unprocessed_event_threshold"), description="KEDA's activation threshold"), NUMBER] = 0
-    queue_name: Annotated[Text | None, Field(validation_alias=_alias("queue_name"), description="Service Bus queue")] = None
-    topic_name: Annotated[Text | None, Field(validation_alias=_alias("topic_name"),
-        description="Service Bus topic (with subscription_name)")] = None
-    subscription_name: Annotated[Text | None, Field(validation_alias=_alias("subscription_name"),
-        description="Service Bus subscription")] = None
-    metrics_resource_id: Annotated[LongText | None, Field(validation_alias=_alias("metrics_resource_id"),
-        description="the Service Bus namespace's resource id (/subscriptions/…/providers/Microsoft.ServiceBus/namespaces/"
-                    "NAME): where mode slo reads the queue's arrival and completion rates from Azure Monitor")] = None
-    namespace_resource_id: Annotated[LongText | None, Field(validation_alias=_alias("namespace_resource_id"),
-        description="the Service Bus namespace's resource id (/subscriptions/…/resourceGroups/…/providers/"
-                    "Microsoft.ServiceBus/namespaces/NAME): where the active message count is read, from the "
-                    "management plane with a reader role (default: metrics_resource_id; required with identity)")] = None
-
-    _document = document_keys()
-
-    @property
-    def service_bus_namespace(self) -> ServiceBusNamespaceId | None:
-        """The namespace whose management plane gives this source's counts: ``namespace_resource_id``,
-        else ``metrics_resource_id`` (the same namespace); ``None`` when neither is a namespace id."""
-        return parse_namespace_id(self.namespace_resource_id or self.metrics_resource_id)
-
-    @model_validator(mode="after")
-    def _complete(self) -> SourceSettings:
-        if self.kind == "eventhub":
-            if not self.event_hub_name:
-                raise invalid("event_hub_name", "is required for an eventhub source")
-            if not self.fully_qualified_namespace and not self.connection_from_env:
-                raise invalid("fully_qualified_namespace", "or {0} is required for an eventhub source", "connection_from_env")
-            if not self.checkpoint_account_url and not self.storage_connection_from_env:
-                raise invalid("checkpoint_account_url", "or {0} is required for an eventhub source",
-                              "storage_connection_from_env")
-            return self
-        if not (self.fully_qualified_namespace or self.connection_from_env or self.namespace_resource_id
-                or self.service_bus_namespace):
-            raise invalid("fully_qualified_namespace", "or {0} is required for a servicebus source", "connection_from_env")
-        if self.queue_name and self.metrics_resource_id and not self.fully_qualified_namespace and not self.connection_from_env:
-            raise invalid("fully_qualified_namespace", "is required to peek the queue's oldest message (with {0}), "
-                                                       "or {1} (local use)", "metrics_resource_id", "connection_from_env")
-        if bool(self.queue_name) == bool(self.topic_name):
-            raise invalid("queue_name", ": set either {0} or {1} with {2}", "queue_name", "topic_name", "subscription_name")
-        if self.topic_name and not self.subscription_name:
-            raise invalid("subscription_name", "is required with {0}", "topic_name")
-        if self.metrics_resource_id and SERVICE_BUS_NAMESPACE not in self.metrics_resource_id.lower():
-            raise invalid("metrics_resource_id", "must be a Service Bus namespace resource id "
-                                                 "(.../providers/Microsoft.ServiceBus/namespaces/NAME)")
-        self._check_namespace_id()
-        return self
-
-    def _check_namespace_id(self) -> None:
-        """Counts come from the management plane (a reader role, not Data Owner), which needs the
-        namespace's subscription and resource group: required with identity. Only a source that
-        reads with a connection string (local use) may go without, and keeps the data-plane count."""
-        namespace = parse_namespace_id(self.namespace_resource_id)
-        if self.namespace_resource_id and namespace is None:
-            raise invalid("namespace_resource_id", f"must be a Service Bus namespace resource id ({NAMESPACE_ID_SHAPE})")
-        if namespace and self.metrics_resource_id:
-            metrics = parse_namespace_id(self.metrics_resource_id)
-            if metrics is None or metrics.resource_id.lower() != namespace.resource_id.lower():
-                raise invalid("metrics_resource_id", "must name the same namespace as {0}", "namespace_resource_id")
-        if self.connection_from_env:
-            return
-        counted = self.service_bus_namespace
-        if counted is None:
-            raise invalid("namespace_resource_id", f"is required for a servicebus source read with identity ({NAMESPACE_ID_SHAPE}: "
-                                                   "its counts are read from the management plane); or {0} (local use)",
-                          "connection_from_env")
-        label = (self.fully_qualified_namespace or "").split(".", 1)[0]
-        if label and label.lower() != counted.name.lower():
-            field_name = "namespace_resource_id" if self.namespace_resource_id else "metrics_resource_id"
-            raise invalid(field_name, f"names namespace {counted.name!r}, but {{0}} is {self.fully_qualified_namespace!r}",
-                          "fully_qualified_namespace")
-
-
-@dataclass(frozen=True, slots=True)
-class PlanSettings:
-    """The App Service Plan a target resizes."""
-
-    __pydantic_config__ = DOCUMENT_CONFIG
-
-    resource_id: Annotated[LongText, Field(
-        description="/subscriptions/…/resourceGroups/…/providers/Microsoft.Web/serverfarms/NAME")]
-    kind: Annotated[Literal["dedicated", "elastic"], Field(
-        description="dedicated (sets sku.capacity) or elastic (Elastic Premium worker count)")] = "dedicated"
-
-    _document = document_keys()
-
-    @model_validator(mode="after")
-    def _is_a_plan(self) -> PlanSettings:
-        if "/providers/microsoft.web/serverfarms/" not in self.resource_id.lower():
-            raise invalid("resource_id", "must be an App Service Plan resource id (.../providers/Microsoft.Web/serverfarms/NAME)")
-        return self
-
-    @property
-    def resource_group(self) -> str:
-        return _resource_id_part(self.resource_id, "resourcegroups")
-
-    @property
-    def name(self) -> str:
-        return self.resource_id.rstrip("/").rsplit("/", 1)[-1]
-
-    @property
-    def subscription_id(self) -> str:
-        return _resource_id_part(self.resource_id, "subscriptions")
-
-
-def _resource_id_part(resource_id: str, key: str) -> str:
-    parts = resource_id.strip("/").split("/")
-    for index, part in enumerate(parts[:-1]):
-        if part.lower() == key:
-            return parts[index + 1]
-    return ""
-
-
-@dataclass(frozen=True, slots=True)
-class SeedThresholds:
-    """The two thresholds of preset ``seed``."""
-
-    __pydantic_config__ = DOCUMENT_CONFIG
-
-    scale_up_above: Annotated[Threshold, Field(
-        description="scale out by one while the 10-minute average backlog is above this")] = 1000.0
-    scale_down_below: Annotated[Threshold, Field(
-        description="scale in by one while the 10-minute maximum backlog is below this")] = 100.0
-
-    _document = document_keys()
-
-    @model_validator(mode="after")
-    def _consistent(self) -> SeedThresholds:
-        check_threshold_pair(self.scale_up_above, self.scale_down_below)
-        return self
-
-
-def seed_rules(scale_up_above: float = 1000.0, scale_down_below: float = 100.0) -> tuple[Rule, ...]:
-    """The seed design: 10-minute window, at least 5 samples, average above the upper threshold
-    scales up by one, maximum below the lower threshold scales down by one."""
-    return (
-        Rule(
-            name="seed",
-            metric="backlog",
-            aggregate="average",
-            window_seconds=600,
-            min_samples=5,
-            scale_up_above=scale_up_above,
-            scale_down_below=scale_down_below,
-            scale_up_aggregate="average",
-            scale_down_aggregate="maximum",
-        ),
-    )
-
-
-SEED_STEP = Step(step=1, cooldown_seconds=600)
+from scaling.domain.policy_rules import (
+    DEFAULT_SCALE_DOWN,
+    DEFAULT_SCALE_UP,
+    SEED_STEP,
+    Bounds,
+    Rule,
+    SeedThresholds,
+    SloSettings,
+    Step,
+    seed_rules,
+)
+from scaling.domain.policy_sources import PlanSettings, SourceSettings
+
+#: What preset ``seed`` sets itself: a document that also sets one of them is refused.
 _SEED_FIXED = ("rules", "scale_up", "scale_down", "slo")
-
 
 def _target_name(value: str) -> str:
     if escaped_key_length(value) > MAX_KEY_CHARS:

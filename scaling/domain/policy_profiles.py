@@ -1,8 +1,8 @@
 """The policy model of schedule profiles: per target, an ordered list of time windows (a weekly
 recurrence in an IANA time zone, or a fixed date range) that override the target's instance
 bounds while they hold. What a profile *does* at a moment is scaling/domain/profiles.py; this
-module is only the document's shape and its checks (errors name the field), kept apart from
-policy_model.py so that the model's one piece stays readable.
+module is only the document's shape and its checks (errors name the field), one part of the
+model beside policy_rules.py and policy_sources.py.
 """
 
 from __future__ import annotations

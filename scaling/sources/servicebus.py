@@ -30,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from scaling.domain.policy import SourceSettings
-from scaling.domain.policy_model import ServiceBusNamespaceId
+from scaling.domain.policy_sources import ServiceBusNamespaceId
 from scaling.domain.samples import SourceReading
 from scaling.sources.base import CallGate, ReadError, connection_from_env, error_text, minute_totals
 from scaling.sources.eventhub import normalize_namespace

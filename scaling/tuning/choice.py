@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scaling.tuning.robust import MARGIN, Selection, regime_changes, select, shortlist, stress_replays, stress_round
+from scaling.tuning.regimes import regime_changes
+from scaling.tuning.robust import MARGIN, Selection, select, shortlist, stress_round
+from scaling.tuning.stress_replays import stress_replays
 from scaling.tuning.tasks import TargetWork
 
 

@@ -23,7 +23,7 @@ Steps (docs/tuning.md), one module each, this file running them in order:
    saturated minutes at steady capacity, and the per-minute arrival series (gaps spread evenly).
 2. (``planning.py``) Candidate policies (``scaling.simulation.drivers.candidates.all_candidates``) plus the current policy,
    each simulated by the executors on the whole reconstructed series (warm state) and scored on
-   out-of-time folds (``scaling.tuning.robust.blocked_folds``: a first training block of
+   out-of-time folds (``scaling.tuning.folds.blocked_folds``: a first training block of
    ``--train-fraction``, then ``--folds`` validation blocks in time order). Tasks are (target, candidate
    chunk) pairs in an RDD, so the work spreads over cores and over many targets: a target's
    threshold-rule candidates run as one batched simulation (``scaling.simulation.drivers.batched``),
@@ -65,7 +65,7 @@ def run_job(spark: Any, options: TuneOptions) -> dict:
     """Run the whole job on ``spark``; returns the evidence document (also written next to OUT)."""
     from scaling.domain.policy import Policy, PolicyError, load_policy_text, policy_to_dict
     from scaling.simulation.drivers.candidates import Candidate, all_candidates
-    from scaling.tuning.robust import blocked_folds
+    from scaling.tuning.folds import blocked_folds
     from scaling.tuning.tasks import CURRENT, TargetWork
 
     if options.grid not in GRIDS:

@@ -1,16 +1,17 @@
 """Robust selection: recommend a tuned policy only when it holds on later history and under stress.
 
 Tuning picks from a grid by simulation; picking the cheapest run on the history it was tuned on
-overfits (issue 14: tuned on a quiet month, it missed the SLO when traffic changed). This module
-is the one selection both the Spark tuning job (``scaling.tuning``) and the benchmark's
+overfits: a policy tuned on a quiet month can miss the SLO when traffic changes. This module
+is the one selection (the rules here, the windows, replays and regimes in the modules named
+below) both the Spark tuning job (``scaling.tuning``) and the benchmark's
 ``project-tuned`` row use:
 
-- **Out-of-time splits** (``blocked_folds``): the history is cut in time order into a first
+- **Out-of-time splits** (``folds.py``: ``blocked_folds``): the history is cut in time order into a first
   training block and ``folds`` equal validation blocks; fold ``k`` trains on everything before
   its validation block (expanding window) and validates on the block. Each candidate runs once
   over the whole history (state stays warm; a run is causal, so its numbers on ``[a, b)`` are
   those of a run stopped at ``b``) and is scored per window (``scores``).
-- **Stress replays** (``stress_replays``): the same history replayed in rougher worlds built on
+- **Stress replays** (``stress_replays.py``): the same history replayed in rougher worlds built on
   the history's own scenario (the ``realistic`` set of docs/benchmark-contract.md, a second set of
   other values of the same knobs and another seed, and the history's traffic grown toward what
   the hub can serve).
@@ -25,7 +26,7 @@ is the one selection both the Spark tuning job (``scaling.tuning``) and the benc
   Windows are judged as the benchmark judges their world (``judged_ages``). ``shortlist`` and ``stress_round`` keep the stress
   replays cheap: only candidates that hold on the splits and cost no more than the current policy
   can be chosen, so only they are replayed: the cheapest first, the rest only if none of those holds.
-- **Regime change** (``regime_changes``): per fold, whether the validation block's traffic looks
+- **Regime change** (``regimes.py``: ``regime_changes``): per fold, whether the validation block's traffic looks
   unlike its training window (rate level, peak-to-mean, burstiness).
 
 ``tune`` runs all of it in-process (the benchmark); the Spark job runs the same simulations as
@@ -34,141 +35,16 @@ executor tasks and calls the same ``shortlist`` and ``select``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from scaling.simulation.drivers.candidates import Candidate, run_candidates
-from scaling.simulation.world.judges import AVOIDABLE, judge_of
-from scaling.simulation.world.scenario import NAMED_SCENARIOS, RunResult, Scenario
-
-#: A stress set's knob that is not a scenario field: scale the history's arrivals so that its
-#: busiest minute needs this fraction of the hub's capacity (at most ``MAX_LOAD_FACTOR`` times,
-#: never down).
-LOAD_KNOB = "peak_load_fraction"
-MAX_LOAD_FACTOR = 5.0
-
-#: The stress sets every candidate is replayed under: docs/benchmark-contract.md's public ``realistic`` values,
-#: and other values of the same knobs (longer checkpoint interval, more skew rotating faster, a
-#: slower and deeper throughput wave, a slow-down every three days, longer delays, more failures,
-#: another seed), so that a policy fitted to the public values alone does not pass.
-STRESS_SETS: dict[str, dict] = {
-    "realistic": NAMED_SCENARIOS["realistic"],
-    # Traffic grown to 75% of what the hub can serve (partitions x throughput; the standard
-    # scenario's peak of 24 instances on 32 partitions), in the history's own world: a policy
-    # tuned on a quiet period must hold when the busy one comes (issue 14's 87-day trace).
-    "surge": {LOAD_KNOB: 0.75},
-    "rough": {"checkpoint_interval_seconds": 45.0, "skew": 0.03, "hot_spot_rotation_minutes": 240,
-              "throughput_wave": (0.12, 720.0), "slowdowns": ((1500.0, 120.0, 0.75, 4320.0),),
-              "provisioning_delay_range": (2, 4), "instance_failures_per_day": 3.0, "assignment": "balanced",
-              "rebalance_pause_seconds": 30.0, "seed": 2},
-}
-
-#: A validation block's traffic is "unlike" its training window when one of these ratios (either
-#: way round) is above its limit: mean rate, p99 minute over the mean (peak-to-mean), and the mean
-#: absolute minute-to-minute change over the mean (burstiness).
-REGIME_LIMITS: dict[str, float] = {"rate level": 1.5, "peak-to-mean": 1.3, "burstiness": 1.5}
-
-
-@dataclass(frozen=True, slots=True)
-class Folds:
-    """Blocked out-of-time splits of ``minutes``: fold ``k`` trains on ``[0, train_ends[k])`` and
-    validates on ``[train_ends[k], train_ends[k + 1])`` (the last one up to ``minutes``)."""
-
-    train_ends: tuple[int, ...]
-    minutes: int
-
-    @property
-    def validation(self) -> tuple[tuple[int, int], ...]:
-        ends = (*self.train_ends[1:], self.minutes)
-        return tuple(zip(self.train_ends, ends, strict=True))
-
-    @property
-    def training(self) -> tuple[tuple[int, int], ...]:
-        return tuple((0, end) for end in self.train_ends)
-
-
-def blocked_folds(minutes: int, folds: int = 3, first_train_fraction: float = 0.4) -> Folds:
-    """``folds`` equal validation blocks after a first training block of ``first_train_fraction``."""
-    if folds < 1:
-        raise ValueError(f"folds must be at least 1, got {folds}")
-    if not 0 < first_train_fraction < 1:
-        raise ValueError(f"first_train_fraction must be between 0 and 1, got {first_train_fraction}")
-    first = int(minutes * first_train_fraction)
-    if first < 1 or minutes - first < folds:
-        raise ValueError(f"{minutes} minutes cannot hold a training block and {folds} validation blocks")
-    block = (minutes - first) / folds
-    return Folds(tuple(first + int(round(block * k)) for k in range(folds)), minutes)
-
-
-def percentile_99(values: np.ndarray) -> float:
-    """``np.percentile(values, 99)`` (its default linear method, the same floating-point steps),
-    by a partial sort: about ten times as fast, and every candidate's every window needs one."""
-    count = len(values)
-    position = 0.99 * (count - 1)
-    low = math.floor(position)
-    high = min(low + 1, count - 1)
-    ordered = np.partition(values, (low, high))
-    below, above = float(ordered[low]), float(ordered[high])
-    fraction = position - low
-    step = above - below
-    return above - step * (1 - fraction) if fraction >= 0.5 else below + step * fraction
-
-
-def judged_ages(result: RunResult, scenario: Scenario) -> np.ndarray:
-    """The oldest-event ages a run is judged by, as the benchmark judges its world (judges.py):
-    where partitions are uneven, over the partitions an instance of their own would keep within
-    the SLO (``reachable_age``), so that minutes no count can avoid fail no candidate; elsewhere
-    the whole hub's."""
-    if judge_of(scenario) == AVOIDABLE and result.reachable_age is not None:
-        return result.reachable_age
-    return result.age
-
-
-def window_numbers(result: RunResult, scenario: Scenario, start: int, end: int, recorded: np.ndarray | None = None) -> dict:
-    """Cost, SLO and action numbers of a run over minutes ``[start, end)``, its ages as judged
-    (``judged_ages``); with ``recorded`` (per minute of the run), over those of its minutes that
-    were recorded only (the tuning job invents the others: gaps, repaired readings), scale actions
-    included."""
-    keep = np.ones(max(end - start, 0), dtype=bool) if recorded is None else recorded[start:end]
-    mu = scenario.events_per_instance_per_minute
-    capacity = result.capacity[start:end][keep]
-    ages = judged_ages(result, scenario)[start:end][keep]
-    fluid = float(result.arrivals[start:end][keep].sum()) / mu
-    cost = float(capacity.sum())
-    changed = np.diff(result.capacity[max(start - 1, 0):end]) != 0
-    changes = int(np.count_nonzero(changed[-len(keep):][keep[len(keep) - len(changed):]])) if end > start else 0
-    minutes = int(keep.sum())
-    violations = int((ages > scenario.slo_minutes).sum())
-    return {
-        "minutes": minutes,
-        "cost": cost,
-        "cost_ratio": round(cost / fluid, 4) if fluid > 0 else None,
-        "slo_violation_minutes": violations,
-        "meets_slo": violations <= scenario.max_violation_fraction * minutes,
-        "scale_actions": changes,
-        "p99_age_minutes": round(percentile_99(ages), 3) if minutes else 0.0,
-        "max_age_minutes": round(float(ages.max()), 3) if minutes else 0.0,
-    }
-
-
-def scores(result: RunResult, scenario: Scenario, folds: Folds, recorded: np.ndarray | None = None) -> dict:
-    """A run's numbers per fold (``train``, ``validation``) and over all validation blocks (with
-    ``recorded``, over the recorded minutes only: ``window_numbers``)."""
-    windows: dict[tuple[int, int], dict] = {}  # one fold: its validation block is all of validation
-
-    def numbers(start: int, end: int) -> dict:
-        if (start, end) not in windows:
-            windows[(start, end)] = window_numbers(result, scenario, start, end, recorded)
-        return windows[(start, end)]
-
-    return {
-        "folds": [{"train": numbers(*train), "validation": numbers(*valid)}
-                  for train, valid in zip(folds.training, folds.validation, strict=True)],
-        "validation": numbers(folds.train_ends[0], folds.minutes),
-    }
+from scaling.simulation.world.scenario import Scenario
+from scaling.tuning.folds import blocked_folds, scores
+from scaling.tuning.regimes import regime_changes
+from scaling.tuning.stress_replays import STRESS_SETS, stress_replays
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,8 +53,7 @@ class Margin:
     oldest-event age p99 <= ``p99_fraction`` x SLO and max <= ``max_fraction`` x SLO."""
 
     p99_fraction: float = 0.9
-    #: 5% under the SLO: a candidate whose maximum touched the SLO on validation passed it later
-    #: (WC98 realistic: at most 5.0 minutes on every block of the first 30%, 5.41 on the rest).
+    #: Below the SLO itself: a maximum that touches the SLO on validation can pass it later.
     max_fraction: float = 0.95
 
     def miss(self, numbers: Mapping, slo_minutes: float, current: Mapping | None = None) -> str | None:
@@ -224,8 +99,8 @@ def holds_on_splits(candidate: Mapping, slo_minutes: float, margin: Margin = MAR
 
 #: A candidate is recommended only for a saving that shows: at least this fraction of the current
 #: policy's validation cost overall, and no dearer on any validation block. A change costs an
-#: operator's review and a new regime; a saving within the folds' noise is none (NASA's standard
-#: run chose a candidate 1.3% cheaper on validation that cost 0.9% more afterwards).
+#: operator's review and a new regime; a saving within the folds' noise is none (it can turn into
+#: a cost after the folds).
 MIN_SAVING = 0.02
 
 
@@ -253,8 +128,8 @@ def misses_slo_on_history(scores: Mapping) -> str | None:
     which tile it, each against its own allowance (a block's few minutes are within the noise the
     SLO's 0.1% allows over a span: bursts seed 3 and growth seed 4 in `realistic` had 3 and 2 in a
     block and met the SLO on the rest of the trace); ``None`` when it meets it on both. Traffic the
-    target has really had that the policy does not catch (issue 53: bursts one default cannot
-    catch are what the tuner is for)."""
+    target has really had that the policy does not catch: bursts one default cannot catch are what
+    the tuner is for."""
     for window, name in ((scores["folds"][0]["train"], "first training block"), (scores["validation"], "validation")):
         if not window["meets_slo"]:
             return f"{name}: {window['slo_violation_minutes']} SLO-violation minutes in {window['minutes']}"
@@ -288,8 +163,8 @@ def holds_under_stress(index: int, stress: Mapping[str, Mapping[int, Mapping]], 
     current policy itself to the margin (its own risk is reported as it is). And another
     candidate must keep its saving there: a replay in which it costs more than ``MIN_SAVING``
     over the current policy on validation is a saving the history's world shows and a rougher one
-    takes back (on the trace family, the choices that did cost more than the default afterwards
-    were 6-10% dearer under `realistic` or `rough`; docs/policy-experiments.md)."""
+    takes back (the choices that cost more than the default afterwards were dearer in a rough
+    replay: docs/policy-experiments.md)."""
     for name, replay in stress.items():
         if index not in replay:
             return "not replayed under stress: fails on the splits, costs more than the current policy, or a cheaper one holds"
@@ -319,46 +194,6 @@ def stress_round(listed: Sequence[int], stress: Mapping[str, Mapping[int, Mappin
         return []
     rest = [index for index in listed if index not in done]
     return rest if done else rest[:size + 1]
-
-
-@dataclass(frozen=True, slots=True)
-class TrafficShape:
-    """What a regime change is judged on: mean rate, p99 minute / mean, mean |change| / mean."""
-
-    mean: float
-    peak_to_mean: float
-    burstiness: float
-
-
-def traffic_shape(arrivals: np.ndarray) -> TrafficShape:
-    values = np.asarray(arrivals, dtype=float)
-    mean = float(values.mean()) if len(values) else 0.0
-    if mean <= 0:
-        return TrafficShape(0.0, 0.0, 0.0)
-    change = float(np.abs(np.diff(values)).mean()) if len(values) > 1 else 0.0
-    return TrafficShape(mean, float(np.percentile(values, 99)) / mean, change / mean)
-
-
-def regime_change(train: np.ndarray, validation: np.ndarray, limits: Mapping[str, float] = REGIME_LIMITS) -> list[str]:
-    """Why the validation traffic looks unlike the training traffic (empty: alike)."""
-    before, after = traffic_shape(train), traffic_shape(validation)
-    reasons = []
-    for name, old, new in (("rate level", before.mean, after.mean), ("peak-to-mean", before.peak_to_mean, after.peak_to_mean),
-                           ("burstiness", before.burstiness, after.burstiness)):
-        if old <= 0 or new <= 0:
-            if old != new:
-                reasons.append(f"{name} {old:.3g} -> {new:.3g}")
-            continue
-        ratio = new / old
-        if max(ratio, 1 / ratio) > limits[name]:
-            reasons.append(f"{name} x{ratio:.2f} ({old:.3g} -> {new:.3g}; limit x{limits[name]:g} either way)")
-    return reasons
-
-
-def regime_changes(arrivals: np.ndarray, folds: Folds) -> list[dict]:
-    """Per fold, the regime-change reasons between its training window and its validation block."""
-    return [{"fold": number, "validation": list(valid), "changes": regime_change(arrivals[slice(*train)], arrivals[slice(*valid)])}
-            for number, (train, valid) in enumerate(zip(folds.training, folds.validation, strict=True), start=1)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -451,7 +286,7 @@ def select(labels: Sequence[str], base: Sequence[Mapping], stress: Mapping[str, 
     # the SLO on every window of the history and is nowhere riskier than the current policy, in the
     # history's world or a stress replay, is worth what it costs: a saving is not what it is for, so
     # neither the margin it cannot reach where the current policy is further past it nor the saving
-    # rule of the stress replays applies (issue 53: the family's bursts seed 1 in `realistic`).
+    # rule of the stress replays applies.
     history_miss = misses_slo_on_history(current)
     if history_miss:
         catching = sorted((index for index in range(len(base)) if index != current_index
@@ -470,9 +305,8 @@ def select(labels: Sequence[str], base: Sequence[Mapping], stress: Mapping[str, 
         return Selection(current_index, True, reason, failures, current_risk, current_risk, regime)
     # The current policy misses the margin. A candidate that keeps the margin itself everywhere
     # (not only the current policy's figures: a copy of the current policy does that) and costs
-    # less overall and no more on any block is a change that needs no saving to pay for it (WC98's
-    # history: the default past 0.95 x SLO under `rough`, a candidate within it everywhere and
-    # 1.9% cheaper on every block was only named).
+    # less overall and no more on any block is a change that needs no saving to pay for it
+    # (otherwise such a candidate is only named).
     free = [index for index in others if no_dearer(base[index], current)
             and base[index]["validation"]["cost"] < current["validation"]["cost"]
             and all(holds_on_splits(replay[index], slo_minutes, margin, name) is None for name, replay in stress.items())]
@@ -519,67 +353,6 @@ def _against(label: str, candidate: Mapping, current: Mapping) -> str:
             f"recommendation saves at least {MIN_SAVING:.0%} and costs no more on any block")
 
 
-def stress_scenarios(scenario: Scenario, sets: Mapping[str, Mapping] = STRESS_SETS) -> dict[str, Scenario]:
-    """The stress worlds built on ``scenario`` (the history's own world: partitions, throughput,
-    SLO, observed partition shares): each set's knobs on top of it."""
-    built = {}
-    for name, knobs in sets.items():
-        changes = {key: value for key, value in knobs.items() if key != LOAD_KNOB}
-        weights = getattr(scenario, "weights", ())
-        if weights and changes.get("skew", 0) > 0:
-            # Observed shares: make them more skewed the same way (partition p times (1 + skew)^-p).
-            raw = np.asarray(weights, dtype=float) * np.power(1.0 + changes["skew"], -np.arange(len(weights), dtype=float))
-            changes["weights"] = tuple(float(value) for value in raw / raw.sum())
-        built[name] = replace(scenario, **changes)
-    return built
-
-
-#: Stress replays start this many minutes before the first validation block (only validation
-#: blocks are scored under stress): long enough for capacity and learned throughput to settle
-#: from the cold start, and it saves replaying most of the first training block.
-STRESS_WARMUP_MINUTES = 360
-
-
-@dataclass(frozen=True, slots=True)
-class StressReplay:
-    """One stress replay to run: its set's name, its world, and the part of the history it
-    replays (``arrivals[start:] * load``, scored on ``folds``, which count from ``start``)."""
-
-    name: str
-    scenario: Scenario
-    start: int
-    folds: Folds
-    load: float = 1.0
-
-    def arrivals(self, history: np.ndarray) -> np.ndarray:
-        return history[self.start:] * self.load if self.load != 1.0 else history[self.start:]
-
-
-def load_factor(history: np.ndarray, scenario: Scenario, peak_fraction: float) -> float:
-    """How much to scale ``history`` so that its busiest minute needs ``peak_fraction`` of the
-    hub's capacity (``partitions x events_per_instance_per_minute``); between 1 and ``MAX_LOAD_FACTOR``."""
-    peak = float(np.max(history)) if len(history) else 0.0
-    if peak <= 0:
-        return 1.0
-    wanted = peak_fraction * scenario.partitions * scenario.events_per_instance_per_minute / peak
-    return float(min(max(wanted, 1.0), MAX_LOAD_FACTOR))
-
-
-def stress_replays(scenario: Scenario, folds: Folds, history: np.ndarray,
-                   sets: Mapping[str, Mapping] = STRESS_SETS) -> list[StressReplay]:
-    """The stress replays of one history (``stress_scenarios``; a set with ``LOAD_KNOB`` also
-    scales the arrivals), each from ``STRESS_WARMUP_MINUTES`` before the first validation block."""
-    start = max(folds.train_ends[0] - STRESS_WARMUP_MINUTES, 0)
-    shifted = Folds(tuple(end - start for end in folds.train_ends), folds.minutes - start)
-    worlds = stress_scenarios(scenario, sets)
-    replays = [StressReplay(name, worlds[name], start, shifted,
-                            load_factor(history, scenario, knobs[LOAD_KNOB]) if LOAD_KNOB in knobs else 1.0)
-               for name, knobs in sets.items()]
-    # A set that is the history's own world (the benchmark's realistic scenario under the realistic
-    # set) adds nothing: the first pass has already scored every validation block in it.
-    return [replay for replay in replays if replay.load != 1.0 or replay.scenario != scenario]
-
-
 def tune(arrivals: np.ndarray, scenario: Scenario, candidates: Sequence[Candidate], *, current_index: int = 0,
          folds: int = 3, first_train_fraction: float = 0.4, margin: Margin = MARGIN,
          sets: Mapping[str, Mapping] = STRESS_SETS) -> Selection:
@@ -607,9 +380,9 @@ def tune_many(histories: Sequence[np.ndarray], scenario: Scenario, candidates: S
     listed = [shortlist(base[member], current_index, scenario.slo_minutes, margin) for member in members]
     replays = [{replay.name: replay for replay in stress_replays(scenario, splits, history, sets)} for history in histories]
     stress: list[dict[str, dict[int, dict]]] = [{name: {} for name in replays[member]} for member in members]
-    # The whole shortlist in one round: in one process a replay's step costs nearly as much for 9
-    # candidates as for 40 (a 14-day member: 50 s instead of 71 s), and the choice is the same
-    # (``stress_round``); its two rounds save work where replays are tasks spread over executors.
+    # The whole shortlist in one round: in one process a replay's step costs nearly as much for a
+    # few candidates as for many, and the choice is the same (``stress_round``); its two rounds
+    # save work where replays are tasks spread over executors.
     while batches := [(member, batch) for member in members
                       if (batch := stress_round(listed[member], stress[member], current_index, scenario.slo_minutes, margin,
                                                 size=len(listed[member])))]:

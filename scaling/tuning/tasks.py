@@ -22,7 +22,7 @@ from scaling.simulation.drivers.candidates import Candidate, simulate_group
 from scaling.simulation.drivers.candidates import batch_group as target_batch_group
 from scaling.simulation.peers.looped import EngineAutoscaler
 from scaling.simulation.world.loop import RunResult, Scenario, simulate
-from scaling.tuning.robust import Folds, scores
+from scaling.tuning.folds import Folds, scores
 
 CURRENT = "current"
 
@@ -51,7 +51,7 @@ class TargetWork:
     candidates: tuple[Candidate, ...]
     #: The out-of-time folds' training ends (``scaling.tuning.robust.Folds``); empty: one fold at ``split``.
     train_ends: tuple[int, ...] = ()
-    #: The stress replay this work is (``robust.STRESS_SETS`` name); empty: the history's own scenario.
+    #: The stress replay this work is (``stress_replays.STRESS_SETS`` name); empty: the history's own scenario.
     replay: str = ""
     #: Per minute of ``arrivals``: recorded (``True``) or invented by the job (gaps, repairs), which
     #: no score counts; ``None``: every minute recorded.
@@ -99,7 +99,7 @@ def simulate_candidates_batched(work: TargetWork, indices: Sequence[int]) -> lis
 
 def candidate_row(work: TargetWork, index: int, result: RunResult, seconds: float) -> dict:
     """A candidate's numbers: per out-of-time fold (``folds``), on the first training block
-    (``train``) and on all validation blocks (``validation``), as ``robust.scores`` gives them."""
+    (``train``) and on all validation blocks (``validation``), as ``folds.scores`` gives them."""
     candidate = work.candidates[index]
     scored = scores(result, work.scenario, work.folds, work.recorded)
     return {

@@ -179,7 +179,7 @@ def minute_series(rows: Sequence[Mapping[str, Any]], interval_seconds: float) ->
 def minimum_minutes(train_fraction: float, folds: int) -> int:
     """The shortest history the job tunes: a first training block that holds the stress
     replays' warm-up, and validation blocks of at least ``MIN_VALIDATION_BLOCK_MINUTES``."""
-    from scaling.tuning.robust import STRESS_WARMUP_MINUTES
+    from scaling.tuning.stress_replays import STRESS_WARMUP_MINUTES
 
     return max(math.ceil(STRESS_WARMUP_MINUTES / train_fraction - 1e-9),
                math.ceil(MIN_VALIDATION_BLOCK_MINUTES * folds / (1.0 - train_fraction) - 1e-9))
@@ -187,7 +187,8 @@ def minimum_minutes(train_fraction: float, folds: int) -> int:
 
 def history_problem(recorded: np.ndarray, train_fraction: float, folds: int) -> str | None:
     """Why a series cannot be tuned (too short, or a fold mostly invented), else ``None``."""
-    from scaling.tuning.robust import STRESS_WARMUP_MINUTES, blocked_folds
+    from scaling.tuning.folds import blocked_folds
+    from scaling.tuning.stress_replays import STRESS_WARMUP_MINUTES
 
     needed = minimum_minutes(train_fraction, folds)
     if len(recorded) < needed:

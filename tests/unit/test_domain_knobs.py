@@ -14,7 +14,7 @@ import pytest
 from scaling.domain import knobs, policy_fields, samples
 from scaling.domain.knobs import CONSTANTS, KNOBS, TABLE_BEGIN, TABLE_END, knobs_table
 from scaling.domain.policy import policy_from_dict
-from scaling.domain.policy_model import Step
+from scaling.domain.policy_rules import Step
 from scaling.storage.synthetic import rules_target
 
 REPO = Path(__file__).resolve().parents[2]

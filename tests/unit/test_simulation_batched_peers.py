@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scaling.benchmarks.benchmark import jobs_for, run_job, run_unit, work_units
+from scaling.benchmarks.jobs import jobs_for, work_units
+from scaling.benchmarks.runs import run_job, run_unit
 from scaling.simulation.peers import looped as peers
 from scaling.simulation.peers.batched import (
     AzureMonitorBatch,

@@ -9,17 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scaling.benchmarks.benchmark import (
-    FLINK_SWEEP,
-    TRAIN_FRACTION,
-    Job,
-    jobs_for,
-    mark_best,
-    run_job,
-    summary_table,
-    tuned_window,
-)
 from scaling.benchmarks.cold import BUSY_FRACTION, COLD, COLD_MINUTES, cold_starts
+from scaling.benchmarks.jobs import FLINK_SWEEP, TRAIN_FRACTION, Job, jobs_for
+from scaling.benchmarks.runs import run_job
+from scaling.benchmarks.tables import mark_best, summary_table
+from scaling.benchmarks.tuned import tuned_window
 from scaling.simulation.peers.flink import FLINK_DEFAULTS
 
 CONTRACT = ("trace", "algorithm", "knob", "cost_ratio", "slo_violation_minutes", "minutes", "scale_actions",
@@ -140,7 +134,7 @@ def test_the_default_is_also_scored_on_the_tuned_minutes(tiny_rows: list[dict]) 
 
 
 def test_the_tuned_row_shows_the_default_on_the_same_minutes() -> None:
-    from scaling.benchmarks.benchmark import readme_table, summary_table
+    from scaling.benchmarks.tables import readme_table, summary_table
 
     common = {"scenario": "standard", "trace": "t/per_minute.csv", "minutes": 600, "scale_actions": 10, "best": True,
               "meets_slo": True, "slo_violation_minutes": 0, "p99_age_minutes": 1.0, "max_age_minutes": 2.0}
@@ -164,7 +158,7 @@ def test_run_job_rejects_an_unknown_algorithm(tiny_trace: Path) -> None:
 
 
 def test_the_readme_block_is_written_between_its_markers_from_the_rows() -> None:
-    from scaling.benchmarks.benchmark import README_END, README_START, readme_table, replace_block
+    from scaling.benchmarks.tables import README_END, README_START, readme_table, replace_block
 
     rows = []
     for scenario, ratio in (("standard", 1.1), ("realistic", 1.3)):
@@ -184,7 +178,7 @@ def test_the_readme_block_is_written_between_its_markers_from_the_rows() -> None
 
 @pytest.mark.parametrize("scenario", ["standard", "hot"])
 def test_a_row_where_no_setting_meets_the_slo_has_as_many_cells_as_the_header(scenario) -> None:
-    from scaling.benchmarks.benchmark import summary_table
+    from scaling.benchmarks.tables import summary_table
 
     rows = [{"scenario": scenario, "trace": "t/per_minute.csv", "algorithm": algorithm, "knob": "k", "cost_ratio": 1.2,
              "minutes": 600, "scale_actions": 10, "best": best, "meets_slo": best, "slo_violation_minutes": 0 if best else 9,
@@ -231,7 +225,7 @@ def test_cold_jobs_are_every_algorithm_but_the_tuned_one() -> None:
 
 
 def test_a_cold_row_sums_its_starts_each_scored_on_its_first_two_hours(busy_trace: Path) -> None:
-    from scaling.benchmarks.benchmark import run_unit
+    from scaling.benchmarks.runs import run_unit
 
     job = next(job for job in jobs_for(str(busy_trace), COLD) if job.algorithm == "keda-hpa")
     row = run_job(job)
@@ -264,7 +258,8 @@ def test_the_cold_table_reports_each_algorithms_best_or_closest_setting_and_its_
 def test_the_project_pair_unit_gives_the_rows_run_job_gives_alone(tiny_trace: Path, scenario: str) -> None:
     """project-default and project-tuned run as one unit, the default's run reused for the tuned
     row when the tuning keeps the default: every row is the one run_job gives alone."""
-    from scaling.benchmarks.benchmark import PROJECT_PAIR, run_unit, work_units
+    from scaling.benchmarks.jobs import PROJECT_PAIR, work_units
+    from scaling.benchmarks.runs import run_unit
 
     jobs = [job for job in jobs_for(str(tiny_trace), scenario) if job.algorithm in PROJECT_PAIR]
     units = work_units(jobs, {str(tiny_trace): 120})
@@ -297,7 +292,8 @@ def test_the_default_row_is_the_engine_in_the_loop(tiny_trace: Path, scenario: s
 def test_the_project_pair_runs_the_tuned_candidate_when_the_tuning_chooses_another(tiny_trace: Path) -> None:
     from dataclasses import replace
 
-    from scaling.benchmarks.benchmark import PROJECT_PAIR, run_project_pair
+    from scaling.benchmarks.jobs import PROJECT_PAIR
+    from scaling.benchmarks.tuned import run_project_pair
     from scaling.simulation.drivers.candidates import Candidate
     from scaling.simulation.peers import looped as peers
     from scaling.simulation.world.loop import Scenario, load_trace, scale_trace, simulate
@@ -322,7 +318,7 @@ def test_the_project_pair_runs_the_tuned_candidate_when_the_tuning_chooses_anoth
 
 
 def test_a_run_can_be_limited_to_some_algorithms_and_says_its_processor_time(tiny_trace: Path) -> None:
-    from scaling.benchmarks.benchmark import run_benchmark
+    from scaling.benchmarks.pool import run_benchmark
 
     rows = run_benchmark([str(tiny_trace)], workers=1, algorithms=("clairvoyant",))
     assert [row["knob"] for row in rows] == ["h=1", "h=3", "h=5"]

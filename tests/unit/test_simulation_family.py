@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from scaling.benchmarks import family
-from scaling.benchmarks.benchmark import jobs_for, mark_best
+from scaling.benchmarks.jobs import jobs_for
+from scaling.benchmarks.tables import mark_best
 from scaling.simulation.world import trace_family
 
 MEMBER = "family/flash-seed3-noise10"
@@ -49,7 +50,7 @@ def test_a_member_runs_each_peer_at_the_family_sweep_only(algorithm: str) -> Non
                           ("project-tuned", "realistic", True)])
 def test_algorithms_without_a_family_sweep_run_whole_and_the_tuned_one_in_standard(algorithm: str, scenario: str,
                                                                                    kept: bool) -> None:
-    from scaling.benchmarks.benchmark import Job
+    from scaling.benchmarks.jobs import Job
 
     assert family.keeps(Job(MEMBER, algorithm, "anything", 123.0, scenario=scenario)) is kept
 

@@ -10,8 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scaling.simulation.world.physics import Curves, Kernel, Ownership, serve, water_fill
+from scaling.simulation.world.arrival_curves import Curves
+from scaling.simulation.world.ownership import Ownership
+from scaling.simulation.world.physics import Kernel
 from scaling.simulation.world.scenario import Scenario
+from scaling.simulation.world.service import serve, water_fill
 from tests.helpers import drive_plans
 
 # --- serving: water-filling per owner, every candidate with its own instance count ---------------------------

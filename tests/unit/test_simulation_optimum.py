@@ -198,7 +198,7 @@ def test_the_optimum_command_writes_rows_and_compares_the_default(tmp_path):
 
 
 def test_the_benchmark_table_divides_by_the_offline_optimum_when_its_rows_are_there():
-    from scaling.benchmarks.benchmark import mark_best, summary_table
+    from scaling.benchmarks.tables import mark_best, summary_table
 
     def row(algorithm, ratio, **extra):
         return {"trace": "t", "algorithm": algorithm, "knob": "k", "cost_ratio": ratio, "slo_violation_minutes": 0,

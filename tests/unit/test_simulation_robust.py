@@ -11,8 +11,10 @@ from scaling.simulation.drivers.candidates import Candidate, rule_candidates, ru
 from scaling.simulation.peers.looped import simulated_target
 from scaling.simulation.world.loop import Scenario, load_trace, scale_trace
 from scaling.simulation.world.traces import PUBLIC_TRACES
-from scaling.tuning import robust
-from scaling.tuning.robust import Folds, Margin, blocked_folds, regime_change, select, shortlist
+from scaling.tuning import folds, regimes, robust, stress_replays
+from scaling.tuning.folds import Folds, blocked_folds
+from scaling.tuning.regimes import regime_change
+from scaling.tuning.robust import Margin, select, shortlist
 from tests.helpers import noisy_diurnal, step_surge
 
 SLO = 5.0
@@ -53,7 +55,7 @@ def test_scores_cut_one_run_into_its_fold_windows() -> None:
     scenario = Scenario(partitions=4, peak_instances=3)
     arrivals = scale_trace(np.concatenate([np.full(60, 100.0), np.full(60, 400.0)]), scenario)
     [result] = run_candidates([Candidate("c", simulated_target(scenario))], arrivals, scenario)
-    scored = robust.scores(result, scenario, Folds((40, 80), 120))
+    scored = folds.scores(result, scenario, Folds((40, 80), 120))
     assert [fold["validation"]["minutes"] for fold in scored["folds"]] == [40, 40]
     assert [fold["train"]["minutes"] for fold in scored["folds"]] == [40, 80]
     assert scored["validation"]["minutes"] == 80
@@ -392,7 +394,7 @@ def test_regime_change_on_peak_to_mean_and_burstiness() -> None:
 
 def test_regime_changes_are_reported_per_fold_and_named_in_the_reason() -> None:
     arrivals = np.concatenate([np.full(60, 100.0), np.full(20, 100.0), np.full(20, 400.0)])
-    per_fold = robust.regime_changes(arrivals, Folds((60, 80), 100))
+    per_fold = regimes.regime_changes(arrivals, Folds((60, 80), 100))
     assert [fold["changes"] != [] for fold in per_fold] == [False, True]
     chosen = select(["current"], [candidate(300.0, ((2.0, 3.0),) * 2)], {}, 0, SLO, regime=per_fold)
     assert "Regime change between training and validation (fold 2: rate level x" in chosen.reason
@@ -405,8 +407,8 @@ def test_stress_scenarios_keep_the_history_world_and_add_the_knobs() -> None:
     from scaling.tuning.tasks import HistoryScenario
 
     history = HistoryScenario(partitions=4, events_per_instance_per_minute=700.0, slo_minutes=4.0, weights=(0.4, 0.3, 0.2, 0.1))
-    built = robust.stress_scenarios(history)
-    assert set(built) == set(robust.STRESS_SETS)
+    built = stress_replays.stress_scenarios(history)
+    assert set(built) == set(stress_replays.STRESS_SETS)
     for name, stressed in built.items():
         assert (stressed.partitions, stressed.events_per_instance_per_minute, stressed.slo_minutes) == (4, 700.0, 4.0), name
     realistic = built["realistic"]
@@ -417,32 +419,32 @@ def test_stress_scenarios_keep_the_history_world_and_add_the_knobs() -> None:
     assert built["surge"].partition_weights() == pytest.approx([0.4, 0.3, 0.2, 0.1])
 
 
-@pytest.mark.parametrize(("peak", "factor"), [(4000.0, 1.5), (6000.0, 1.0), (9000.0, 1.0), (100.0, robust.MAX_LOAD_FACTOR)])
+@pytest.mark.parametrize(("peak", "factor"), [(4000.0, 1.5), (6000.0, 1.0), (9000.0, 1.0), (100.0, stress_replays.MAX_LOAD_FACTOR)])
 def test_the_surge_replay_scales_the_history_toward_the_hub_capacity(peak: float, factor: float) -> None:
     scenario = Scenario(partitions=8, events_per_instance_per_minute=1000.0)
     history = np.array([peak / 2, peak, peak / 4])
-    assert robust.load_factor(history, scenario, 0.75) == pytest.approx(factor)
+    assert stress_replays.load_factor(history, scenario, 0.75) == pytest.approx(factor)
 
 
 def test_stress_replays_start_a_warm_up_before_the_first_validation_block() -> None:
     folds = Folds((1000, 1500, 2000), 2500)
     arrivals = np.full(2500, 100.0)
-    replays = robust.stress_replays(Scenario(partitions=8), folds, arrivals)
-    start = 1000 - robust.STRESS_WARMUP_MINUTES
+    replays = stress_replays.stress_replays(Scenario(partitions=8), folds, arrivals)
+    start = 1000 - stress_replays.STRESS_WARMUP_MINUTES
     for replay in replays:
         assert replay.start == start
         assert replay.folds.validation == tuple((a - start, b - start) for a, b in folds.validation)
         assert len(replay.arrivals(arrivals)) == 2500 - start
-    assert [replay.name for replay in replays] == list(robust.STRESS_SETS)
+    assert [replay.name for replay in replays] == list(stress_replays.STRESS_SETS)
     surge = next(replay for replay in replays if replay.name == "surge")
-    assert surge.load == robust.MAX_LOAD_FACTOR  # 100 events a minute, 8,000 served: capped
+    assert surge.load == stress_replays.MAX_LOAD_FACTOR  # 100 events a minute, 8,000 served: capped
     assert surge.arrivals(arrivals)[0] == pytest.approx(100.0 * surge.load)
 
 
 def test_a_stress_set_that_is_the_history_s_own_world_is_not_replayed_again() -> None:
     folds = Folds((1000, 1500, 2000), 2500)
-    replays = robust.stress_replays(Scenario.named("realistic"), folds, np.full(2500, 100.0))
-    assert [replay.name for replay in replays] == [name for name in robust.STRESS_SETS if name != "realistic"]
+    replays = stress_replays.stress_replays(Scenario.named("realistic"), folds, np.full(2500, 100.0))
+    assert [replay.name for replay in replays] == [name for name in stress_replays.STRESS_SETS if name != "realistic"]
 
 
 def test_tune_keeps_the_current_policy_and_says_why_when_no_candidate_holds() -> None:
@@ -451,7 +453,7 @@ def test_tune_keeps_the_current_policy_and_says_why_when_no_candidate_holds() ->
     base = simulated_target(scenario)
     candidates = [Candidate("current", base), *slo_candidates(base, "small")]
     impossible = Margin(p99_fraction=0.0, max_fraction=0.0)  # no run keeps every age at zero
-    chosen = robust.tune(arrivals, scenario, candidates, margin=impossible, sets={"realistic": robust.STRESS_SETS["realistic"]})
+    chosen = robust.tune(arrivals, scenario, candidates, margin=impossible, sets={"realistic": stress_replays.STRESS_SETS["realistic"]})
     assert (chosen.index, chosen.kept_current) == (0, True)
     assert chosen.reason.startswith("no candidate that saves at least 2% on validation, and on every block, meets the SLO "
                                     "with margin (p99 <= 0 x SLO, max <= 0 x SLO)")
@@ -466,7 +468,7 @@ def test_tuning_several_histories_at_once_selects_for_each_what_tuning_it_alone_
     scenario = Scenario(partitions=8, peak_instances=6)
     histories = [scale_trace(noisy_diurnal(600, seed=4), scenario) * 0.6, scale_trace(step_surge(600), scenario) * 0.7,
                  scale_trace(noisy_diurnal(600, seed=9), scenario) * 1.4]
-    assert [len(robust.stress_replays(scenario, blocked_folds(600, 3, 0.4), history)) for history in histories] == [3, 3, 2]
+    assert [len(stress_replays.stress_replays(scenario, blocked_folds(600, 3, 0.4), history)) for history in histories] == [3, 3, 2]
     base = simulated_target(scenario)
     candidates = [Candidate("current", base), *slo_candidates(base, "small")[::8], *rule_candidates(base, "small")[::9]]
     together = robust.tune_many(histories, scenario, candidates)
@@ -510,7 +512,7 @@ def test_on_a_trace_whose_history_is_quiet_the_job_recommends_a_policy_that_hold
 def test_percentile_99_is_numpy_s_percentile(count: int) -> None:
     values = np.random.default_rng(count).random(count) * 7
     values[::7] = np.round(values[::7], 1)  # ties
-    assert robust.percentile_99(values) == np.percentile(values, 99)
+    assert folds.percentile_99(values) == np.percentile(values, 99)
 
 
 @pytest.mark.parametrize(
@@ -531,5 +533,5 @@ def test_windows_are_scored_by_the_benchmarks_judge(scenario: Scenario, violatio
     reachable = np.array([1.0, 2.0, 6.0, 3.0, 2.0])
     result = RunResult("x", "k", 5, 10.0, 5.0, 3, 9.0, 9.0, 1, 0.0, capacity=np.full(5, 2), arrivals=np.full(5, 1000.0),
                        age=age, reachable_age=reachable)
-    numbers = robust.window_numbers(result, scenario, 0, 5)
+    numbers = folds.window_numbers(result, scenario, 0, 5)
     assert (numbers["slo_violation_minutes"], numbers["max_age_minutes"]) == (violations, max_age)

@@ -13,8 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scaling.simulation.world.loop import World
-from scaling.simulation.world.physics import Kernel, Ownership, dedicated_ages, rebalance
+from scaling.simulation.world.ownership import Ownership, rebalance
+from scaling.simulation.world.physics import Kernel
 from scaling.simulation.world.scenario import NAMED_SCENARIOS, Scenario
+from scaling.simulation.world.service import dedicated_ages
 from tests.helpers import drive_plans
 
 # --- the named sets and their validation -------------------------------------------------------------------------

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from scaling.__main__ import main
-from scaling.benchmarks.benchmark import Job, run_job
+from scaling.benchmarks.jobs import Job
+from scaling.benchmarks.runs import run_job
 from scaling.benchmarks.stress import Cell, cells, outcomes, table
 from scaling.simulation.world.scenario import Scenario
 

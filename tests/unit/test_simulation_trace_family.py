@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from scaling.simulation.world import trace_family as tf
-from scaling.tuning.robust import traffic_shape
+from scaling.tuning.regimes import traffic_shape
 
 NAMES = tf.family_names()
 

@@ -24,7 +24,7 @@ from azure.storage.blob.aio import ContainerClient
 
 from scaling.bootstrap import collector_for
 from scaling.domain.policy import SourceSettings, policy_from_dict
-from scaling.domain.policy_model import parse_namespace_id
+from scaling.domain.policy_sources import parse_namespace_id
 from scaling.settings import Settings, SettingsError, StorageSettings
 from scaling.sources.base import CallGate, ReadError
 from scaling.sources.checkpoints import AutoCheckpointReader, AzureFunctionCheckpointReader

@@ -12,8 +12,9 @@ import numpy as np
 from scaling.simulation.drivers.candidates import Candidate, all_candidates, slo_candidates
 from scaling.simulation.peers.looped import simulated_target
 from scaling.simulation.world.loop import Scenario, load_trace, scale_trace
-from scaling.tuning import robust
+from scaling.tuning import robust, stress_replays
 from scaling.tuning.choice import choose, next_stress_round, selection_evidence, stress_works
+from scaling.tuning.folds import blocked_folds
 from scaling.tuning.tasks import CURRENT, TargetWork, run_chunk
 
 SCENARIO = Scenario(partitions=8, peak_instances=4)  # the surge replay grows it to 6
@@ -27,7 +28,7 @@ def history() -> np.ndarray:
 
 def first_pass(arrivals: np.ndarray, candidates: tuple) -> tuple[TargetWork, list[dict]]:
     """The job's work for one target over 3 folds after 40% of training, and its first pass's rows."""
-    folds = robust.blocked_folds(len(arrivals), 3, 0.4)
+    folds = blocked_folds(len(arrivals), 3, 0.4)
     work = TargetWork("orders", arrivals, SCENARIO, folds.train_ends[0], candidates, folds.train_ends)
     return work, run_chunk(("orders", list(range(len(candidates)))), {"orders": work})
 
@@ -42,7 +43,7 @@ def test_the_job_chooses_exactly_what_robust_tune_chooses() -> None:
     rounds = 0
     while batch := next_stress_round(work, rows, stress_rows):
         replays = stress_works(work, batch)
-        assert {replay for _, replay in replays} == set(robust.STRESS_SETS)
+        assert {replay for _, replay in replays} == set(stress_replays.STRESS_SETS)
         stress_rows += [row for key, replay in replays.items()
                         for row in run_chunk((key, list(range(len(replay.candidates)))), replays)]
         rounds += 1
@@ -55,7 +56,7 @@ def test_the_job_chooses_exactly_what_robust_tune_chooses() -> None:
     assert job.regime == alone.regime
     # The job's rows hold the numbers the selection read: per fold, and over all validation blocks.
     assert [len(row["folds"]) for row in rows] == [3] * len(candidates)
-    assert all(row["replay"] in robust.STRESS_SETS for row in stress_rows)
+    assert all(row["replay"] in stress_replays.STRESS_SETS for row in stress_rows)
     assert_report_says_cost_risk_and_regime(work, job)
 
 
@@ -78,7 +79,8 @@ def assert_report_says_cost_risk_and_regime(work: TargetWork, selection: robust.
 
 
 def test_the_benchmark_project_tuned_row_is_robust_tune_s_choice(tmp_path: Path) -> None:
-    from scaling.benchmarks.benchmark import TRAIN_FRACTION, TUNING_GRID, Job, run_job
+    from scaling.benchmarks.jobs import TRAIN_FRACTION, TUNING_GRID, Job
+    from scaling.benchmarks.runs import run_job
 
     counts = np.concatenate([np.full(200, 200.0), np.linspace(200, 1000, 200), np.full(200, 300.0)])
     trace = tmp_path / "small.csv"
@@ -98,11 +100,11 @@ def test_stress_works_replay_the_given_candidates_from_a_warm_up_before_validati
     base = simulated_target(SCENARIO, name="orders")
     candidates = (Candidate(CURRENT, base), *slo_candidates(base, "small"))
     work, rows = first_pass(arrivals, candidates)
-    folds = robust.blocked_folds(len(arrivals), 3, 0.4)
+    folds = blocked_folds(len(arrivals), 3, 0.4)
     listed = robust.shortlist(sorted(rows, key=lambda row: row["index"]), 0, SCENARIO.slo_minutes)
     first = next_stress_round(work, rows, [])
     assert first == listed[:robust.STRESS_ROUND + 1] and first[0] == 0
-    start = max(folds.train_ends[0] - robust.STRESS_WARMUP_MINUTES, 0)
+    start = max(folds.train_ends[0] - stress_replays.STRESS_WARMUP_MINUTES, 0)
     for (target, name), replay in stress_works(work, first).items():
         assert target == "orders" and replay.replay == name
         assert replay.candidates == tuple(candidates[index] for index in first)

@@ -8,7 +8,7 @@ import pytest
 
 from scaling.simulation.world.loop import simulate
 from scaling.simulation.world.scenario import Scenario
-from scaling.tuning.robust import Folds, scores, window_numbers
+from scaling.tuning.folds import Folds, scores, window_numbers
 from scaling.tuning.validation import (
     MAX_GAP_MINUTES,
     history_problem,

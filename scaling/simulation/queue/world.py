@@ -31,8 +31,8 @@ from scaling.domain.policy import SEED_STEP, Bounds, PlanSettings, SourceSetting
 from scaling.domain.samples import MetricSample, SourceReading
 from scaling.simulation.peers.looped import EPOCH, SIMULATED_PLAN, EngineAutoscaler
 from scaling.simulation.world.loop import drive
-from scaling.simulation.world.physics import DRAINED
 from scaling.simulation.world.scenario import RunResult, Scenario, scored_result
+from scaling.simulation.world.service import DRAINED
 
 #: Azure Monitor's platform metrics usually land one to three minutes after the minute they count.
 METRICS_LAG_MINUTES = 1

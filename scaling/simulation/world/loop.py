@@ -17,8 +17,10 @@ from typing import Protocol
 
 import numpy as np
 
-from scaling.simulation.world.physics import DRAINED, Kernel, arrival_minutes, serve
+from scaling.simulation.world.arrival_curves import arrival_minutes
+from scaling.simulation.world.physics import Kernel
 from scaling.simulation.world.scenario import RunResult, Scenario, scored_result
+from scaling.simulation.world.service import DRAINED, serve
 
 #: Importers of this module's former contents find them here too.
 __all__ = ["DRAINED", "Autoscaler", "Kernel", "Observation", "RunResult", "Scenario", "World", "arrival_minutes",
