@@ -1,7 +1,8 @@
-"""The layers contract (pyproject.toml ``[tool.importlinter]``, run by ``make lint``) must break
+"""Every import contract (pyproject.toml ``[tool.importlinter]``, run by ``make lint``) must break
 on what it is there to stop: an upward import, an import between independent adapters, a
-circle, and a new package that no layer names. Each case runs ``lint-imports`` on a copy of
-the package with one bad import injected."""
+circle, an SDK in the core, the offline stacks and the app reaching into each other, the
+simulation's rooms out of order, and a new package that no layer names. Each case runs
+``lint-imports`` on a copy of the package with one bad import injected."""
 
 from __future__ import annotations
 
@@ -55,8 +56,17 @@ def test_the_package_keeps_every_contract(tree):
     ("scaling/simulation/world/loop.py", "import scaling.tuning.history", "the offline stacks: entry points"),
     ("scaling/domain/decisions.py", "import scaling.domain.engine", "no import circles"),
     ("scaling/domain/samples.py", "import azure.core", "talk to no SDK"),
+    ("scaling/tuning/job.py", "import scaling.benchmarks.gate", "the offline stacks: entry points"),
+    ("scaling/benchmarks/gate.py", "import scaling.services.evaluate", "never reach into the deployed app"),
+    ("scaling/simulation/world/scenario.py", "import scaling.storage.base", "stands on the domain alone"),
+    ("scaling/services/evaluate.py", "import scaling.benchmarks.benchmark", "never imports the offline stacks"),
+    ("scaling/simulation/world/loop.py", "import scaling.simulation.peers.looped", "inside the simulation"),
+    ("scaling/simulation/peers/flink.py", "import scaling.simulation.drivers.batched", "inside the simulation"),
+    ("scaling/simulation/queue/world.py", "import scaling.simulation.namespace.world", "inside the simulation"),
 ], ids=["domain-imports-a-service", "service-imports-the-root", "adapter-imports-adapter",
-        "simulation-imports-tuning", "circle", "sdk-in-the-domain"])
+        "simulation-imports-tuning", "circle", "sdk-in-the-domain", "tuning-imports-a-benchmark",
+        "benchmark-imports-a-service", "simulation-imports-storage", "app-imports-a-benchmark",
+        "world-imports-a-peer", "peer-imports-a-driver", "queue-imports-namespace"])
 def test_a_bad_import_breaks_the_contract(tree, module, line, broken):
     inject(tree, module, line)
     result = lint_imports(tree)
@@ -70,3 +80,11 @@ def test_a_package_no_layer_names_breaks_the_contract(tree):
     result = lint_imports(tree)
     assert result.returncode != 0
     assert "scaling.reports" in result.stdout
+
+
+def test_a_simulation_room_no_layer_names_breaks_the_contract(tree):
+    (tree / "scaling" / "simulation" / "extras").mkdir()
+    (tree / "scaling" / "simulation" / "extras" / "__init__.py").write_text("", encoding="utf-8")
+    result = lint_imports(tree)
+    assert result.returncode != 0
+    assert verdict(result.stdout, "inside the simulation") == "BROKEN", result.stdout
