@@ -1,7 +1,7 @@
 """The benchmark's ``family`` set: every member of the trace family (trace_family.py) in every
-scenario, every algorithm, and the tables per shape and per noise level (issue 32).
+scenario, every algorithm, and the tables per shape and per noise level.
 
-``benchmark.py`` calls in here at three points only: ``load_arrivals`` (a family member is
+the benchmark (``jobs.py``, ``runs.py``) calls in here at three points only: ``load_arrivals`` (a family member is
 generated, a file is read), ``keeps`` (which of a member's jobs run: each peer's sweep cut to
 ``FAMILY_SWEEPS``) and, through family_cli.py, ``family_markdown``/``readme_summary`` (the tables). A member's rows are
 the benchmark's ordinary rows with ``trace`` = ``family/NAME``.
@@ -48,7 +48,7 @@ FAMILY_SWEEPS: dict[str, tuple] = {
 #: The scenarios in which ``project-tuned`` runs on the family: every one with a history to tune on
 #: (``cold`` has none). Its tuning (every candidate of the job's grid on the first 30%, then the
 #: stress replays) is the largest share of the family's work in ``realistic``, but a target whose
-#: own history shows bursts the default cannot catch is what the tuner is for (issue 53): the
+#: own history shows bursts the default cannot catch is what the tuner is for: the
 #: realistic family is where that shows.
 TUNED_SCENARIOS = ("standard", "realistic")
 

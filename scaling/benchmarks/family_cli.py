@@ -1,6 +1,6 @@
 """The benchmark command's family and gate options (``--family``, ``--gate``, ``--write-baseline``).
 
-Kept apart from benchmark.py, which calls in here at a few points (arguments, the members to
+Kept apart from the benchmark command (benchmark.py), which calls in here at a few points (arguments, the members to
 run, the family's text, what to do after the run), so that the family and the gate change
 without touching the benchmark's own rows and tables.
 """

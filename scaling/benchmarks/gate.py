@@ -1,7 +1,7 @@
 """The benchmark's regression gate (``python -m scaling benchmark --gate BASELINE.json``).
 
-A rule that pays on one trace can cost on others (issue 32: a peak hold chosen on two traces
-cost 16% on a third). The gate compares ``project-default`` with a committed baseline on every
+A rule that pays on one trace can cost on others (a rule chosen on two traces can cost on a
+third). The gate compares ``project-default`` with a committed baseline on every
 trace and scenario the baseline holds (the family and the public traces) and fails, naming
 each row, when
 
@@ -30,7 +30,7 @@ from scaling.simulation.world.trace_family import is_member
 GATED_ALGORITHM = "project-default"
 MEDIAN_TOLERANCE = 0.01
 MEMBER_TOLERANCE = 0.03
-#: 2: rows say their judge and the violation minutes it judges by, ``meets_slo`` as judged (issue 53).
+#: 2: rows say their judge and the violation minutes it judges by, ``meets_slo`` as judged.
 #: A version 1 row's ``meets_slo`` is the whole hub's, and it is read as judged so.
 BASELINE_VERSION = 2
 

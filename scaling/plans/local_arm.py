@@ -154,7 +154,7 @@ class LocalArm:
         autoscale_reply = self.autoscale.handle(request)  # likewise
         if autoscale_reply is not None:
             return autoscale_reply
-        event_hubs_reply = self.event_hubs.handle(request)  # namespaces and their metrics (issue 34)
+        event_hubs_reply = self.event_hubs.handle(request)  # namespaces and their metrics
         if event_hubs_reply is not None:
             return event_hubs_reply
         with self._lock:

@@ -44,7 +44,7 @@ class Point:
     backlog: float | None = None  # events not yet processed
     oldest_age_seconds: float | None = None
     capacity: int | None = None  # the plan's instance count
-    throughput_units: int | None = None  # an Event Hubs namespace target's TUs (issue 34), when shown beside the plan
+    throughput_units: int | None = None  # an Event Hubs namespace target's TUs, when shown beside the plan
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""The namespace target's collect and evaluate (issue 34); its writes go through the ordinary
+"""The namespace target's collect and evaluate; its writes go through the ordinary
 scale service (``RoutingPlanAdapter`` sends namespace ids to the Event Hubs adapter).
 
 - ``NamespaceCollector``: per namespace target, the namespace (capacity, auto-inflate) and its

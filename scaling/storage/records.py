@@ -226,7 +226,7 @@ HOLD_FIELDS = ("pause", "external_writer")
 def _field(document: Mapping[str, Any], name: str, parse, default: Any, errors: list[str]) -> Any:
     """``parse(document[name])`` when the field is there (``default`` when absent or empty); an
     unreadable one is ``default`` and its error goes to ``errors``, never up: one bad field
-    must not make every sample of the target fail into poison (issue 49)."""
+    must not make every sample of the target fail into poison."""
     value = document.get(name)
     if value is None or value == "" or value == [] or value == {}:
         return default

@@ -113,11 +113,9 @@ def task_chunks(sizes: dict[str, int], parallelism: int, tasks_per_core: int) ->
 #: Rough cost of one candidate-minute, in seconds: the engine in the loop, and the batched
 #: simulators per minute (whatever the batch), per candidate and partition, and per candidate and
 #: instance the target typically runs (owners' loads, ownership changes and the counts a
-#: scale-in tries grow with it). For ordering tasks longest first only: measured on bench-tune's 8
-#: SLO batches (811 candidates, 2,880 minutes, 8 to 32 partitions, 1 to 5 instances on average;
-#: 1.9 to 3.9 s each on one core, within 10% of this estimate, ranked alike; the partitions
-#: alone ranked three 32-partition targets of 2.3 to 3.9 s as equals), and they rank the rule
-#: batches alike too (a third of the cost).
+#: scale-in tries grow with it). For ordering tasks longest first only: the partitions alone
+#: rank targets of one partition count as equals when their instances make them differ
+#: (the calibration: docs/policy-experiments.md, "Notes moved out of the code").
 ENGINE_MINUTE_SECONDS = 3e-4
 BATCHED_PARTITION_MINUTE_SECONDS = 1e-8
 BATCHED_INSTANCE_MINUTE_SECONDS = 2e-7

@@ -32,7 +32,7 @@ def daily_wave(minutes: int, *, low: float, high: float, seed: int = 7, period: 
 
 def quiet_then_busy(arrivals: np.ndarray, *, quiet_fraction: float = 0.3, factor: float = 0.2) -> np.ndarray:
     """A trace whose first ``quiet_fraction`` is ``factor`` times as busy as it was, the rest as it
-    was: history recorded in a quiet period, then a tournament (issue 14's unseen 87-day trace)."""
+    was: history recorded in a quiet period, then the busy one the policy was not tuned on."""
     quiet = int(len(arrivals) * quiet_fraction)
     shaped = np.asarray(arrivals, dtype=float).copy()
     shaped[:quiet] *= factor

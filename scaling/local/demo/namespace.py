@@ -1,5 +1,5 @@
 """``make demo DEMO_ARGS="--source namespace"``: throughput units and consumers scaling together
-(issue 34), on real storage and the real management and metrics clients.
+on real storage and the real management and metrics clients.
 
 The world is the ``namespace`` scenario's (scaling/simulation/namespace/world.py): the trace's
 events offered to a Standard namespace, two consumer groups reading them. Each minute:

@@ -18,22 +18,20 @@ from scaling.simulation.drivers import batched, batched_slo
 from scaling.simulation.peers.looped import EngineAutoscaler
 from scaling.simulation.world.loop import RunResult, Scenario, simulate
 
-#: The rule knobs (issue 32): the scale-in's peak hold (0: none), the action budget and a short
+#: The rule knobs: the scale-in's peak hold (0: none), the action budget and a short
 #: dwell, around the default's margins. On the trace family no one setting of them is cheapest
 #: everywhere (docs/policy-experiments.md, "The tuner's rule knobs"): the hold pays on smooth
 #: noisy traffic and costs on bursty traffic, so the tuner chooses them from the target's history.
 RULE_KNOBS = {"safety_seconds": (90.0, 120.0), "headroom": (0.0, 0.05), "min_dwell_seconds": (1200.0,),
               "scale_in_peak_seconds": (0.0, 480.0), "max_actions_per_hour": (4.0, 8.0)}
 #: The default's scale-in peak hold off or halved, at the default's own safety, headroom and dwell
-#: and their neighbours (issue 53): a margin one target does not need shows as the default minus
-#: that margin (on a noisy 22-day trace the default without the hold cost 5.4% less with the same
-#: oldest event), which ``RULE_KNOBS`` did not hold: it paired no hold with a 1200 s dwell only.
+#: and their neighbours: a margin one target does not need shows as the default minus that
+#: margin, which ``RULE_KNOBS`` did not hold: it paired no hold with a 1200 s dwell only.
 PEAK_HOLD_KNOBS = {"scale_in_peak_seconds": (0.0, 240.0), "safety_seconds": (60.0, 90.0, 120.0), "headroom": (0.0, 0.05),
                    "min_dwell_seconds": (1800.0, 2400.0)}
-#: More margin than the default: a longer safety and more headroom at the default's dwell (issue
-#: 53). A target whose own history shows bursts the default does not catch (the family's bursts
-#: seed 1 in `realistic`: 44 violation minutes in its first 30%) needs them; the products above
-#: stop at safety 150 s and headroom 0.2, which did not catch them.
+#: More margin than the default: a longer safety and more headroom at the default's dwell. A
+#: target whose own history shows bursts the default does not catch needs them; the products
+#: above stop at safety 150 s and headroom 0.2, which did not catch them.
 MORE_MARGIN_KNOBS = {"safety_seconds": (180.0, 300.0), "headroom": (0.05, 0.3), "min_dwell_seconds": (2400.0,)}
 #: Grid sizes: how many values each SLO-mode parameter takes (a tuple of grids: their union).
 GRIDS = {

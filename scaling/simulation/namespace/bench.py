@@ -1,4 +1,4 @@
-"""The ``namespace`` benchmark scenario (issue 34): ``python -m scaling benchmark --scenario
+"""The ``namespace`` benchmark scenario: ``python -m scaling benchmark --scenario
 namespace --trace ... --json OUT`` runs every pairing of ``namespace/peers.py`` on each trace and
 writes its rows (money, rejected events, the consumers' SLO), and a Markdown table with
 ``--markdown``. Its own rows and table: the other scenarios' columns (cost ratio to the fluid

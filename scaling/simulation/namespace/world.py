@@ -1,5 +1,5 @@
 """A simulated Event Hubs Standard namespace with its consumer groups, one minute at a time
-(issue 34): what throughput units do to producers and consumers, and what they cost.
+: what throughput units do to producers and consumers, and what they cost.
 
 The world:
 

@@ -1,4 +1,4 @@
-"""A seeded family of synthetic arrival traces that no rule can be fitted to (issue 32).
+"""A seeded family of synthetic arrival traces that no rule can be fitted to.
 
 Two public traces are too few to choose rules by: a rule tuned to WC98 (3% minute-to-minute
 noise) and NASA (28%) cost 16% on a third trace. The family spans the shapes real consumer
@@ -24,14 +24,14 @@ Every member is 14 days at one-minute resolution (``FAMILY_MINUTES``), the produ
 
 - a multiplicative **minute noise**, independent per minute (gamma-distributed, mean 1), whose
   level ``noise`` is the mean absolute minute-to-minute change over the mean that it gives a
-  smooth base (the measure behind "WC98 3%, NASA 28%": ``robust.traffic_shape``'s burstiness).
+  smooth base (the measure behind "WC98 3%, NASA 28%": ``regimes.traffic_shape``'s burstiness).
   The five seeds of a shape take the five levels of ``NOISE_LEVELS`` (2% to 35%), so that every
   noise level meets every shape.
 
 Then the whole trace is scaled as the benchmark scales a public trace (``world.scale_trace``):
 its busiest minute needs ``PEAK_INSTANCES`` (24) instances of 1,000 events a minute.
 
-An opt-in set (``BURST_SHAPES``, issue 52), outside ``SHAPES`` so that the gated family and its
+An opt-in set (``BURST_SHAPES``), outside ``SHAPES`` so that the gated family and its
 baseline stay as they are, asked for by name (``burst_family_names``):
 
   - ``microbursts``: bursts of 1-3 minutes (shorter than the SLO) every few minutes, their height
@@ -71,7 +71,7 @@ NOISE_LEVELS = (0.02, 0.05, 0.10, 0.20, 0.35)
 #: The prefix that tells the benchmark a trace is a family member, not a file.
 FAMILY_PREFIX = "family/"
 _NAME = re.compile(r"^(?P<shape>[a-z]+)-seed(?P<seed>\d+)-noise(?P<noise>\d+)$")
-#: The opt-in set's short bursts (issue 52): the minute-to-minute change (``burstiness``, the mean
+#: The opt-in set's short bursts: the minute-to-minute change (``burstiness``, the mean
 #: absolute change over the mean) of seeds 1..5, from 35% to beyond 100%.
 BURST_NOISE_LEVELS = (0.35, 0.50, 0.70, 0.90, 1.20)
 #: The opt-in ``clock`` shape's period per seed: ten minutes to a day.
@@ -139,7 +139,7 @@ def family_names(shapes: tuple[str, ...] | None = None, seeds: tuple[int, ...] =
 
 
 def burst_family_names(seeds: tuple[int, ...] = SEEDS) -> list[str]:
-    """The opt-in set of issue 52 (``BURST_SHAPES``): bursts shorter than the SLO, on/off bursts,
+    """The opt-in set (``BURST_SHAPES``): bursts shorter than the SLO, on/off bursts,
     load that jumps on a clock."""
     return family_names(tuple(BURST_SHAPES), seeds)
 
@@ -307,7 +307,7 @@ SHAPES: dict[str, Shape] = {"diurnal": _diurnal, "bursts": _bursts, "flash": _fl
                             "steps": _steps, "spikes": _spikes}
 
 
-# --- the opt-in set of issue 52: bursts and repeats -----------------------------------------------
+# --- the opt-in set: bursts and repeats --------------------------------------------------------
 #
 # Not in ``SHAPES``: the gated family (and so the gate's baseline) is unchanged; these members are
 # asked for by name (``burst_family_names``, ``family/microbursts-seed1-noise35``).
@@ -318,7 +318,7 @@ BURST_FLOOR_NOISE = 0.05
 
 
 def burstiness(counts: np.ndarray) -> float:
-    """The mean absolute minute-to-minute change over the mean (``robust.traffic_shape``'s
+    """The mean absolute minute-to-minute change over the mean (``regimes.traffic_shape``'s
     burstiness, the issue's "per-minute noise"): bursts count, unlike ``measured_noise``."""
     counts = np.asarray(counts, dtype=float)
     mean = float(counts.mean()) if len(counts) else 0.0
