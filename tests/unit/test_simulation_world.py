@@ -27,7 +27,7 @@ class Script:
         return self.plan.get(observation.minute)
 
 
-# --- serving: even load on p mod n owners (the water-filling itself: test_simulation_kernel.py) ----------------
+# --- serving: even load on p mod n owners (the water-filling itself: test_simulation_physics.py) ----------------
 
 
 @pytest.mark.parametrize(

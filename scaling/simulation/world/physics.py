@@ -7,7 +7,7 @@ are batches of many candidates that share the arrivals but each have their own c
 Arrays are (partitions, candidates); series are (minutes, candidates). A batch may also run
 several traces of the same length at once (``arrivals`` (minutes, traces), ``trace_of`` naming
 each candidate's): the benchmark's family members as columns of one step, each column the
-numbers it gets alone (tests/unit/test_simulation_kernel.py).
+numbers it gets alone (tests/unit/test_simulation_physics.py).
 
 The rules of the world, each in one place (all parameters come from ``Scenario``; the step is
 here, who owns and how an instance serves in ``ownership.py`` and ``service.py``, when an event

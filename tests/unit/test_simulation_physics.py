@@ -1,4 +1,4 @@
-"""The one minute-step kernel of the simulated world (scaling/simulation/world/physics.py), in batches
+"""The one minute step of the simulated world (scaling/simulation/world/physics.py), in batches
 of several candidates at once: every column must follow the hand-computed rules on its own.
 
 (tests/unit/test_simulation_world.py checks the same rules through ``World``, a batch of one,
