@@ -662,3 +662,30 @@ def test_running_sums_add_row_after_row(rows: int, columns: int) -> None:
                           (kernel._running_sums(values[0], rows), _added_row_after_row(repeated))):
         np.testing.assert_array_equal(got, expected)
         assert got.flags.c_contiguous
+
+
+@pytest.mark.parametrize(
+    ("age", "backlog", "arrivals", "service", "seconds", "event_hub", "queue"),
+    [
+        pytest.param(50, 0, 10, 10, 60, 50, 0, id="issue-50-nothing-waits-keeping-up"),
+        pytest.param(1000, 10, 1, 2, 60, 940, 0, id="issue-50-a-short-old-backlog-is-gone-in-seconds"),
+        pytest.param(100, 5000, 10, 20, 60, 40, 136, id="a-burst-drains-at-the-rate-it-came-in"),
+        pytest.param(100, 1000, 10, 5, 60, 130, 130, id="came-in-at-the-forecast-both-agree-falling-behind"),
+        pytest.param(100, 1000, 10, 20, 60, 40, 40, id="came-in-at-the-forecast-both-agree-catching-up"),
+        pytest.param(100, 500, 0, 0, 60, 160, 160, id="nobody-serving-both-age-by-the-clock"),
+        pytest.param(100, 500, 0, 10, 60, 0, 0, id="no-arrivals-drained"),
+        pytest.param(100, 1000, 10, 20, 0, 100, 100, id="no-time-no-change"),
+    ],
+)
+def test_one_fluid_model_for_both_source_kinds(age, backlog, arrivals, service, seconds, event_hub, queue) -> None:
+    """One function, ``predicted_age``, for both kinds: an Event Hubs partition passes no
+    ``came_in`` (its backlog counts events behind the checkpoint: taken as come in at the
+    forecast), a queue the rate its backlog came in (``backlog_came_in``); the queue mode's path
+    over a changing service (``age_path``, one service here) says the same as the queue's row."""
+    numbers = tuple(map(np.float64, (age, backlog, arrivals, service, seconds)))  # (as arrays: the engine's are)
+    assert float(kernel.predicted_age(*numbers)) == pytest.approx(event_hub)
+    came_in = kernel.backlog_came_in(float(backlog), float(age))
+    assert float(kernel.predicted_age(*numbers, came_in)) == pytest.approx(queue)
+    if seconds > 0:
+        path = kernel.age_path(float(age), float(backlog), float(arrivals), [(0.0, float(service))], [float(seconds)])
+        assert path[-1][1] == pytest.approx(queue)
