@@ -164,6 +164,48 @@ def tokens_after_action(tokens):
     return maximum(tokens - 1.0, 0.0)
 
 
+#: The gates' verdicts, in the order ``gates`` applies them: a candidate's verdict is the first
+#: gate that holds it (``ACTS``: none does).
+ACTS, NO_CHANGE, SOURCE_FAILED, AT_BOUND, PAUSED, COOLDOWN, ACTION_BUDGET = range(7)
+
+
+def gates(capacity, proposed, upward, downward, snapped_up, snapped_down, lowest, highest, since_action, cooldown_up,
+          cooldown_down, tokens, budgets_scale_in, failed=False, paused=False):
+    """The engine's gates, every mode's, in their one order over a batch (plain numbers: the
+    live evaluation's batch of one; arrays: a sweep's candidates). The engine, the batched SLO
+    and rules simulators call this; what stays theirs is the proposal and the snapping.
+
+    1. a capacity outside the bounds brought inside (``bounds_correction``: raised or lowered
+       instead of the proposal's direction, to ``lowest`` or ``highest``);
+    2. no direction left: ``NO_CHANGE`` (the proposal's own hold);
+    3. a scale-in while a source ``failed``: ``SOURCE_FAILED``;
+    4. the count wanted: the proposal snapped to an allowed count (the caller's ``snapped_up``,
+       the proposal at least one above the capacity, or ``snapped_down``, at least one below),
+       kept within the bounds; no change that way: ``AT_BOUND``;
+    5. ``paused``: ``PAUSED`` (what it would do, cooldowns aside);
+    6. the direction's cooldown since the last action (``since_action``, NaN: none yet):
+       ``COOLDOWN``;
+    7. where the mode ``budgets_scale_in``, a scale-in without the tokens it needs
+       (``budget_allows_scale_in``): ``ACTION_BUDGET``.
+
+    Returns the count wanted (the capacity where nothing moves), whether it goes up, whether the bounds raised or lowered it, and
+    the verdict (``ACTS`` where it acts)."""
+    _, raised, lowered = bounds_correction(capacity, proposed, upward, downward, lowest, highest)
+    upward = (upward | raised) & negation(lowered)
+    downward = (downward | lowered) & negation(raised)
+    moving = upward | downward
+    wanted = where(raised, lowest, where(lowered, highest, where(upward, snapped_up, snapped_down)))
+    wanted = where(moving, maximum(lowest, minimum(highest, wanted)), capacity)
+    unmoved = (wanted == capacity) | (upward & (wanted < capacity)) | (downward & (wanted > capacity))
+    cooling = negation(cooldown_over(since_action, where(upward, cooldown_up, cooldown_down)))
+    budget = budgets_scale_in & downward & negation(budget_allows_scale_in(tokens))
+    verdict = where(budget, ACTION_BUDGET, ACTS)
+    for held, code in ((cooling, COOLDOWN), (paused, PAUSED), (unmoved, AT_BOUND), (downward & failed, SOURCE_FAILED),
+                       (negation(moving), NO_CHANGE)):
+        verdict = where(held, code, verdict)
+    return wanted, upward, raised, lowered, verdict
+
+
 # --- what is learned -------------------------------------------------------------------------------
 
 

@@ -689,3 +689,46 @@ def test_one_fluid_model_for_both_source_kinds(age, backlog, arrivals, service, 
     if seconds > 0:
         path = kernel.age_path(float(age), float(backlog), float(arrivals), [(0.0, float(service))], [float(seconds)])
         assert path[-1][1] == pytest.approx(queue)
+
+
+NAN = math.nan
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        pytest.param({}, (6, True, kernel.ACTS), id="a-scale-out-acts"),
+        pytest.param({"proposed": 3, "upward": False, "downward": True}, (3, False, kernel.ACTS), id="a-scale-in-acts"),
+        pytest.param({"upward": False}, (5, False, kernel.NO_CHANGE), id="no-proposal"),
+        pytest.param({"upward": False, "capacity": 1}, (2, True, kernel.ACTS), id="below-the-bounds-raised"),
+        pytest.param({"capacity": 12, "proposed": 13, "snapped_up": 10}, (10, False, kernel.ACTS),
+                     id="above-the-bounds-lowered-even-when-going-up"),
+        pytest.param({"upward": False, "downward": True, "proposed": 3, "failed": True}, (3, False, kernel.SOURCE_FAILED),
+                     id="no-scale-in-while-a-source-failed"),
+        pytest.param({"failed": True}, (6, True, kernel.ACTS), id="a-failed-source-does-not-hold-a-scale-out"),
+        pytest.param({"capacity": 10, "proposed": 11, "snapped_up": 10}, (10, True, kernel.AT_BOUND), id="at-the-max"),
+        pytest.param({"failed": True, "upward": False, "downward": True, "proposed": 3, "since_action": 10.0},
+                     (3, False, kernel.SOURCE_FAILED), id="a-failed-source-before-the-cooldown"),
+        pytest.param({"paused": True, "since_action": 10.0}, (6, True, kernel.PAUSED), id="paused-before-the-cooldown"),
+        pytest.param({"since_action": 10.0}, (6, True, kernel.COOLDOWN), id="up-cooldown"),
+        pytest.param({"since_action": 60.0}, (6, True, kernel.ACTS), id="up-cooldown-over"),
+        pytest.param({"upward": False, "downward": True, "proposed": 3, "since_action": 60.0}, (3, False, kernel.COOLDOWN),
+                     id="down-cooldown"),
+        pytest.param({"upward": False, "downward": True, "proposed": 3, "since_action": 200.0, "tokens": 1.5},
+                     (3, False, kernel.ACTION_BUDGET), id="a-scale-in-needs-two-tokens"),
+        pytest.param({"upward": False, "downward": True, "proposed": 3, "tokens": 1.5, "budgets_scale_in": False},
+                     (3, False, kernel.ACTS), id="rules-mode-spends-no-budget-check"),
+        pytest.param({"tokens": 0.5}, (6, True, kernel.ACTS), id="a-scale-out-needs-no-tokens"),
+    ],
+)
+def test_the_gates_apply_in_one_order(case, expected) -> None:
+    """``gates``: the engine's and the batched simulators' one order, the first gate that holds
+    a candidate its verdict; a batch of one as plain numbers and a batch of arrays agree."""
+    values = {"capacity": 5, "proposed": 6, "upward": True, "downward": False, "snapped_up": 6, "snapped_down": 3,
+              "lowest": 2, "highest": 10, "since_action": NAN, "cooldown_up": 30.0, "cooldown_down": 120.0,
+              "tokens": 5.0, "budgets_scale_in": True, "failed": False, "paused": False, **case}
+    wanted, upward, _, _, verdict = kernel.gates(**values)
+    assert (int(wanted), bool(upward), int(verdict)) == expected
+    batch = {name: np.array([value, value]) for name, value in values.items()}
+    wanted, upward, _, _, verdict = kernel.gates(**batch)
+    assert [(int(w), bool(u), int(v)) for w, u, v in zip(wanted, upward, verdict, strict=True)] == [expected] * 2
