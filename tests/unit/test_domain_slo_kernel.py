@@ -732,3 +732,26 @@ def test_the_gates_apply_in_one_order(case, expected) -> None:
     batch = {name: np.array([value, value]) for name, value in values.items()}
     wanted, upward, _, _, verdict = kernel.gates(**batch)
     assert [(int(w), bool(u), int(v)) for w, u, v in zip(wanted, upward, verdict, strict=True)] == [expected] * 2
+
+
+@pytest.mark.parametrize(
+    ("age", "calm", "service", "expected"),
+    [
+        pytest.param(30.0, 10.0, 9.5, (210.0 - 30.0) / 0.05 - 120.0, id="filling-slowly"),
+        pytest.param(30.0, 10.0, 12.0, math.inf, id="draining-holds-indefinitely"),
+        pytest.param(200.0, 10.0, 5.0, 0.0, id="past-the-limit-within-a-reaction"),
+    ],
+)
+def test_a_queue_holds_as_the_kernel_says_where_its_backlog_came_in_at_the_calm_rate(age, calm, service, expected) -> None:
+    """``fifo_hold_seconds`` is ``hold_seconds``' rule: where the backlog came in at the calm
+    rate, how long a count holds is ``(limit - age) / growth - reaction``."""
+    held = kernel.fifo_hold_seconds(age, age * calm, calm, service, 210.0, 120.0, 600.0)
+    assert held == pytest.approx(expected)
+
+
+def test_an_old_backlog_that_drains_slowly_is_no_surplus_on_a_queue() -> None:
+    """A burst's 30,000 messages, the oldest 150 s old, 10/s arriving now and 120/s served: at the
+    arrivals now the count holds for ever, but the head moves through the burst at the 200/s it
+    came in, so it passes the 210 s limit before the burst is served (250 s): no surplus."""
+    assert kernel.fifo_hold_seconds(150.0, 30_000.0, 10.0, 120.0, 210.0, 120.0, 600.0) == 0.0
+    assert kernel.fifo_hold_seconds(150.0, 1_500.0, 10.0, 120.0, 210.0, 120.0, 600.0) == math.inf
