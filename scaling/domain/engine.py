@@ -1,9 +1,9 @@
 """The rule engine: ``evaluate(policy, state, history, now) -> Decision``.
 
 Pure and deterministic: time comes in as ``now``, state comes in and goes out as values. The
-engine does the bookkeeping every mode shares (duplicates, ordering, bounds, cooldowns, the
-action budget, learning throughput) and asks the target's mode, through ``modes.py``, what it
-wants:
+engine does the bookkeeping every mode shares (duplicates, ordering, learning throughput, and
+the gates: bounds, cooldowns, the action budget, in the order ``slo_kernel.gates`` applies them
+to a batch of one) and asks the target's mode, through ``modes.py``, what it wants:
 
 - ``rules`` (``rules.py``): threshold rules over a window (the seed design and what Azure
   Monitor can express, plus per-instance and lag-seconds metrics, tiers and combined rules);

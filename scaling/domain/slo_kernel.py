@@ -400,6 +400,16 @@ def predicted_age(age, backlog, forecast, service, seconds, came_in=None):
     return np.where(seconds > 0, then, age)
 
 
+def age_at_reaction(age, backlog, forecast, served_ready, served, first, react):
+    """The oldest event's age ``react`` seconds on, when a scale-out decided at the next
+    evaluation would serve: the instances ready now serve (``served_ready``) for ``first``
+    seconds (until those in flight serve), then all asked for (``served``) the rest of the way
+    (``predicted_age`` on each stretch). The Event Hubs mode's risk test, the engine's and the
+    batched simulator's alike; the queue mode follows its per-scale-out schedule (``age_path``)."""
+    then = predicted_age(age, backlog, forecast, served_ready, first)
+    return predicted_age(then, backlog, forecast, served, react - first)
+
+
 def backlog_came_in(backlog, age):
     """The rate a FIFO backlog read with its oldest age came in (events/s): ``backlog / age``;
     infinite where the oldest is new (all of it came at once), 0 where nothing waits."""

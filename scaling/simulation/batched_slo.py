@@ -307,8 +307,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             if short_of.size:
                 served_ready = served.copy()
                 served_ready[:, short_of] = loads.service(forecast[:, short_of], ready[short_of], short_of)
-            then = slo_kernel.predicted_age(age, waiting, forecast, served_ready, first)
-            then = slo_kernel.predicted_age(then, waiting, forecast, served, react - first)
+            then = slo_kernel.age_at_reaction(age, waiting, forecast, served_ready, served, first, react)
             worst_predicted = np.maximum(0.0, then.max(axis=0))
             # slo.propose holds while some partitions have no live owner (others have one).
             unowned = (owners_now < 0).any(axis=0) & (live_owners > 0)
