@@ -1,9 +1,9 @@
 """The rule engine: ``evaluate(policy, state, history, now) -> Decision``.
 
 Pure and deterministic: time comes in as ``now``, state comes in and goes out as values. The
-engine does the bookkeeping every mode shares (duplicates, ordering, bounds, cooldowns, the
-action budget, learning throughput) and asks the target's mode, through ``modes.py``, what it
-wants:
+engine does the bookkeeping every mode shares (duplicates, ordering, learning throughput, and
+the gates: bounds, cooldowns, the action budget, in the order ``slo_kernel.gates`` applies them
+to a batch of one) and asks the target's mode, through ``modes.py``, what it wants:
 
 - ``rules`` (``rules.py``): threshold rules over a window (the seed design and what Azure
   Monitor can express, plus per-instance and lag-seconds metrics, tiers and combined rules);
@@ -265,8 +265,10 @@ def action_tokens(target: TargetPolicy, state: ScalerState, now: datetime) -> fl
                                           _number(elapsed)))
 
 
-def _bounded(proposal: Proposal, in_force: BoundsInForce, capacity: int, counts: Sequence[int]) -> Proposal:
-    """The proposal once the bounds in force have their say.
+def _bounded(proposal: Proposal, in_force: BoundsInForce, capacity: int, counts: Sequence[int], raised: bool,
+             lowered: bool) -> Proposal:
+    """The proposal once the bounds in force have had their say (``slo_kernel.gates`` says
+    whether they ``raised`` or ``lowered`` it).
 
     A capacity outside them (someone resized the plan, or the bounds changed: a new policy or a
     schedule profile) is brought inside: the bounds are a promise, not a limit on the engine's
@@ -274,8 +276,6 @@ def _bounded(proposal: Proposal, in_force: BoundsInForce, capacity: int, counts:
     A proposal that a profile's bound cuts short is named after the profile (``profile:NAME``);
     a correction of the fixed bounds is ``below_min_bound`` or ``above_max_bound``."""
     low, high = counts[0], counts[-1]
-    _, raised, lowered = slo_kernel.bounds_correction(capacity, 0 if proposal.capacity is None else proposal.capacity,
-                                                      proposal.direction == UP, proposal.direction == DOWN, low, high)
     if raised:
         code = f"profile:{in_force.min_from}" if in_force.min_from else "below_min_bound"
         why = (f"profile {in_force.min_from}: at least {low} instances" if in_force.min_from
@@ -363,46 +363,46 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     if profile_notes:
         metrics["profile"] = in_force.min_from if in_force.early else in_force.profile
         proposal = replace(proposal, reasons=(*proposal.reasons, *profile_notes))
-    proposal = _bounded(proposal, in_force, capacity, counts)
-
-    if proposal.capacity is None:
+    # The gates, in the kernel's one order (a batch of one as plain numbers).
+    upward = proposal.capacity is not None and proposal.direction == UP
+    downward = proposal.capacity is not None and not upward
+    proposed = capacity if proposal.capacity is None else proposal.capacity
+    since_action = None if state.last_action_at is None else (now - state.last_action_at).total_seconds()
+    tokens = action_tokens(target, state, now)
+    wanted, upward, raised, lowered, verdict = slo_kernel.gates(
+        capacity, proposed, upward, downward, snap_up(counts, max(proposed, capacity + 1)) if upward else capacity,
+        snap_down(counts, min(proposed, capacity - 1)) if downward else capacity, counts[0], counts[-1],
+        _number(since_action), float(target.scale_up.cooldown_seconds), float(target.scale_down.cooldown_seconds), tokens,
+        mode.budgets_scale_in, bool(failed), pause is not None)
+    proposal = _bounded(proposal, in_force, capacity, counts, bool(raised), bool(lowered))
+    wanted = int(wanted)
+    if verdict == slo_kernel.NO_CHANGE:
         return _hold(target, decision_id, now, capacity, proposal.reason_code, proposal.reasons, metrics, state)
-
-    if proposal.direction == UP:
-        wanted = snap_up(counts, max(proposal.capacity, capacity + 1))
-        cooldown = target.scale_up.cooldown_seconds
-    else:
-        if failed:
-            return _hold(target, decision_id, now, capacity, "source_failed",
-                         [*proposal.reasons, "no scale-in while a source failed: " + "; ".join(failed)], metrics, state)
-        wanted = snap_down(counts, min(proposal.capacity, capacity - 1))
-        cooldown = target.scale_down.cooldown_seconds
-    wanted = max(counts[0], min(counts[-1], wanted))
-    if wanted == capacity or (proposal.direction == UP and wanted < capacity) or (proposal.direction == DOWN and wanted > capacity):
-        bound = "max" if proposal.direction == UP else "min"
+    if verdict == slo_kernel.SOURCE_FAILED:
+        return _hold(target, decision_id, now, capacity, "source_failed",
+                     [*proposal.reasons, "no scale-in while a source failed: " + "; ".join(failed)], metrics, state)
+    if verdict == slo_kernel.AT_BOUND:
+        bound = "max" if upward else "min"
         return _hold(target, decision_id, now, capacity, f"at_{bound}_bound",
                      [*proposal.reasons, f"already at the {bound} bound ({capacity})"], metrics, state)
-    if pause is not None:  # what it would do, cooldowns aside (a paused target takes no actions)
+    if verdict == slo_kernel.PAUSED:  # what it would do, cooldowns aside (a paused target takes no actions)
         return _hold(target, decision_id, now, capacity, pause.code,
                      [paused_reason(pause, capacity, wanted), *proposal.reasons, pause.describe()],
                      {**metrics, "would_scale_to": wanted}, state)
-
-    since_action = None if state.last_action_at is None else (now - state.last_action_at).total_seconds()
-    if not slo_kernel.cooldown_over(_number(since_action), float(cooldown)):
+    if verdict == slo_kernel.COOLDOWN:
+        cooldown = target.scale_up.cooldown_seconds if upward else target.scale_down.cooldown_seconds
         cooldown_until = state.last_action_at + timedelta(seconds=cooldown)
         return _hold(target, decision_id, now, capacity, "cooldown",
                      [*proposal.reasons, f"cooldown until {cooldown_until.isoformat()}"],
                      {**metrics, "cooldown_until": cooldown_until.isoformat()}, state)
-
-    tokens = action_tokens(target, state, now)
-    if mode.budgets_scale_in and proposal.direction == DOWN and not slo_kernel.budget_allows_scale_in(tokens):
+    if verdict == slo_kernel.ACTION_BUDGET:
         return _hold(target, decision_id, now, capacity, "action_budget",
                      [*proposal.reasons, f"action budget: {tokens:.2f} of {target.slo.max_actions_per_hour:g} per hour left; "
                       f"a scale-in needs {slo_kernel.SCALE_IN_TOKENS:g} (itself and the scale-out likely to follow)"],
                      metrics, state)
     state = replace(state, action_tokens=float(slo_kernel.tokens_after_action(tokens)), action_tokens_at=now)
 
-    if proposal.direction == UP:
+    if upward:
         pending_ready_at = now + timedelta(seconds=target.slo.provisioning_delay_seconds)
         new_state = replace(state, capacity=wanted, ready_capacity=ready_capacity, pending_ready_at=pending_ready_at)
     else:

@@ -278,8 +278,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     both = np.array([ready_capacity, capacity])  # the ready count, then the requested one (one column each)
     for load, forecast, age, backlog in zip(loads, forecasts, ages, backlogs, strict=True):
         served = load.service(forecast[:, [0, 0]], both, np.array([0, 0]))
-        then = kernel.predicted_age(age, backlog, forecast, served[:, :1], first)
-        then = kernel.predicted_age(then, backlog, forecast, served[:, 1:], react - first)
+        then = kernel.age_at_reaction(age, backlog, forecast, served[:, :1], served[:, 1:], first, react)
         worst_predicted = max(worst_predicted, float(then.max()))
     owned = all(bool(reading.ownership[0]) for reading in owners)
     busiest_now = busiest(loads, capacity)

@@ -164,6 +164,48 @@ def tokens_after_action(tokens):
     return maximum(tokens - 1.0, 0.0)
 
 
+#: The gates' verdicts, in the order ``gates`` applies them: a candidate's verdict is the first
+#: gate that holds it (``ACTS``: none does).
+ACTS, NO_CHANGE, SOURCE_FAILED, AT_BOUND, PAUSED, COOLDOWN, ACTION_BUDGET = range(7)
+
+
+def gates(capacity, proposed, upward, downward, snapped_up, snapped_down, lowest, highest, since_action, cooldown_up,
+          cooldown_down, tokens, budgets_scale_in, failed=False, paused=False):
+    """The engine's gates, every mode's, in their one order over a batch (plain numbers: the
+    live evaluation's batch of one; arrays: a sweep's candidates). The engine, the batched SLO
+    and rules simulators call this; what stays theirs is the proposal and the snapping.
+
+    1. a capacity outside the bounds brought inside (``bounds_correction``: raised or lowered
+       instead of the proposal's direction, to ``lowest`` or ``highest``);
+    2. no direction left: ``NO_CHANGE`` (the proposal's own hold);
+    3. a scale-in while a source ``failed``: ``SOURCE_FAILED``;
+    4. the count wanted: the proposal snapped to an allowed count (the caller's ``snapped_up``,
+       the proposal at least one above the capacity, or ``snapped_down``, at least one below),
+       kept within the bounds; no change that way: ``AT_BOUND``;
+    5. ``paused``: ``PAUSED`` (what it would do, cooldowns aside);
+    6. the direction's cooldown since the last action (``since_action``, NaN: none yet):
+       ``COOLDOWN``;
+    7. where the mode ``budgets_scale_in``, a scale-in without the tokens it needs
+       (``budget_allows_scale_in``): ``ACTION_BUDGET``.
+
+    Returns the count wanted (the capacity where nothing moves), whether it goes up, whether the bounds raised or lowered it, and
+    the verdict (``ACTS`` where it acts)."""
+    _, raised, lowered = bounds_correction(capacity, proposed, upward, downward, lowest, highest)
+    upward = (upward | raised) & negation(lowered)
+    downward = (downward | lowered) & negation(raised)
+    moving = upward | downward
+    wanted = where(raised, lowest, where(lowered, highest, where(upward, snapped_up, snapped_down)))
+    wanted = where(moving, maximum(lowest, minimum(highest, wanted)), capacity)
+    unmoved = (wanted == capacity) | (upward & (wanted < capacity)) | (downward & (wanted > capacity))
+    cooling = negation(cooldown_over(since_action, where(upward, cooldown_up, cooldown_down)))
+    budget = budgets_scale_in & downward & negation(budget_allows_scale_in(tokens))
+    verdict = where(budget, ACTION_BUDGET, ACTS)
+    for held, code in ((cooling, COOLDOWN), (paused, PAUSED), (unmoved, AT_BOUND), (downward & failed, SOURCE_FAILED),
+                       (negation(moving), NO_CHANGE)):
+        verdict = where(held, code, verdict)
+    return wanted, upward, raised, lowered, verdict
+
+
 # --- what is learned -------------------------------------------------------------------------------
 
 
@@ -332,10 +374,22 @@ def oldest_event_ages(times: np.ndarray, positions: np.ndarray, oldest: np.ndarr
     return ages[:, 0] if single else ages
 
 
-def predicted_age(age, backlog, forecast, service, seconds):
+def predicted_age(age, backlog, forecast, service, seconds, came_in=None):
     """The oldest event's age after ``seconds`` at constant arrival (``forecast``) and service
-    rates (fluid model: it grows by ``1 - service / arrivals`` per second); ``age`` itself over no
-    time. Broadcasts: per partition, per candidate, or both."""
+    rates; ``age`` itself over no time. Broadcasts: per partition, per candidate, or both.
+
+    One fluid model, first in first out: the head moves through the ``backlog`` that waited at
+    the rate it came in (``came_in``, events per second of their arrival), then through new
+    arrivals at ``forecast`` (``head_age``). ``came_in`` None is the Event Hubs reading: its
+    backlog counts events behind the checkpoint, some of them processed, and its age has the
+    learned checkpoint delay taken off, so backlog over age is no rate at all; the waiting events
+    count as come in at the forecast, and the age grows by ``1 - service / arrivals`` per second
+    (docs/architecture.md, "One fluid model"). A queue reads both directly (the active count and
+    the peek), so it passes ``backlog / age``: an old backlog from a burst drains no faster
+    because the arrivals are low now, and a short old backlog is gone in seconds."""
+    if came_in is not None:
+        served = minimum(service * seconds, backlog + forecast * seconds)  # (no more served than came)
+        return where(seconds > 0, head_age(age, backlog, came_in, forecast, seconds, served), age)
     growth = 1.0 - service / np.maximum(forecast, NO_RATE)
     then = np.where((age <= 0) & (growth <= 0), 0.0, np.maximum(age + growth * seconds, 0.0))
     quiet = forecast <= NO_RATE
@@ -344,6 +398,95 @@ def predicted_age(age, backlog, forecast, service, seconds):
     if type(seconds) in _PLAIN and seconds > 0:  # (the engine's: a plain number of seconds)
         return then
     return np.where(seconds > 0, then, age)
+
+
+def age_at_reaction(age, backlog, forecast, served_ready, served, first, react):
+    """The oldest event's age ``react`` seconds on, when a scale-out decided at the next
+    evaluation would serve: the instances ready now serve (``served_ready``) for ``first``
+    seconds (until those in flight serve), then all asked for (``served``) the rest of the way
+    (``predicted_age`` on each stretch). The Event Hubs mode's risk test, the engine's and the
+    batched simulator's alike; the queue mode follows its per-scale-out schedule (``age_path``)."""
+    then = predicted_age(age, backlog, forecast, served_ready, first)
+    return predicted_age(then, backlog, forecast, served, react - first)
+
+
+def backlog_came_in(backlog, age):
+    """The rate a FIFO backlog read with its oldest age came in (events/s): ``backlog / age``;
+    infinite where the oldest is new (all of it came at once), 0 where nothing waits."""
+    return where(age > 0, backlog / maximum(age, NO_RATE), where(backlog > 0, math.inf, 0.0))
+
+
+def head_age(age, backlog, came_in, forecast, elapsed, served):
+    """The oldest event's age ``elapsed`` seconds on, once ``served`` events have been served since:
+    within the ``backlog`` that waited, the head is ``served / came_in`` seconds of arrivals
+    younger than it was; past it, it is the new arrival (at ``forecast``) served last; none
+    waiting (no arrivals and all served): 0."""
+    within = age + elapsed - served / maximum(came_in, NO_RATE)
+    beyond = maximum(elapsed - (served - backlog) / maximum(forecast, NO_RATE), 0.0)
+    return where(served < backlog, within, where(forecast > NO_RATE, beyond, 0.0))
+
+
+def age_path(age: float, backlog: float, forecast: float, services: Sequence[tuple[float, float]],
+             moments: Sequence[float]) -> list[tuple[float, float]]:
+    """The oldest event's age along the way (plain numbers: a queue's one head), the service
+    changing as ``services`` has it ((from seconds on, events/s), ascending; the first from 0 or
+    before): (seconds on, age) at ``moments`` and wherever the path bends between them (a
+    change of service, the waiting events all served), so that its highest point is among them.
+    The head model is ``head_age``'s, the service so far added stretch by stretch."""
+    came_in = float(backlog_came_in(backlog, age))
+    end = max(moments)
+    stops = sorted({0.0, *(at for at, _ in services if 0 < at < end), *moments})
+
+    def service_at(moment: float) -> float:
+        rate = 0.0
+        for at, level in services:
+            if at <= moment:
+                rate = level
+        return rate
+
+    served, points = 0.0, [(0.0, age)]
+    for start, stop in zip(stops, stops[1:], strict=False):
+        service = service_at(start)
+        if service > NO_RATE and served < backlog < served + service * (stop - start):
+            through = start + (backlog - served) / service
+            points.append((through, float(head_age(age, backlog, came_in, forecast, through, backlog))))
+        # (no more is served than has arrived: an empty queue waits for the next event)
+        served = min(served + service * (stop - start), backlog + forecast * stop)
+        points.append((stop, float(head_age(age, backlog, came_in, forecast, stop, served))))
+    return points
+
+
+def keeps_age(age: float, backlog: float, forecast: float, services: Sequence[tuple[float, float]],
+              serving_from: float, limit: float, within: float) -> bool:
+    """Whether the service of ``services`` keeps the oldest event under ``limit`` from
+    ``serving_from`` (when the last change serves) over the next ``within`` seconds; where it is
+    past the limit by then already, whether it brings it back under within that time."""
+    path = age_path(age, backlog, forecast, services, [serving_from, serving_from + within])
+    at_start = next(then for moment, then in path if moment >= serving_from)
+    if at_start > limit:
+        return path[-1][1] <= limit
+    return all(then <= limit for moment, then in path if moment >= serving_from)
+
+
+def fifo_hold_seconds(age: float, backlog: float, calm: float, service: float, limit: float, reaction: float,
+                      dwell: float) -> float:
+    """``hold_seconds``' rule for one FIFO head (a queue, plain numbers): how long ``service``
+    keeps the oldest event under ``limit`` at the ``calm`` rate with a scale-out ``reaction``
+    seconds away (infinite when the age stops growing, 0 when it does not hold at all). The age
+    is ``predicted_age``'s with the backlog's own rate (``backlog_came_in``), checked a reaction
+    on, a dwell and a reaction on, and where the waiting events are all served between: an old
+    backlog that drains slowly is no surplus. Where the backlog came in at ``calm`` it is
+    ``hold_seconds``' number: ``(limit - age) / growth - reaction``."""
+    came_in = float(backlog_came_in(backlog, age))
+    through = backlog / service if backlog > 0 and service > NO_RATE else (math.inf if backlog > 0 else 0.0)
+    checks = [reaction, dwell + reaction] + ([through] if 0 < through < dwell + reaction else [])
+    if any(float(predicted_age(age, backlog, calm, service, moment, came_in)) > limit for moment in checks):
+        return 0.0
+    growth = 1.0 - service / calm if calm > NO_RATE else -1.0
+    if growth <= 0 and through < math.inf:
+        return math.inf
+    then = float(predicted_age(age, backlog, calm, service, dwell + reaction, came_in))
+    return dwell + (limit - then) / max(growth, NO_RATE)
 
 
 def forecast_rates(arrival_rate: np.ndarray, recent_rate: np.ndarray, headroom_factor: np.ndarray) -> np.ndarray:

@@ -32,7 +32,6 @@ from scaling.domain.proposal import Proposal, Situation, scale_out_drain, timing
 from scaling.domain.samples import MetricSample, SourceReading
 
 KIND = "servicebus"
-NO_RATE = 1e-9
 #: Azure Monitor reports a minute one to three minutes late, and new instances serve a provisioning
 #: delay (up to four minutes) after they are asked for: completions teach the throughput only when
 #: the capacity was the same for longer than this before the sample (else they may count the work
@@ -82,6 +81,10 @@ class Readiness:
             if at <= offset:
                 count = ready
         return count
+
+    def services(self, throughput: float) -> list[tuple[float, float]]:
+        """The service rate from each change on, as the kernel's ``age_path`` takes it."""
+        return [(-math.inf, self.ready * throughput), *((at, count * throughput) for at, count in self.steps)]
 
 
 def readiness(samples: Sequence[MetricSample], capacity: int, provisioning_seconds: float, fallback_ready: int) -> Readiness:
@@ -228,74 +231,17 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int) ->
     return completed / ready_capacity, saturated
 
 
-def _fluid(age: float, backlog: float, rate: float, service: float, seconds: float) -> float:
-    """``slo_kernel.predicted_age`` on plain numbers (as numpy scalars, which it takes)."""
-    return float(kernel.predicted_age(np.float64(age), np.float64(backlog), np.float64(rate), np.float64(service), seconds))
-
-
-def age_after(age: float, backlog: float, arrival_rate: float, service_rate: float, seconds: float) -> float:
-    """The oldest message's age after ``seconds`` at constant rates, a FIFO queue read with the
-    kernel's fluid model (``slo_kernel.predicted_age``) in two stretches: the head first moves
-    through the waiting messages at the rate *they* arrived at (``backlog / age``: an old backlog
-    from a burst drains no faster because the arrivals are low now), then, once they are served,
-    through new arrivals at ``arrival_rate``."""
-    if seconds <= 0:
-        return age
-    if backlog > 0:
-        through = backlog / service_rate if service_rate > NO_RATE else math.inf
-        if seconds <= through:
-            return seconds if age <= 0 else _fluid(age, backlog, backlog / age, service_rate, seconds)
-        age, seconds = through, seconds - through  # served through them: the head arrived at the sample
-    return _fluid(age, 0.0, arrival_rate, service_rate, seconds)
-
-
-def age_path(outlook: QueueOutlook, forecast: float, throughput: float, schedule: Readiness,
-             moments: Sequence[float]) -> list[tuple[float, float]]:
-    """The oldest message's age along the way from the latest sample, the instances serving as
-    ``schedule`` has them: (seconds after the sample, age) at ``moments`` and wherever the path
-    bends between them (a scale-out serving, the waiting messages all served), so that its
-    highest point is among them. The head moves through what waited at the sample at the rate it
-    came in (backlog over age), then through new arrivals at ``forecast``, as far as the messages
-    served so far take it (``age_after``'s two stretches, with the service changing on the way)."""
-    age, backlog = outlook.age_seconds, outlook.backlog
-    came_in = backlog / age if age > 0 else math.inf
-
-    def head_age(moment: float, served: float) -> float:
-        if served < backlog:
-            return moment + age - (served / came_in if math.isfinite(came_in) else 0.0)
-        if forecast <= NO_RATE:
-            return 0.0
-        return max(moment - (served - backlog) / forecast, 0.0)
-
-    end = max(moments)
-    stops = sorted({0.0, *(at for at, _ in schedule.steps if 0 < at < end), *moments})
-    served, points = 0.0, [(0.0, age)]
-    for start, stop in zip(stops, stops[1:], strict=False):
-        service = schedule.serving(start) * throughput
-        if service > NO_RATE and served < backlog < served + service * (stop - start):
-            through = start + (backlog - served) / service
-            points.append((through, head_age(through, backlog)))
-        # (no more is served than has arrived: an empty queue waits for the next message)
-        served = min(served + service * (stop - start), backlog + forecast * stop)
-        points.append((stop, head_age(stop, served)))
-    return points
-
-
 def predicted_age(outlook: QueueOutlook, forecast: float, throughput: float, schedule: Readiness, seconds: float) -> float:
-    """The oldest message's age ``seconds`` after the latest sample (``age_path``)."""
-    return age_path(outlook, forecast, throughput, schedule, [seconds])[-1][1]
+    """The oldest message's age ``seconds`` after the latest sample, the instances serving as
+    ``schedule`` has them (the kernel's FIFO fluid model, ``slo_kernel.age_path``)."""
+    return kernel.age_path(outlook.age_seconds, outlook.backlog, forecast, schedule.services(throughput), [seconds])[-1][1]
 
 
 def keeps_age(outlook: QueueOutlook, forecast: float, throughput: float, schedule: Readiness, serving_from: float,
               limit: float, within: float) -> bool:
-    """Whether the instances of ``schedule`` keep the oldest message under ``limit`` from
-    ``serving_from`` (when the last of them serve) over the next ``within`` seconds; where it is
-    past the limit by then already, whether they bring it back under within that time."""
-    path = age_path(outlook, forecast, throughput, schedule, [serving_from, serving_from + within])
-    at_start = next(age for moment, age in path if moment >= serving_from)
-    if at_start > limit:
-        return path[-1][1] <= limit
-    return all(age <= limit for moment, age in path if moment >= serving_from)
+    """``slo_kernel.keeps_age`` for the instances of ``schedule``."""
+    return kernel.keeps_age(outlook.age_seconds, outlook.backlog, forecast, schedule.services(throughput), serving_from,
+                            limit, within)
 
 
 def _throughput_unknown(target: TargetPolicy, situation: Situation, outlook: QueueOutlook, ready: int) -> Proposal:
@@ -310,25 +256,6 @@ def _throughput_unknown(target: TargetPolicy, situation: Situation, outlook: Que
                          f"(half the {limit:.0f}s limit is {limit / 2:.0f}s)",), {})
     return Proposal(None, HOLD, "throughput_unknown",
                     ("per-instance throughput not learned yet (needs a minute with the queue busy)",), {})
-
-
-def holds(outlook: QueueOutlook, calm: float, service: float, limit: float, reaction: float, dwell: float) -> float:
-    """How long ``service`` keeps the oldest message under ``limit`` at the ``calm`` rate with a
-    scale-out ``reaction`` seconds away (seconds; infinite when the age stops growing; 0 when it
-    does not hold at all): the kernel's rule (``slo_kernel.hold_seconds``: the age a scale-out
-    ``reaction`` later would still meet) on the queue's age path (``age_after``), which first
-    drains the waiting messages at the rate they came in. An old backlog that drains slowly is
-    no surplus."""
-    backlog, age = outlook.backlog, outlook.age_seconds
-    through = backlog / service if backlog > 0 and service > NO_RATE else (math.inf if backlog > 0 else 0.0)
-    checks = [reaction, dwell + reaction] + ([through] if 0 < through < dwell + reaction else [])
-    if any(age_after(age, backlog, calm, service, moment) > limit for moment in checks):
-        return 0.0
-    growth = 1.0 - service / calm if calm > NO_RATE else -1.0
-    if growth <= 0 and through < math.inf:
-        return math.inf
-    then = age_after(age, backlog, calm, service, dwell + reaction)
-    return dwell + (limit - then) / max(growth, NO_RATE)
 
 
 def propose(target: TargetPolicy, situation: Situation) -> Proposal:
@@ -427,7 +354,8 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     reaction = interval + slo.provisioning_delay_seconds
     chosen, hold_seconds = None, 0.0
     for count in (count for count in counts if count < capacity):
-        hold_seconds = holds(outlook, calm, count * throughput, limit, reaction, slo.min_dwell_seconds)
+        hold_seconds = kernel.fifo_hold_seconds(outlook.age_seconds, outlook.backlog, calm, count * throughput, limit,
+                                                 reaction, slo.min_dwell_seconds)
         if hold_seconds >= slo.min_dwell_seconds:
             chosen = count
             break

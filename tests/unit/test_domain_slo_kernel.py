@@ -662,3 +662,96 @@ def test_running_sums_add_row_after_row(rows: int, columns: int) -> None:
                           (kernel._running_sums(values[0], rows), _added_row_after_row(repeated))):
         np.testing.assert_array_equal(got, expected)
         assert got.flags.c_contiguous
+
+
+@pytest.mark.parametrize(
+    ("age", "backlog", "arrivals", "service", "seconds", "event_hub", "queue"),
+    [
+        pytest.param(50, 0, 10, 10, 60, 50, 0, id="issue-50-nothing-waits-keeping-up"),
+        pytest.param(1000, 10, 1, 2, 60, 940, 0, id="issue-50-a-short-old-backlog-is-gone-in-seconds"),
+        pytest.param(100, 5000, 10, 20, 60, 40, 136, id="a-burst-drains-at-the-rate-it-came-in"),
+        pytest.param(100, 1000, 10, 5, 60, 130, 130, id="came-in-at-the-forecast-both-agree-falling-behind"),
+        pytest.param(100, 1000, 10, 20, 60, 40, 40, id="came-in-at-the-forecast-both-agree-catching-up"),
+        pytest.param(100, 500, 0, 0, 60, 160, 160, id="nobody-serving-both-age-by-the-clock"),
+        pytest.param(100, 500, 0, 10, 60, 0, 0, id="no-arrivals-drained"),
+        pytest.param(100, 1000, 10, 20, 0, 100, 100, id="no-time-no-change"),
+    ],
+)
+def test_one_fluid_model_for_both_source_kinds(age, backlog, arrivals, service, seconds, event_hub, queue) -> None:
+    """One function, ``predicted_age``, for both kinds: an Event Hubs partition passes no
+    ``came_in`` (its backlog counts events behind the checkpoint: taken as come in at the
+    forecast), a queue the rate its backlog came in (``backlog_came_in``); the queue mode's path
+    over a changing service (``age_path``, one service here) says the same as the queue's row."""
+    numbers = tuple(map(np.float64, (age, backlog, arrivals, service, seconds)))  # (as arrays: the engine's are)
+    assert float(kernel.predicted_age(*numbers)) == pytest.approx(event_hub)
+    came_in = kernel.backlog_came_in(float(backlog), float(age))
+    assert float(kernel.predicted_age(*numbers, came_in)) == pytest.approx(queue)
+    if seconds > 0:
+        path = kernel.age_path(float(age), float(backlog), float(arrivals), [(0.0, float(service))], [float(seconds)])
+        assert path[-1][1] == pytest.approx(queue)
+
+
+NAN = math.nan
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        pytest.param({}, (6, True, kernel.ACTS), id="a-scale-out-acts"),
+        pytest.param({"proposed": 3, "upward": False, "downward": True}, (3, False, kernel.ACTS), id="a-scale-in-acts"),
+        pytest.param({"upward": False}, (5, False, kernel.NO_CHANGE), id="no-proposal"),
+        pytest.param({"upward": False, "capacity": 1}, (2, True, kernel.ACTS), id="below-the-bounds-raised"),
+        pytest.param({"capacity": 12, "proposed": 13, "snapped_up": 10}, (10, False, kernel.ACTS),
+                     id="above-the-bounds-lowered-even-when-going-up"),
+        pytest.param({"upward": False, "downward": True, "proposed": 3, "failed": True}, (3, False, kernel.SOURCE_FAILED),
+                     id="no-scale-in-while-a-source-failed"),
+        pytest.param({"failed": True}, (6, True, kernel.ACTS), id="a-failed-source-does-not-hold-a-scale-out"),
+        pytest.param({"capacity": 10, "proposed": 11, "snapped_up": 10}, (10, True, kernel.AT_BOUND), id="at-the-max"),
+        pytest.param({"failed": True, "upward": False, "downward": True, "proposed": 3, "since_action": 10.0},
+                     (3, False, kernel.SOURCE_FAILED), id="a-failed-source-before-the-cooldown"),
+        pytest.param({"paused": True, "since_action": 10.0}, (6, True, kernel.PAUSED), id="paused-before-the-cooldown"),
+        pytest.param({"since_action": 10.0}, (6, True, kernel.COOLDOWN), id="up-cooldown"),
+        pytest.param({"since_action": 60.0}, (6, True, kernel.ACTS), id="up-cooldown-over"),
+        pytest.param({"upward": False, "downward": True, "proposed": 3, "since_action": 60.0}, (3, False, kernel.COOLDOWN),
+                     id="down-cooldown"),
+        pytest.param({"upward": False, "downward": True, "proposed": 3, "since_action": 200.0, "tokens": 1.5},
+                     (3, False, kernel.ACTION_BUDGET), id="a-scale-in-needs-two-tokens"),
+        pytest.param({"upward": False, "downward": True, "proposed": 3, "tokens": 1.5, "budgets_scale_in": False},
+                     (3, False, kernel.ACTS), id="rules-mode-spends-no-budget-check"),
+        pytest.param({"tokens": 0.5}, (6, True, kernel.ACTS), id="a-scale-out-needs-no-tokens"),
+    ],
+)
+def test_the_gates_apply_in_one_order(case, expected) -> None:
+    """``gates``: the engine's and the batched simulators' one order, the first gate that holds
+    a candidate its verdict; a batch of one as plain numbers and a batch of arrays agree."""
+    values = {"capacity": 5, "proposed": 6, "upward": True, "downward": False, "snapped_up": 6, "snapped_down": 3,
+              "lowest": 2, "highest": 10, "since_action": NAN, "cooldown_up": 30.0, "cooldown_down": 120.0,
+              "tokens": 5.0, "budgets_scale_in": True, "failed": False, "paused": False, **case}
+    wanted, upward, _, _, verdict = kernel.gates(**values)
+    assert (int(wanted), bool(upward), int(verdict)) == expected
+    batch = {name: np.array([value, value]) for name, value in values.items()}
+    wanted, upward, _, _, verdict = kernel.gates(**batch)
+    assert [(int(w), bool(u), int(v)) for w, u, v in zip(wanted, upward, verdict, strict=True)] == [expected] * 2
+
+
+@pytest.mark.parametrize(
+    ("age", "calm", "service", "expected"),
+    [
+        pytest.param(30.0, 10.0, 9.5, (210.0 - 30.0) / 0.05 - 120.0, id="filling-slowly"),
+        pytest.param(30.0, 10.0, 12.0, math.inf, id="draining-holds-indefinitely"),
+        pytest.param(200.0, 10.0, 5.0, 0.0, id="past-the-limit-within-a-reaction"),
+    ],
+)
+def test_a_queue_holds_as_the_kernel_says_where_its_backlog_came_in_at_the_calm_rate(age, calm, service, expected) -> None:
+    """``fifo_hold_seconds`` is ``hold_seconds``' rule: where the backlog came in at the calm
+    rate, how long a count holds is ``(limit - age) / growth - reaction``."""
+    held = kernel.fifo_hold_seconds(age, age * calm, calm, service, 210.0, 120.0, 600.0)
+    assert held == pytest.approx(expected)
+
+
+def test_an_old_backlog_that_drains_slowly_is_no_surplus_on_a_queue() -> None:
+    """A burst's 30,000 messages, the oldest 150 s old, 10/s arriving now and 120/s served: at the
+    arrivals now the count holds for ever, but the head moves through the burst at the 200/s it
+    came in, so it passes the 210 s limit before the burst is served (250 s): no surplus."""
+    assert kernel.fifo_hold_seconds(150.0, 30_000.0, 10.0, 120.0, 210.0, 120.0, 600.0) == 0.0
+    assert kernel.fifo_hold_seconds(150.0, 1_500.0, 10.0, 120.0, 210.0, 120.0, 600.0) == math.inf

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from scaling.domain import slo_kernel
 from scaling.domain.decisions import DOWN, HOLD, UP, ScalerState
 from scaling.domain.engine import evaluate
 from scaling.domain.policy import Bounds, PlanSettings, SloSettings, SourceSettings, TargetPolicy
@@ -15,8 +16,6 @@ from scaling.domain.samples import MetricSample, SourceReading
 from scaling.domain.slo_queue import (
     QueueOutlook,
     Readiness,
-    age_after,
-    age_path,
     interval_throughput,
     is_queue_target,
     readiness,
@@ -66,8 +65,10 @@ def decide(policy: TargetPolicy, samples: list[MetricSample], state: ScalerState
         pytest.param(30, 100, 10, 100, 60, 0, id="drained-within-the-time"),
     ],
 )
-def test_age_after_follows_the_fifo_fluid_model(age, backlog, arrivals, service, seconds, expected) -> None:
-    assert age_after(age, backlog, arrivals, service, seconds) == pytest.approx(expected)
+def test_a_queue_age_follows_the_fifo_fluid_model(age, backlog, arrivals, service, seconds, expected) -> None:
+    came_in = slo_kernel.backlog_came_in(float(backlog), float(age))
+    assert float(slo_kernel.predicted_age(float(age), float(backlog), float(arrivals), float(service), float(seconds),
+                                          came_in)) == pytest.approx(expected)
 
 
 def test_only_all_servicebus_targets_are_queue_targets() -> None:
@@ -239,7 +240,7 @@ def test_the_age_path_moves_the_head_through_the_backlog_at_the_rate_it_came_in_
     outlook = QueueOutlook(arrival_rate=15.0, recent_arrival_rate=15.0, completion_rate=None, backlog=20_781.0,
                            age_seconds=57.0)
     schedule = Readiness(1, ((120.0, 6),))
-    path = age_path(outlook, 15.0, 1000 / 60, schedule, [420.0])
+    path = slo_kernel.age_path(outlook.age_seconds, outlook.backlog, 15.0, schedule.services(1000 / 60), [420.0])
     through = 120 + (20_781 - 2_000) / 100
     assert max(age for _, age in path) == pytest.approx(through, rel=1e-3)
     assert any(abs(moment - through) < 1e-6 for moment, _ in path)

@@ -8,9 +8,9 @@ of one); what is mirrored here, operation for operation where floating point mat
 the autoscaler reads (the observed integer sequence numbers) and the engine's rules mode
 (``_rules_proposal``: windows by collection time, ``min_samples``, ``metric_value``, the
 aggregates with Python's left-to-right sum, tiers, up if any rule says so, down only if all
-agree; ``evaluate``'s order: ``allowed_counts``, ``snap_up``/``snap_down``, bounds, cooldown
-since the last action). The gates themselves (a capacity outside the bounds brought inside, the
-cooldowns) are the kernel's (``slo_kernel.bounds_correction``, ``cooldown_over``), the engine's own.
+agree; ``allowed_counts`` and ``snap_up``/``snap_down`` precomputed per capacity). The gates
+(bounds, cooldowns, in their one order) are the kernel's ``slo_kernel.gates``, which the engine
+calls with a batch of one.
 tests/unit/test_simulation_batched.py compares it with the engine-driven run.
 
 Not covered (``supports`` returns False): the SLO mode (``batched_slo.py`` batches it), and, for
@@ -190,26 +190,27 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
         up = (enough & (up_value > up_threshold)).any(axis=0)
         down = ~up & ((enough & (down_value < down_threshold)) | ~tables.active).all(axis=0)
 
-        # --- evaluate: snapping and bounds (precomputed per capacity), cooldowns; the request ------
-        # Acts when the snapped, bounded count differs and the direction's cooldown is over.
-        moment = now * 60.0
-        since = moment - last_action
-        up_free = slo_kernel.cooldown_over(since, tables.cooldown_up)
-        down_free = slo_kernel.cooldown_over(since, tables.cooldown_down)
-        go = (up & up_moves & up_free) | (down & down_moves & down_free)
-        bounded = None  # every candidate's count when some capacity is outside the bounds
-        below, above = requested < tables.lowest, requested > tables.highest
-        if below.any() or above.any():  # engine._bounded: only ever the initial capacity
-            at = np.minimum(requested, tables.top)
-            # (the proposal before snapping, as the engine's mode proposes it)
-            proposed = np.where(up, requested + tables.up_size[columns, at], requested - tables.down_size[columns, at])
-            _, raised, lowered = slo_kernel.bounds_correction(requested, proposed, up, down, tables.lowest, tables.highest)
-            bounded = np.where(raised, tables.lowest, np.where(lowered, tables.highest, np.where(up, up_wanted, down_wanted)))
-            go = np.where(below, up_free, np.where(above, down_free, go))
-        if not go.any():
+        # --- the gates, the kernel's one order (bounds, snapping, cooldowns); the request ---------
+        # Only candidates whose snapped step moves the capacity, or whose capacity is outside the
+        # bounds, can act (the others the gates hold at a bound): the gates run on those alone.
+        rows = np.flatnonzero((up & up_moves) | (down & down_moves) | (requested < tables.lowest)
+                              | (requested > tables.highest))
+        if not rows.size:
             continue
-        rows = np.flatnonzero(go)
-        world.request(rows, bounded[rows] if bounded is not None else np.where(up[rows], up_wanted[rows], down_wanted[rows]))
+        moment = now * 60.0
+        at = requested[rows]
+        # (the proposal before snapping, as the engine's mode proposes it)
+        step = np.minimum(at, tables.top)
+        proposed = np.where(up[rows], at + tables.up_size[rows, step], at - tables.down_size[rows, step])
+        wanted, _, _, _, verdict = slo_kernel.gates(
+            at, proposed, up[rows], down[rows], up_wanted[rows], down_wanted[rows], tables.lowest[rows],
+            tables.highest[rows], moment - last_action[rows], tables.cooldown_up[rows], tables.cooldown_down[rows],
+            np.inf, False)
+        acting = verdict == slo_kernel.ACTS
+        if not acting.any():
+            continue
+        rows = rows[acting]
+        world.request(rows, wanted[acting])
         last_action[rows] = moment
         capacity_changed(rows)
 

@@ -13,9 +13,9 @@ load, the action budget. What this driver does itself is what the engine does pe
 - ``evaluate``'s order of gates: learning only once capacity has been steady for the checkpoint
   delay (``_learns``, with timedelta's rounding), the configured prior and the lower bound, the
   rule while the throughput is unknown, the hold while partitions have no live owner, snapping to
-  ``allowed_counts`` (tables built with the engine's ``snap_up``), then the kernel's gates as the
-  engine applies them: a capacity outside the bounds brought inside, cooldowns, the action
-  budget's tokens for a scale-in.
+  ``allowed_counts`` (tables built with the engine's ``snap_up``), then the gates in the kernel's
+  one order (``slo_kernel.gates``, the engine's batch of one): a capacity outside the bounds
+  brought inside, cooldowns, the action budget's tokens for a scale-in.
 
 Two exact shortcuts keep it fast: partitions with equal shares of arrivals run as two rows
 (``share_rows.py``), and a scale-in is worked out only where the cooldown and the budget would
@@ -307,8 +307,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             if short_of.size:
                 served_ready = served.copy()
                 served_ready[:, short_of] = loads.service(forecast[:, short_of], ready[short_of], short_of)
-            then = slo_kernel.predicted_age(age, waiting, forecast, served_ready, first)
-            then = slo_kernel.predicted_age(then, waiting, forecast, served, react - first)
+            then = slo_kernel.age_at_reaction(age, waiting, forecast, served_ready, served, first, react)
             worst_predicted = np.maximum(0.0, then.max(axis=0))
             # slo.propose holds while some partitions have no live owner (others have one).
             unowned = (owners_now < 0).any(axis=0) & (live_owners > 0)
@@ -368,39 +367,31 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                     down_rows = rows[chosen >= 0]
                     proposal[down_rows] = chosen[chosen >= 0]
 
-        # --- engine._bounded: a capacity outside the bounds (only ever the initial one) ----------
-        if (capacity < settings.lowest).any() or (capacity > settings.highest).any():
-            downward = np.zeros(count, dtype=bool)
-            downward[down_rows] = True
-            proposal, raised, lowered = slo_kernel.bounds_correction(capacity, proposal, upward, downward, settings.lowest,
-                                                                     settings.highest)
-            upward = (upward | raised) & ~lowered
-            # A scale-in to the highest count, held like any scale-in by the cooldown and the
-            # action budget (down_rows, the candidates' own scale-ins, already passed both).
-            lowered = np.flatnonzero(lowered)
-            acting = lowered[_scale_in_allowed(settings, tokens, tokens_at, last_action, moment)[lowered]]
-            down_rows = np.union1d(down_rows, acting)
-
-        # --- evaluate: snapping, bounds, cooldown, the action budget; the request ----------------
-        up_rows = np.flatnonzero(upward)
-        if up_rows.size:
-            wanted = settings.snap_up[up_rows, np.minimum(np.maximum(proposal[up_rows], capacity[up_rows] + 1), settings.top)]
-            free = slo_kernel.cooldown_over(moment - last_action[up_rows], settings.cooldown_up[up_rows])
-            keep = (wanted > capacity[up_rows]) & free
-            up_rows, up_wanted = up_rows[keep], wanted[keep]
-        else:
-            up_wanted = up_rows
-        rows = np.concatenate((up_rows, down_rows))
+        # --- the gates, the kernel's one order (bounds, snapping, cooldowns, the budget); the request ---
+        # (scale-ins were worked out only where the cooldown and the budget let them act, so the
+        # gates hold only those the bounds lower; candidates proposing nothing are left out)
+        downward = np.zeros(count, dtype=bool)
+        downward[down_rows] = True
+        outside = (capacity < settings.lowest) | (capacity > settings.highest)
+        rows = np.flatnonzero(upward | downward | outside)
         if not rows.size:
             continue
-        wanted = np.concatenate((up_wanted, proposal[down_rows]))
+        at = capacity[rows]
         budget = slo_kernel.action_tokens(settings.budget[rows], tokens[rows], moment - tokens_at[rows])
+        wanted, rising, _, _, verdict = slo_kernel.gates(
+            at, proposal[rows], upward[rows], downward[rows],
+            settings.snap_up[rows, np.minimum(np.maximum(proposal[rows], at + 1), settings.top)], proposal[rows],
+            settings.lowest[rows], settings.highest[rows], moment - last_action[rows], settings.cooldown_up[rows],
+            settings.cooldown_down[rows], budget, True)
+        acting = verdict == slo_kernel.ACTS
+        if not acting.any():
+            continue
+        rows, wanted, rising, budget = rows[acting], wanted[acting], rising[acting], budget[acting]
         tokens[rows] = slo_kernel.tokens_after_action(budget)
         tokens_at[rows] = moment
-        if up_rows.size:
-            pending_at[up_rows] = moment + settings.provisioning[up_rows]
-        if down_rows.size:
-            ready_state[down_rows] = np.minimum(ready[down_rows], proposal[down_rows])
+        pending_at[rows[rising]] = moment + settings.provisioning[rows[rising]]
+        falling = rows[~rising]
+        ready_state[falling] = np.minimum(ready[falling], wanted[~rising])
         last_action[rows] = moment
         world.request(rows, wanted)
 
