@@ -4,7 +4,7 @@ Every function here is pure numpy. Per-partition quantities are ``(partitions, c
 arrays and per-candidate ones ``(candidates,)`` arrays (a ``partitions`` axis may hold rows that
 stand for several partitions, see ``OwnerLoads``). The engine (``engine.py``, ``slo.py``) calls
 it with a batch of one candidate, what it reads from the samples; the batched simulator
-(``simulation/batched_slo.py``) and through it the tuning job call it with every candidate of a
+(``simulation/drivers/batched_slo.py``) and through it the tuning job call it with every candidate of a
 sweep. So a rule changes in one place, and the sweep runs the code the live app runs.
 
 What stays outside: reading the samples (de-duplication, ordering, the window, ownership by name),
