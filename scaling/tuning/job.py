@@ -252,11 +252,21 @@ def _round(value: float | None) -> float | None:
 # --- command line (shared by spark-submit and ``python -m scaling tune``) ---------------------------
 
 
+def grid_sizes(grid: str) -> str:
+    """How many candidates ``grid`` gives a target on the built-in defaults, counted from the grid
+    itself (a number written into the help went stale as the grid grew)."""
+    from scaling.simulation.drivers.candidates import rule_candidates, slo_candidates
+
+    base = default_target("target", 32)
+    slo, rules = len(slo_candidates(base, grid)), len(rule_candidates(base, grid))
+    return f"{grid}: {slo} SLO-mode (the rule knobs among them) and {rules} rule candidates per target, {slo + rules} in all"
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--history", required=True, help="Parquet history (directory or abfss:// URI)")
     parser.add_argument("--out", required=True, help="recommendations policy file (evidence goes to OUT.evidence.json)")
     parser.add_argument("--report", help="directory for the Pareto plots and summary.md")
-    parser.add_argument("--grid", choices=GRIDS, default="large", help="candidate grid size (large: 96 SLO-mode (the rule knobs among them) and 18 rule candidates per target)")
+    parser.add_argument("--grid", choices=GRIDS, default="large", help=f"candidate grid size ({grid_sizes('large')})")
     parser.add_argument("--master", help="Spark master (default: local[*] when run embedded; spark-submit's otherwise)")
     parser.add_argument("--policy", help="the current policy file: candidates start from it and it is the baseline")
     parser.add_argument("--train-fraction", type=float, default=0.4,

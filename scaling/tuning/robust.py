@@ -19,10 +19,12 @@ below) both the Spark tuning job (``scaling.tuning``) and the benchmark's
   every stress replay, the oldest-event age's p99 at most ``p99_fraction`` of the SLO and its
   maximum at most ``max_fraction`` of it; on the training windows the plain SLO.
 - **The choice** (``select``): the cheapest candidate (validation cost in the history's
-  scenario) that holds everywhere, if it saves enough on the current policy (``improves``); where
-  the current policy misses the margin, one that keeps it itself everywhere for less (no saving
-  floor); where it misses the SLO on the history itself, the cheapest that meets it there and is
-  nowhere riskier (``catches``), dearer or not; otherwise the current policy stays, with the reason.
+  scenario) that holds everywhere, if it saves enough on the current policy (``improves``: on
+  validation overall and on every block, and no dearer in any stress replay); where the current
+  policy misses the SLO on the history itself, the cheapest that meets it there and is nowhere
+  riskier (``catches``), dearer or not; otherwise the current policy stays, with the reason. A
+  saving the validation blocks and the stress replays do not all vouch for is none: a choice must
+  not end dearer than the default it replaces (issue 53).
   Windows are judged as the benchmark judges their world (``judged_ages``). ``shortlist`` and ``stress_round`` keep the stress
   replays cheap: only candidates that hold on the splits and cost no more than the current policy
   can be chosen, so only they are replayed: the cheapest first, the rest only if none of those holds.
@@ -60,17 +62,18 @@ class Margin:
         """Why ``numbers`` (one window) miss the margin, or ``None`` when they keep it.
 
         ``current``: the current policy's numbers on the same window of a stress replay. Where it
-        misses the margin itself, each of its figures past the margin is the limit instead: a
-        replacement must not be riskier than what runs now, but it need not pass a test the
-        current policy fails (the family's spikes seed 1: the default's maximum reached 4.77
-        minutes under `realistic` and 5.25 under `rough`, every cheaper candidate's went past
-        0.95 x SLO under `rough`, so none could be recommended; docs/policy-experiments.md)."""
+        is past the margin on a figure itself, that figure is no test there: the SLO is (the
+        violation minutes, judged as the world is judged, within the allowance or no more than the
+        current policy's). Two maxima of a world rough enough that the current policy's touches
+        the SLO differ by the minute they fall on, not by risk: holding a candidate to the current
+        policy's maximum there kept the default on every `diurnal` member in `realistic` (its
+        maximum 5.00-5.04 minutes under `rough`, every cheaper candidate's 5.2-5.9, with no
+        violation minute; docs/policy-experiments.md, issue 53)."""
         checks = (("max_age_minutes", "max age", self.max_fraction), ("p99_age_minutes", "p99 age", self.p99_fraction))
         for key, name, fraction in checks:
             limit = fraction * slo_minutes
-            if numbers[key] > limit and (current is None or numbers[key] > current[key]):
-                beyond = f" and the current policy's {current[key]:.2f}" if current is not None and current[key] > limit else ""
-                return f"{name} {numbers[key]:.2f} min > {fraction:g} x SLO{beyond}"
+            if numbers[key] > limit and (current is None or current[key] <= limit):
+                return f"{name} {numbers[key]:.2f} min > {fraction:g} x SLO"
         if not numbers["meets_slo"] and (current is None or current["meets_slo"]
                                          or numbers["slo_violation_minutes"] > current["slo_violation_minutes"]):
             beyond = f" (the current policy: {current['slo_violation_minutes']})" if current is not None and not current["meets_slo"] else ""
@@ -108,7 +111,9 @@ def improves(candidate: Mapping, current: Mapping) -> bool:
     """Whether ``candidate``'s scores save enough on the current policy's to be recommended:
     ``MIN_SAVING`` on validation and no dearer on any validation block. (A current policy that
     misses the margin is not replaced by one that saves less: the cheapest that holds is named
-    as ``safer``, for review.)"""
+    as ``safer``, for review. A saving under ``MIN_SAVING`` is within the folds' noise even there:
+    on the family's spikes seed 1 in `realistic` one 1.1% cheaper on validation cost 0.4% more
+    afterwards, issue 53.)"""
     return (candidate["validation"]["cost"] <= (1 - MIN_SAVING) * current["validation"]["cost"]
             and all(mine["validation"]["cost"] <= theirs["validation"]["cost"]
                     for mine, theirs in zip(candidate["folds"], current["folds"], strict=True)))
@@ -159,12 +164,11 @@ def holds_under_stress(index: int, stress: Mapping[str, Mapping[int, Mapping]], 
                        margin: Margin = MARGIN, current_index: int | None = None) -> str | None:
     """Why candidate ``index`` fails a stress replay (or was not replayed), ``None`` when it holds in
     all. Another candidate than the current policy (``current_index``) is held to the margin or,
-    where the current policy misses it in that replay, to the current policy's figures; the
-    current policy itself to the margin (its own risk is reported as it is). And another
-    candidate must keep its saving there: a replay in which it costs more than ``MIN_SAVING``
-    over the current policy on validation is a saving the history's world shows and a rougher one
-    takes back (the choices that cost more than the default afterwards were dearer in a rough
-    replay: docs/policy-experiments.md)."""
+    where the current policy misses it in that replay, to the SLO (``Margin.miss``); the current
+    policy itself to the margin (its own risk is reported as it is). And another candidate must
+    keep its saving there: a replay in which it costs more than the current policy on validation
+    is a saving the history's world shows and a rougher one takes back (the choices that cost more
+    than the default afterwards were dearer in a rough replay: docs/policy-experiments.md)."""
     for name, replay in stress.items():
         if index not in replay:
             return "not replayed under stress: fails on the splits, costs more than the current policy, or a cheaper one holds"
@@ -172,10 +176,10 @@ def holds_under_stress(index: int, stress: Mapping[str, Mapping[int, Mapping]], 
         failed = holds_on_splits(replay[index], slo_minutes, margin, name, current)
         if failed:
             return failed
-        if current is not None and replay[index]["validation"]["cost"] > (1 + MIN_SAVING) * current["validation"]["cost"]:
+        if current is not None and replay[index]["validation"]["cost"] > current["validation"]["cost"]:
             dearer = replay[index]["validation"]["cost"] / current["validation"]["cost"] - 1
-            return (f"validation under {name}: costs {dearer:+.1%} against the current policy (more than {MIN_SAVING:.0%}: "
-                    "the saving does not hold there)")
+            return (f"validation under {name}: costs {dearer:+.1%} against the current policy (the saving does not "
+                    "hold there)")
     return None
 
 
@@ -303,19 +307,6 @@ def select(labels: Sequence[str], base: Sequence[Mapping], stress: Mapping[str, 
                   f"margin (p99 <= {margin.p99_fraction:g} x SLO, max <= {margin.max_fraction:g} x SLO) on every split and "
                   f"stress replay and keeps its saving there; the current policy: {current_miss}.{note}")
         return Selection(current_index, True, reason, failures, current_risk, current_risk, regime)
-    # The current policy misses the margin. A candidate that keeps the margin itself everywhere
-    # (not only the current policy's figures: a copy of the current policy does that) and costs
-    # less overall and no more on any block is a change that needs no saving to pay for it
-    # (otherwise such a candidate is only named).
-    free = [index for index in others if no_dearer(base[index], current)
-            and base[index]["validation"]["cost"] < current["validation"]["cost"]
-            and all(holds_on_splits(replay[index], slo_minutes, margin, name) is None for name, replay in stress.items())]
-    if free:
-        best = free[0]
-        reason = (f"the current policy misses the margin ({current_miss}); {labels[best]} keeps it on all "
-                  f"{len(base[best]['folds'])} splits and {len(stress)} stress replays ({', '.join(stress) or 'none'}) and "
-                  f"costs less: {_costs(base[best], current)}.{note}")
-        return Selection(best, False, reason, failures, risk(base[best], stressed(best)), current_risk, regime)
     safer = others[0]
     reason = (f"the current policy misses the margin ({current_miss}); the cheapest candidate that holds, "
               f"{_against(labels[safer], base[safer], current)}: review it.{note}")

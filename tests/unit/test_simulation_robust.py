@@ -99,12 +99,15 @@ def test_margin_boundaries(margin: Margin, p99: float, max_age: float, violation
     [
         pytest.param(window(max_age=4.9), window(max_age=5.25), None, id="past-the-margin-where-the-current-is-further"),
         pytest.param(window(max_age=5.25), window(max_age=5.25), None, id="as-far-as-the-current"),
-        pytest.param(window(max_age=5.3), window(max_age=5.25), "max age 5.30 min > 0.95 x SLO and the current policy's 5.25",
-                     id="further-than-the-current"),
+        # issue 53: past the margin where the current policy is too, the SLO is the test, not its maximum
+        pytest.param(window(max_age=5.3), window(max_age=5.25), None, id="further-than-the-current-within-the-slo"),
+        pytest.param(window(max_age=5.9, violations=2), window(max_age=5.25), "2 SLO-violation minutes",
+                     id="further-than-the-current-past-the-slo"),
         pytest.param(window(max_age=4.9), window(max_age=4.7), "max age 4.90 min > 0.95 x SLO", id="the-current-keeps-the-margin"),
         pytest.param(window(p99=4.6), window(p99=4.7), None, id="p99-within-the-current-s"),
-        pytest.param(window(p99=4.8, max_age=4.8), window(p99=4.7, max_age=5.0), "p99 age 4.80 min > 0.9 x SLO and the current "
-                     "policy's 4.70", id="p99-further-though-max-within"),
+        pytest.param(window(p99=4.8, max_age=4.8), window(p99=4.7, max_age=5.0), None, id="p99-further-within-the-slo"),
+        pytest.param(window(p99=4.6, max_age=4.8), window(p99=4.4, max_age=5.0), "p99 age 4.60 min > 0.9 x SLO",
+                     id="p99-past-the-margin-the-current-keeps"),
         pytest.param(window(max_age=4.9, violations=3), window(max_age=5.0, violations=5), None, id="fewer-violations-than-the-current"),
         pytest.param(window(max_age=4.9, violations=6), window(max_age=5.0, violations=5),
                      "6 SLO-violation minutes (the current policy: 5)", id="more-violations-than-the-current"),
@@ -112,8 +115,11 @@ def test_margin_boundaries(margin: Margin, p99: float, max_age: float, violation
     ],
 )
 def test_under_stress_the_margin_is_no_stricter_than_the_current_policy(mine: dict, current: dict, missed: str | None) -> None:
-    """Where the current policy misses the margin in a stress replay's block, each of its figures
-    past the margin is the limit there (not riskier than what runs now); where it keeps it, the margin."""
+    """Where the current policy misses the margin on a figure in a stress replay's block, that figure
+    is no test there: the SLO is (met, or no more violation minutes than the current policy's);
+    where it keeps the margin, the margin (issue 53: two maxima of a world that rough differ by
+    the minute they fall on, and holding a candidate to the current policy's kept the default on
+    every `diurnal` member in `realistic`)."""
     assert Margin().miss(mine, SLO) is not None  # every row is past the margin alone: the current policy decides
     assert Margin().miss(mine, SLO, current) == missed
 
@@ -133,6 +139,14 @@ def candidate(cost: float, folds: tuple = ((2.0, 3.0),) * 3, *, train_meets: boo
 
 def holding(count: int) -> dict:
     return {index: candidate(100.0) for index in range(count)}
+
+
+def past_slo(scores: dict, violations: int = 3) -> dict:
+    """``scores`` with ``violations`` SLO-violation minutes on every validation block (of 1000
+    minutes: past the allowance of 1)."""
+    for fold in scores["folds"]:
+        fold["validation"] = {**fold["validation"], "slo_violation_minutes": violations, "meets_slo": violations <= 1}
+    return scores
 
 
 def test_recommends_the_cheapest_candidate_that_holds_everywhere() -> None:
@@ -156,15 +170,26 @@ def test_a_cheaper_candidate_that_breaks_under_stress_is_not_chosen() -> None:
     assert chosen.risk["stress"]["surge"]["worst_max_age_minutes"] == 3.0
 
 
-def test_a_cheaper_candidate_no_riskier_than_the_current_policy_under_stress_is_chosen() -> None:
-    """Under ``rough`` the current policy's maximum reaches 5.25 minutes (past 0.95 x SLO): a
-    cheaper candidate at 4.9 there is chosen, one at 5.4 is not, and the current policy's own
-    miss stays in its risk figures."""
+@pytest.mark.parametrize(
+    ("riskier", "chosen"),
+    [
+        pytest.param(past_slo(candidate(1.0, ((2.0, 5.9),) * 3)), 2, id="past-the-slo-where-the-current-is-not-is-not"),
+        # issue 53: past the margin as the current policy is, within the SLO: the SLO is the test there
+        pytest.param(candidate(1.0, ((2.0, 5.4),) * 3), 1, id="further-than-the-current-s-maximum-within-the-slo-is"),
+    ],
+)
+def test_a_cheaper_candidate_no_riskier_than_the_current_policy_under_stress_is_chosen(riskier: dict, chosen: int) -> None:
+    """Under ``rough`` the current policy's maximum reaches 5.25 minutes (past 0.95 x SLO): there
+    a cheaper candidate is held to the SLO, not to that maximum; one past the SLO is not chosen,
+    and the current policy's own miss stays in its risk figures."""
     base = [candidate(300.0), candidate(240.0), candidate(260.0)]
-    rough = {0: candidate(1.0, ((2.0, 5.25),) * 3), 1: candidate(1.0, ((2.0, 5.4),) * 3), 2: candidate(1.0, ((2.0, 4.9),) * 3)}
-    chosen = select(["current", "riskier", "safer"], base, {"surge": holding(3), "rough": rough}, 0, SLO)
-    assert (chosen.index, chosen.kept_current) == (2, False)
-    assert chosen.failures[1] == "fold 1 validation under rough: max age 5.40 min > 0.95 x SLO and the current policy's 5.25"
+    rough = {0: candidate(1.0, ((2.0, 5.25),) * 3), 1: riskier, 2: candidate(1.0, ((2.0, 4.9),) * 3)}
+    selection = select(["current", "riskier", "safer"], base, {"surge": holding(3), "rough": rough}, 0, SLO)
+    assert (selection.index, selection.kept_current) == (chosen, False)
+    if chosen == 1:
+        return
+    chosen = selection
+    assert chosen.failures[1] == "fold 1 validation under rough: 3 SLO-violation minutes"
     assert chosen.failures[0] == "fold 1 validation under rough: max age 5.25 min > 0.95 x SLO"
     assert chosen.current_risk["stress"]["rough"]["worst_max_age_minutes"] == 5.25
     assert robust.stress_round([0, 1, 2], {"rough": {0: rough[0], 1: rough[1]}}, 0, SLO, size=1) == [2]
@@ -174,15 +199,16 @@ def test_a_cheaper_candidate_no_riskier_than_the_current_policy_under_stress_is_
 @pytest.mark.parametrize(
     ("rough_cost", "chosen", "failure"),
     [
-        pytest.param(306.0, 1, None, id="2%-dearer-under-rough-keeps-its-saving"),
-        pytest.param(306.3, 2, "validation under rough: costs +2.1% against the current policy (more than 2%: the saving does "
-                     "not hold there)", id="just-over-2%-dearer-does-not"),
+        pytest.param(300.0, 1, None, id="as-dear-under-rough-keeps-its-saving"),
+        # issue 53: with 2% of slack here, choices ended 3-4% dearer than the default in `realistic`
+        pytest.param(300.3, 2, "validation under rough: costs +0.1% against the current policy (the saving does not hold "
+                     "there)", id="dearer-under-rough-does-not"),
         pytest.param(240.0, 1, None, id="cheaper-there-too"),
     ],
 )
 def test_a_saving_a_stress_replay_takes_back_is_not_recommended(rough_cost: float, chosen: int, failure: str | None) -> None:
     """The cheapest candidate in the history's world, within the margin everywhere, but under
-    ``rough`` dearer than the current policy by more than ``MIN_SAVING``: the next one is chosen,
+    ``rough`` dearer than the current policy: the next one is chosen,
     and the stress rounds go on past it (the job replays in rounds)."""
     base = [candidate(300.0), candidate(240.0), candidate(260.0)]
     rough = {0: candidate(300.0), 1: candidate(rough_cost), 2: candidate(280.0)}
@@ -236,10 +262,10 @@ def test_the_current_policy_stays_with_the_reason(base, stress, reason, safer) -
                      id="1.7%-cheaper-is-within-the-noise"),
         pytest.param(candidate(300.0), candidate(294.0, block_costs=(90.0, 90.0, 114.0)), 0,
                      "the current policy holds", id="cheaper-overall-dearer-on-a-block"),
-        pytest.param(candidate(300.0, ((2.0, 5.5),) * 3), candidate(299.0), 1,
-                     "the current policy misses the margin (fold 1 validation: max age 5.50 min > 0.95 x SLO); other keeps "
-                     "it on all 3 splits and 0 stress replays (none) and costs less: validation cost -0.3% "
-                     "(per block -0.3%, -0.3%, -0.3%)", id="a-failing-current-policy-and-a-safer-one-no-dearer"),
+        # issue 53: a saving within the noise buys no change, even from a current policy past the margin
+        pytest.param(candidate(300.0, ((2.0, 5.5),) * 3), candidate(299.0), 0,
+                     "the current policy misses the margin (fold 1 validation: max age 5.50 min > 0.95 x SLO); the cheapest "
+                     "candidate that holds, other, costs -0.3% on validation", id="a-failing-current-policy-and-a-safer-one-no-dearer"),
         pytest.param(candidate(300.0, ((2.0, 5.5),) * 3), candidate(294.0, block_costs=(90.0, 90.0, 114.0)), 0,
                      "the current policy misses the margin (fold 1 validation: max age 5.50 min > 0.95 x SLO); the cheapest "
                      "candidate that holds, other, costs -2.0% on validation", id="a-failing-current-policy-and-a-safer-one-dearer-on-a-block"),
@@ -247,8 +273,8 @@ def test_the_current_policy_stays_with_the_reason(base, stress, reason, safer) -
 )
 def test_a_candidate_is_recommended_only_for_a_clear_saving(current, other, chosen, reason) -> None:
     """``MIN_SAVING`` (2%) overall and no block dearer. A current policy that misses the margin is
-    replaced by one that holds at no more cost, overall and on every block (issue 53); one dearer on
-    a block is named ``safer``, for review."""
+    no exception (issue 53: one 1.1% cheaper on validation cost 0.4% more afterwards): the
+    cheapest candidate that holds is named ``safer``, for review."""
     selection = select(["current", "other"], [current, other], {}, 0, SLO)
     assert selection.index == chosen
     assert selection.reason.startswith(reason)
@@ -258,17 +284,17 @@ def test_a_candidate_is_recommended_only_for_a_clear_saving(current, other, chos
 
 
 @pytest.mark.parametrize(
-    ("rough", "chosen"),
+    ("cost", "rough", "chosen"),
     [
-        pytest.param(candidate(1.0, ((2.0, 5.3),) * 3), 0, id="as-far-past-the-margin-as-the-current-is-no-safer"),
-        pytest.param(candidate(1.0, ((2.0, 4.5),) * 3), 1, id="within-the-margin-where-the-current-is-not"),
+        pytest.param(299.0, candidate(1.0, ((2.0, 4.5),) * 3), 0, id="within-the-margin-where-the-current-is-not-but-no-saving"),
+        pytest.param(291.0, candidate(1.0, ((2.0, 5.3),) * 3), 1, id="a-saving-as-far-past-the-margin-within-the-slo"),
+        pytest.param(291.0, past_slo(candidate(1.0, ((2.0, 5.9),) * 3)), 0, id="a-saving-past-the-slo"),
     ],
 )
-def test_a_candidate_replaces_a_current_policy_past_the_margin_only_if_it_keeps_the_margin_itself(rough, chosen) -> None:
-    """Under a stress replay a candidate is held to the current policy's figures where those miss
-    the margin; to replace it for less than ``MIN_SAVING`` it must keep the margin itself (a copy
-    of the current policy, or one as risky, is no reason for a change)."""
-    base = [candidate(300.0), candidate(299.0)]
+def test_a_candidate_replaces_a_current_policy_past_the_margin_only_for_a_saving_within_the_slo(cost, rough, chosen) -> None:
+    """Under a stress replay where the current policy is past the margin, a candidate is held to
+    the SLO there; it replaces the current policy only for a saving of ``MIN_SAVING`` (issue 53)."""
+    base = [candidate(300.0), candidate(cost)]
     stress = {"rough": {0: candidate(1.0, ((2.0, 5.3),) * 3), 1: rough}}
     assert select(["current", "other"], base, stress, 0, SLO).index == chosen
 
@@ -344,13 +370,16 @@ def test_shortlist_is_the_current_policy_then_cheaper_candidates_that_hold_on_th
 )
 def test_stress_rounds_replay_the_cheapest_first_then_the_rest_unless_one_held(replayed: dict, expected: list[int]) -> None:
     """``True``: within the margin; ``False``: past it (the current policy at 5.5 minutes, the
-    others further, at 6.0); "as the current": past it as far as the current policy, which holds."""
+    others further, at 6.0 and past the SLO); "as the current": past it as far as the current
+    policy, within the SLO, which holds."""
     listed = [0, 4, 3, 2, 1, 5]
 
     def scores(index: int, holds: bool | str) -> dict:
         if holds is True:
             return candidate(1.0)
-        return candidate(1.0, ((2.0, 5.5 if index == 0 or holds else 6.0),) * 3)
+        if index == 0 or holds:
+            return candidate(1.0, ((2.0, 5.5),) * 3)
+        return past_slo(candidate(1.0, ((2.0, 6.0),) * 3))
 
     stress = {name: {index: scores(index, holds) for index, holds in replayed.items()} for name in ("realistic", "surge")}
     assert robust.stress_round(listed, stress, 0, SLO, size=2) == expected

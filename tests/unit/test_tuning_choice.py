@@ -110,3 +110,18 @@ def test_stress_works_replay_the_given_candidates_from_a_warm_up_before_validati
         assert replay.candidates == tuple(candidates[index] for index in first)
         assert len(replay.arrivals) == len(arrivals) - start
         assert replay.folds.validation == tuple((a - start, b - start) for a, b in folds.validation)
+
+
+def test_the_grid_help_counts_what_the_grid_gives() -> None:
+    """The job's ``--grid`` help names the candidates the large grid really gives a target (it
+    said 96 after the grid had grown to 142)."""
+    import argparse
+
+    from scaling.tuning import job
+    from scaling.tuning.planning import default_target
+
+    parser = argparse.ArgumentParser()
+    job.configure(parser)
+    text = " ".join(next(action.help for action in parser._actions if "--grid" in action.option_strings).split())
+    total = len(all_candidates(default_target("target", 32), "large"))
+    assert f"{total} in all" in text and total == 142
