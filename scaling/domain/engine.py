@@ -85,7 +85,7 @@ def snap_down(counts: Sequence[int], wanted: int) -> int:
 
 
 def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | None,
-                        by_owner: bool = False) -> tuple[float | None, bool]:
+                        by_owner: bool = False, lag_seconds: float = 0.0) -> tuple[float | None, bool]:
     """Events per second per serving instance over the last interval, and whether it was saturated.
 
     Only saturated intervals tell the real rate: when a partition ran dry, its owner idled part
@@ -123,7 +123,7 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
             done.append(partition.checkpoint - (start.checkpoint if start.checkpoint is not None else start.beginning - 1))
             if arrived < 0 or done[-1] < 0:
                 return None, False
-            busy.append(min(start.backlog, partition.backlog) > 2 * arrived)
+            busy.append(bool(slo_kernel.busy_partitions(start.backlog, partition.backlog, arrived, lag_seconds, elapsed)))
             unmeasured.append(False)
     if all(unmeasured):
         return None, False
@@ -217,7 +217,8 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
     owners = serving_owners(samples)
     if owners == 0:
         return state
-    observed, saturated = interval_throughput(samples, owners or ready_capacity, by_owner=owners is not None)
+    observed, saturated = interval_throughput(samples, owners or ready_capacity, by_owner=owners is not None,
+                                              lag_seconds=_number(state.checkpoint_delay_seconds) if state.checkpoint_delay_seconds else 0.0)
     if observed is None:
         return state
     throughput, floor, waits, learned = slo_kernel.learned_throughput(  # (a batch of one as plain numbers)
@@ -340,7 +341,8 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
         state = learn_throughput(state, samples, ready_capacity)
     elif state.throughput_per_instance is None and len(samples) >= 2:
         state = raise_throughput_floor(state, samples, max(capacity, samples[-2].capacity or 0))
-    throughput = state.throughput_per_instance or target.slo.events_per_instance_per_second
+    learned = _known(slo_kernel.serving_throughput(_number(state.throughput_per_instance), _number(state.throughput_floor)))
+    throughput = learned or target.slo.events_per_instance_per_second
     throughput_source = "learned" if state.throughput_per_instance else "configured" if throughput else None
     if throughput is None and state.throughput_floor:
         # Not learned yet: the best rate instances have shown is a lower bound, enough to act

@@ -245,9 +245,15 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     # Checkpoints trail the consumers, so even idle consumers show an oldest event as old as the
     # checkpoint delay. Learn that delay as the floor of observed ages and read ages net of it.
     observed_worst = max(float(o.age_seconds.max()) for o in outlooks)
-    previous_delay = state.checkpoint_delay_seconds
-    delay = float(kernel.learned_checkpoint_delay(observed_worst, math.nan if previous_delay is None else previous_delay,
-                                                  interval, slo.max_event_age_seconds * kernel.CHECKPOINT_DELAY_CEILING))
+    previous_delay = math.nan if state.checkpoint_delay_seconds is None else state.checkpoint_delay_seconds
+    dense = all(bool(kernel.dense_arrivals(o.arrival_rate, o.recent_arrival_rate, previous_delay, interval)[0]) for o in outlooks)
+    steady = (enough_history and ready_capacity >= capacity >= counts[-1]
+              and all(bool(kernel.backlog_flat(o.backlog[:, None], o.earlier_backlog[:, None], o.arrival_rate[:, None],
+                                               interval * kernel.FLAT_TOLERANCE)[0])
+                      for o in outlooks if o.earlier_backlog is not None))
+    delay = float(kernel.learned_checkpoint_delay(observed_worst, previous_delay, interval,
+                                                  slo.max_event_age_seconds * kernel.CHECKPOINT_DELAY_CEILING, dense, steady,
+                                                  slo.max_event_age_seconds * kernel.CHECKPOINT_DELAY_STEADY_CEILING))
     new_state = replace(state, checkpoint_delay_seconds=delay)
     since_latest += delay
     react = since_latest + interval + slo.provisioning_delay_seconds

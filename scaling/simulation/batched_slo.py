@@ -99,6 +99,7 @@ class _Candidates:
         self.cooldown_down = np.array([float(t.scale_down.cooldown_seconds) for t in targets])
         self.limit = self.max_age - self.safety
         self.delay_ceiling = self.max_age * slo_kernel.CHECKPOINT_DELAY_CEILING
+        self.delay_steady_ceiling = self.max_age * slo_kernel.CHECKPOINT_DELAY_STEADY_CEILING
 
 
 def _rows_by(keys: Sequence, build) -> np.ndarray:
@@ -236,7 +237,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 # A busy partition held over two intervals' arrivals at both ends; one without a
                 # checkpoint is unmeasured (and one without a live owner measures no owner).
                 arrived_each = enqueued_now - world.enqueued_at(now - interval)
-                busy = (np.minimum(previous_partition_backlog, partition_backlog) > 2 * arrived_each) & (checkpoints > 0)
+                # (beyond what checkpoints as far behind as the learned delay explain)
+                lag = np.where(np.isnan(delay) | (delay == 0), 0.0, delay)
+                busy = slo_kernel.busy_partitions(previous_partition_backlog, partition_backlog, arrived_each, lag,
+                                                  interval_seconds) & (checkpoints > 0)
                 observed, saturated = slo_kernel.observed_throughput(
                     processed, interval_seconds, np.maximum(live_owners, 1), checkpoints - previous_checkpoints, busy,
                     checkpoints <= 0, owned_by)
@@ -251,7 +255,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 observed = (oldest_sum - previous_oldest_sum) / interval_seconds / np.maximum(capacity, previous_capacity)
                 _, floor, _, _ = slo_kernel.learned_throughput(throughput, floor, np.full(count, np.nan), observed,
                                                                np.zeros(count, dtype=bool), bounding)
-        rate = np.where(np.isnan(throughput), np.where(np.isnan(settings.prior), floor, settings.prior), throughput)
+        rate = np.where(np.isnan(throughput), np.where(np.isnan(settings.prior), floor, settings.prior),
+                        slo_kernel.serving_throughput(throughput, floor))
         known = rate > 0  # (NaN compares False: not known)
 
         # --- the proposal -----------------------------------------------------------------------
@@ -286,7 +291,28 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             if any_hot:
                 ages = np.where(hot, 0.0, ages)
 
-            learned_delay = slo_kernel.learned_checkpoint_delay(ages.max(axis=0), delay, sample_interval, settings.delay_ceiling)
+            # slo.propose: a quiet spell (too few arrivals to show the delay) changes no learned delay,
+            # and while every instance the bounds allow serves and the backlog in view stays flat over
+            # the rate window, the delay follows an age that stays above it.
+            enough_history = (samples - 1) * interval_seconds >= rate_window
+            earlier = backlog_ring[(seen - (samples - 1 - base)) % window_samples]
+            by_partition = arrival if row_of is None else arrival[row_of]
+            if by_partition.ndim == 1:  # (shared by the candidates)
+                by_partition = np.broadcast_to(by_partition[:, None], partition_backlog.shape)
+            now_backlog, arrival_in_view, recent_in_view = partition_backlog, arrival, recent_rate
+            if any_hot:
+                hot_partition = hot if row_of is None else hot[row_of]
+                now_backlog = np.where(hot_partition, 0.0, partition_backlog)
+                earlier = np.where(hot_partition, 0.0, earlier)
+                by_partition = np.where(hot_partition, 0.0, by_partition)
+                arrival_in_view = np.where(hot, 0.0, arrival[:, None] if arrival.ndim == 1 else arrival)
+                recent_in_view = np.where(hot, 0.0, recent_rate[:, None] if recent_rate.ndim == 1 else recent_rate)
+            dense = slo_kernel.dense_arrivals(arrival_in_view, recent_in_view, delay, sample_interval, row_of)
+            steady = enough_history & (ready >= capacity) & (capacity >= settings.highest)
+            if steady.any():
+                steady &= slo_kernel.backlog_flat(now_backlog, earlier, by_partition, sample_interval * slo_kernel.FLAT_TOLERANCE)
+            learned_delay = slo_kernel.learned_checkpoint_delay(ages.max(axis=0), delay, sample_interval, settings.delay_ceiling,
+                                                                dense, steady, settings.delay_steady_ceiling)
             delay = np.where(known, learned_delay, delay)
             react = learned_delay + sample_interval + settings.provisioning
             forecast = slo_kernel.forecast_rates(arrival, recent_rate, settings.headroom_factor)
@@ -319,29 +345,27 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 wanted_rate = forecast[:, rows]
                 drain = slo_kernel.drain_seconds(settings.dwell[rows], settings.max_age[rows], measured[rows],
                                                  worst_predicted[rows])
-                need = slo_kernel.scale_out_need(wanted_rate, waiting[:, rows], settings.provisioning[rows], since,
-                                                 settings.safety[rows], drain)
+                if layout.groups is None:
+                    need = slo_kernel.scale_out_need(wanted_rate, waiting[:, rows], settings.provisioning[rows], since,
+                                                     settings.safety[rows], drain)
+                    loads = _owner_loads(need, rows, *sizing)
+                else:  # the need holds each partition's own backlog: equal shares no longer mean equal rows
+                    hot_partition = hot[row_of][:, rows] if any_hot else None
+                    held = partition_backlog[:, rows] if hot_partition is None else np.where(hot_partition, 0.0,
+                                                                                               partition_backlog[:, rows])
+                    need = slo_kernel.scale_out_need(wanted_rate[row_of], held, settings.provisioning[rows], since,
+                                                     settings.safety[rows], drain)
+                    loads = slo_kernel.OwnerLoads(need, hot_partition, owned_by.of_columns(rows), rate[rows], per_instance,
+                                                  by_draw[rows])
                 proposal[rows] = slo_kernel.scale_out_counts(settings.levels[rows], settings.valid_level[rows], capacity[rows],
-                                                             settings.highest[rows], settings.top,
-                                                             [(_owner_loads(need, rows, *sizing), need)])
+                                                             settings.highest[rows], settings.top, [(loads, need)])
                 upward[rows] = True
 
             # Scale-in: worked out only where the cooldown and the action budget would let it act.
-            enough_history = (samples - 1) * interval_seconds >= rate_window
             if enough_history:
                 eligible = (known & ~risk & ~unowned & _scale_in_allowed(settings, tokens, tokens_at, last_action, moment)
                             & (settings.lowest < capacity))
                 if eligible.any():  # slo.propose: no scale-in while the backlog in view grows
-                    earlier = backlog_ring[(seen - (samples - 1 - base)) % window_samples]
-                    by_partition = arrival if row_of is None else arrival[row_of]
-                    if by_partition.ndim == 1:  # (shared by the candidates)
-                        by_partition = np.broadcast_to(by_partition[:, None], partition_backlog.shape)
-                    now_backlog = partition_backlog
-                    if any_hot:
-                        hot_partition = hot if row_of is None else hot[row_of]
-                        now_backlog = np.where(hot_partition, 0.0, partition_backlog)
-                        earlier = np.where(hot_partition, 0.0, earlier)
-                        by_partition = np.where(hot_partition, 0.0, by_partition)
                     eligible &= ~slo_kernel.backlog_growing(now_backlog, earlier, by_partition, sample_interval)
                 if eligible.any():
                     # slo.propose: a scale-in holds against the busiest interval of the history too.
