@@ -109,6 +109,8 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
         # A queue has no sequence numbers: its completions per minute tell the rate.
         return slo_queue.interval_throughput(samples, ready_capacity)
     earlier_sources = {source.name: source for source in earlier.sources}
+    if lag_seconds:  # checkpoints as far behind as the learned delay only where they keep pace
+        lag_seconds = lag_seconds if _checkpoints_keep_pace(earlier, later) else 0.0
     done, busy, unmeasured, owners = [], [], [], []  # per partition of the later sample
     for source in later.sources:
         for partition, start in zip(source.partitions, _earlier_readings(earlier_sources.get(source.name), source),
@@ -131,6 +133,23 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
         np.array([float(sum(done))]), elapsed, np.array([float(ready_capacity)]), np.array(done, dtype=float)[:, None],
         np.array(busy)[:, None], np.array(unmeasured)[:, None], slo_kernel.Owners.of(tuple(owners), len(owners)) if by_owner else None)
     return float(observed[0]), bool(saturated[0])
+
+
+def _checkpoints_keep_pace(earlier: MetricSample, later: MetricSample) -> bool:
+    """Whether every partition with a backlog moved its checkpoint from ``earlier`` to ``later``
+    (``slo_kernel.checkpoints_keep_pace``): the checkpoints trail by a delay, not by the wait
+    between checkpoints written less often than collect runs, which the delay does not measure."""
+    earlier_sources = {source.name: source for source in earlier.sources}
+    for source in later.sources:
+        if not source.partitions:
+            continue
+        starts = _earlier_readings(earlier_sources.get(source.name), source)
+        now = np.array([-1.0 if p.checkpoint is None else float(p.checkpoint) for p in source.partitions])
+        then = np.array([-1.0 if start is None or start.checkpoint is None else float(start.checkpoint) for start in starts])
+        backlog = np.array([float(p.backlog) for p in source.partitions])
+        if not slo_kernel.checkpoints_keep_pace(now[:, None], then[:, None], backlog[:, None])[0]:
+            return False
+    return True
 
 
 def _earlier_readings(earlier: SourceReading | None, later: SourceReading) -> Sequence[PartitionReading | None]:

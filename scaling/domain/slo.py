@@ -199,6 +199,25 @@ def _set_aside(outlook: SourceOutlook, hot: np.ndarray) -> SourceOutlook:
                    earlier_backlog=earlier)
 
 
+def _checkpoints_keep_pace(samples: Sequence[MetricSample], outlooks: Sequence[SourceOutlook]) -> bool:
+    """Whether every partition in view that holds a backlog moved its checkpoint over the last
+    interval (``slo_kernel.checkpoints_keep_pace``), source by source."""
+    if len(samples) < 2:
+        return False
+    earlier = {source.name: source for source in samples[-2].sources if source.ok}
+    for outlook, source in zip(outlooks, (s for s in samples[-1].sources if s.ok and s.partitions), strict=True):
+        before = earlier.get(source.name)
+        if before is None:
+            return False
+        by_id = {p.partition_id: p.checkpoint for p in before.partitions}
+        now = np.array([-1.0 if p.checkpoint is None else float(p.checkpoint) for p in source.partitions])
+        then = np.array([-1.0 if by_id.get(p.partition_id) is None else float(by_id[p.partition_id])
+                         for p in source.partitions])  # (-1: no checkpoint yet)
+        if not kernel.checkpoints_keep_pace(now[:, None], then[:, None], outlook.backlog[:, None])[0]:
+            return False
+    return True
+
+
 def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     """Scale out when the SLO is at risk, in to the cheapest count that holds (module docstring)."""
     samples, capacity, ready_capacity = situation.samples, situation.capacity, situation.ready_capacity
@@ -247,7 +266,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     observed_worst = max(float(o.age_seconds.max()) for o in outlooks)
     previous_delay = math.nan if state.checkpoint_delay_seconds is None else state.checkpoint_delay_seconds
     dense = all(bool(kernel.dense_arrivals(o.arrival_rate, o.recent_arrival_rate, previous_delay, interval)[0]) for o in outlooks)
-    steady = (enough_history and ready_capacity >= capacity >= counts[-1]
+    steady = (enough_history and ready_capacity >= capacity >= counts[-1] and _checkpoints_keep_pace(samples, outlooks)
               and all(bool(kernel.backlog_flat(o.backlog[:, None], o.earlier_backlog[:, None], o.arrival_rate[:, None],
                                                interval * kernel.FLAT_TOLERANCE)[0])
                       for o in outlooks if o.earlier_backlog is not None))

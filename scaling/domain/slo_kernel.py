@@ -213,13 +213,13 @@ def observed_throughput(processed: np.ndarray, elapsed: float, serving: np.ndarr
 
 def busy_partitions(start_backlog, end_backlog, arrived, lag_seconds, elapsed):
     """Where a partition was saturated over an interval of ``elapsed`` seconds in which
-    ``arrived`` events came: it held, at both ends, more than two intervals' arrivals beyond what
-    checkpoints ``lag_seconds`` behind the consumers explain (the learned checkpoint delay, and
-    the wait of checkpoints written less often than collect runs). A consumer that keeps up
-    shows a backlog of the arrivals over that lag; counted as busy, every partition of a hub
-    whose checkpoints trail by 150 s or come every 5 minutes reads saturated, and the rate is
-    learned as arrivals / owners (issue 48: 3.5/s where the truth is 16.7/s)."""
-    return minimum(start_backlog, end_backlog) > arrived * (2.0 + lag_seconds / elapsed)
+    ``arrived`` events came: it held, at both ends, more than two intervals' arrivals (room for
+    checkpoints trailing by up to an interval), and, where the checkpoints trail by more than an
+    interval (``lag_seconds``: the learned checkpoint delay), more by the arrivals over that lag.
+    A consumer that keeps up shows a backlog of the arrivals over the lag: counted as busy,
+    every partition of a hub whose checkpoints trail by 150 s or more reads saturated, and the
+    rate is learned as arrivals / owners (issue 48: 3.5/s where the truth is 16.7/s)."""
+    return minimum(start_backlog, end_backlog) > arrived * (2.0 + where(lag_seconds > elapsed, lag_seconds, 0.0) / elapsed)
 
 
 def learned_throughput(throughput: np.ndarray, floor: np.ndarray, held_back: np.ndarray, observed: np.ndarray,
@@ -245,10 +245,13 @@ def learned_throughput(throughput: np.ndarray, floor: np.ndarray, held_back: np.
 
 def serving_throughput(throughput, floor):
     """The per-instance rate to size by: the learned one (NaN: none), never below the ``floor``
-    the instances have shown since (an unsaturated interval can only raise it). A rate learned
-    during a slow-down, or from checkpoints that made idle partitions look busy, would otherwise
-    stay low for good: an over-provisioned hub is never saturated again to correct it."""
-    return where(is_nan(throughput), throughput, maximum(throughput, where(is_nan(floor), throughput, floor)))
+    the instances have shown since (an unsaturated interval can only raise it), less the
+    ``UNCONFIRMED_DROP`` the learning itself doubts (one interval's checkpoints may overstate
+    what was processed; where the two agree this close, the learned rate stands). A rate learned
+    during a slow-down would otherwise stay low for good: an over-provisioned hub is never
+    saturated again to correct it (issue 48: the 15% slow-down row at 32 instances for hours)."""
+    bound = where(is_nan(floor), throughput, floor * (1 - UNCONFIRMED_DROP))
+    return where(is_nan(throughput), throughput, maximum(throughput, bound))
 
 
 def learned_checkpoint_delay(worst_age, previous, interval, ceiling, dense=True, steady=False, steady_ceiling=0.0):
@@ -465,6 +468,15 @@ def backlog_flat(backlog: np.ndarray, earlier: np.ndarray, arrival_rate: np.ndar
     consumers process what arrives (a backlog that drains is no evidence: its ages are real)."""
     grown = column_sums(backlog - earlier, row_of)
     return np.abs(grown) <= column_sums(arrival_rate, row_of) * tolerance_seconds
+
+
+def checkpoints_keep_pace(checkpoint: np.ndarray, before: np.ndarray, backlog: np.ndarray) -> np.ndarray:
+    """Per candidate, whether every partition holding a ``backlog`` (partitions x candidates) moved
+    its ``checkpoint`` since the reading ``before``: the
+    checkpoints are written at every collection. Where they are written less often, an age
+    that stays old is (part of) the wait between them, which the delay must not learn: a delay
+    learned from checkpoints every 470 s hid a real backlog (148 violation minutes)."""
+    return ((backlog <= 0) | (checkpoint > before)).all(axis=0)
 
 
 def _per_candidate(rates: np.ndarray) -> np.ndarray:

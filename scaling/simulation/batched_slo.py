@@ -239,6 +239,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 arrived_each = enqueued_now - world.enqueued_at(now - interval)
                 # (beyond what checkpoints as far behind as the learned delay explain)
                 lag = np.where(np.isnan(delay) | (delay == 0), 0.0, delay)
+                if lag.any():  # (only where the checkpoints keep pace: engine.interval_throughput)
+                    lag = np.where(slo_kernel.checkpoints_keep_pace(checkpoints, previous_checkpoints, partition_backlog), lag, 0.0)
                 busy = slo_kernel.busy_partitions(previous_partition_backlog, partition_backlog, arrived_each, lag,
                                                   interval_seconds) & (checkpoints > 0)
                 observed, saturated = slo_kernel.observed_throughput(
@@ -309,6 +311,11 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 recent_in_view = np.where(hot, 0.0, recent_rate[:, None] if recent_rate.ndim == 1 else recent_rate)
             dense = slo_kernel.dense_arrivals(arrival_in_view, recent_in_view, delay, sample_interval, row_of)
             steady = enough_history & (ready >= capacity) & (capacity >= settings.highest)
+            if steady.any():
+                in_view = partition_backlog if not any_hot else np.where(hot if row_of is None else hot[row_of], 0.0,
+                                                                         partition_backlog)
+                steady &= slo_kernel.checkpoints_keep_pace(checkpoints, previous_checkpoints, in_view) if samples >= 2 \
+                    else np.zeros(count, dtype=bool)
             if steady.any():
                 steady &= slo_kernel.backlog_flat(now_backlog, earlier, by_partition, sample_interval * slo_kernel.FLAT_TOLERANCE)
             learned_delay = slo_kernel.learned_checkpoint_delay(ages.max(axis=0), delay, sample_interval, settings.delay_ceiling,
