@@ -218,6 +218,45 @@ def _checkpoints_keep_pace(samples: Sequence[MetricSample], outlooks: Sequence[S
     return True
 
 
+def _hub_checkpoints(sample: MetricSample) -> float:
+    """Events checkpointed so far over the sample's partitions (checkpoint + 1; 0 for none)."""
+    return float(sum(p.checkpoint + 1 for source in sample.sources if source.ok for p in source.partitions
+                     if p.checkpoint is not None))
+
+
+def _serving(sample: MetricSample, capacity: int) -> int | None:
+    """How many instances serve in ``sample`` as its ownership shows (``engine.serving_instances``'s
+    rule, ``slo_kernel.serving_count``); None without ownership."""
+    serving = None
+    for source in sample.sources:
+        if not source.ok or not source.partitions:
+            continue
+        if source.owners is None:
+            return None
+        count = int(kernel.serving_count(capacity, source.owners, len(source.partitions)))
+        serving = count if serving is None else min(serving, count)
+    return serving
+
+
+def _stall(samples: Sequence[MetricSample], capacity: int, growing: bool, continuing: bool) -> tuple | None:
+    """The serving counts and processed rates (``slo_kernel.stalled``) of the history's first
+    interval and its last, when they show a stall (or one recognised before goes on); else None."""
+    if not growing or len(samples) < 3:
+        return None
+    first, second, before_last, last = samples[0], samples[1], samples[-2], samples[-1]
+    serving = [_serving(sample, sample.capacity if sample.capacity is not None else capacity) for sample in (second, last)]
+    if None in serving:
+        return None
+    elapsed = [(b.collected_at - a.collected_at).total_seconds() for a, b in ((first, second), (before_last, last))]
+    if min(elapsed) <= 0:
+        return None
+    done = [(_hub_checkpoints(b) - _hub_checkpoints(a)) / seconds
+            for (a, b), seconds in zip(((first, second), (before_last, last)), elapsed, strict=True)]
+    if not kernel.stalled(serving[0], serving[1], done[0], done[1], True, continuing):
+        return None
+    return (serving[0], serving[1]), (done[0], done[1])
+
+
 def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     """Scale out when the SLO is at risk, in to the cheapest count that holds (module docstring)."""
     samples, capacity, ready_capacity = situation.samples, situation.capacity, situation.ready_capacity
@@ -336,6 +375,27 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
                          "capacity; holding until they are owned again", sizing_note, *hot_reasons),
                         metrics, new_state)
 
+    # No scale-in while the backlog (of the partitions in view) grows: the instances serve less
+    # than arrives, and fewer would serve less still, whatever the model says they can do.
+    growing = [kernel.backlog_growing(o.backlog[:, None], o.earlier_backlog[:, None], o.arrival_rate[:, None], interval)[0]
+               for o in outlooks if o.earlier_backlog is not None]
+    stall = _stall(samples, capacity, any(growing), state.last_reason_code == "stall")
+    if stall is not None:
+        (before, now), (done_before, done_now) = stall
+        metrics["stall_processed_per_second"] = round(done_now, 3)
+        if slo.stall_scale_to_minimum:
+            return Proposal(counts[0], DOWN, "stall",
+                            (f"stall: {now} instances process {done_now:.1f}/s where {before} processed {done_before:.1f}/s, "
+                             f"the backlog grows (arrivals {total_rate:.1f}/s): more instances do not help; "
+                             f"scaling to the minimum ({counts[0]}) until the consumers recover (stall_scale_to_minimum)",
+                             sizing_note, *hot_reasons),
+                            metrics, new_state)
+        return Proposal(None, HOLD, "stall",
+                        (f"stall: {now} instances process {done_now:.1f}/s where {before} processed {done_before:.1f}/s, "
+                         f"the backlog grows (arrivals {total_rate:.1f}/s): more instances do not help; holding {capacity} "
+                         "so that the recovery drains at once", sizing_note, *hot_reasons),
+                        metrics, new_state)
+
     if worst_predicted > limit:
         # Serve the forecast and drain what will have piled up by the time new instances serve.
         drain_seconds, drain_note = scale_out_drain(target, situation, worst_predicted)
@@ -356,10 +416,6 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         return Proposal(None, HOLD, "too_few_samples",
                         (f"holding: rates need {slo.rate_window_seconds:.0f}s of history before any scale-in", *hot_reasons),
                         metrics, new_state)
-    # No scale-in while the backlog (of the partitions in view) grows: the instances serve less
-    # than arrives, and fewer would serve less still, whatever the model says they can do.
-    growing = [kernel.backlog_growing(o.backlog[:, None], o.earlier_backlog[:, None], o.arrival_rate[:, None], interval)[0]
-               for o in outlooks if o.earlier_backlog is not None]
     if any(growing):
         grown = sum(float((o.backlog - o.earlier_backlog).sum()) for o in outlooks if o.earlier_backlog is not None)
         return Proposal(None, HOLD, "backlog_growing",

@@ -46,6 +46,8 @@ UNCONFIRMED_DROP = 0.2
 #: far while consumers stay saturated.
 CHECKPOINT_DELAY_DRIFT = 0.5
 CHECKPOINT_DELAY_CEILING = 0.25
+#: How much the processed rate may rise with more instances and still count as a stall (``stalled``).
+STALL_TOLERANCE = 0.1
 #: Events per partition, on average, over the checkpoint delay for an age reading to change the learned delay.
 DENSE_EVENTS = 10.0
 #: While the hub is steady (``learned_checkpoint_delay``), the learned delay follows an age that
@@ -468,6 +470,17 @@ def backlog_flat(backlog: np.ndarray, earlier: np.ndarray, arrival_rate: np.ndar
     consumers process what arrives (a backlog that drains is no evidence: its ages are real)."""
     grown = column_sums(backlog - earlier, row_of)
     return np.abs(grown) <= column_sums(arrival_rate, row_of) * tolerance_seconds
+
+
+def stalled(serving_before, serving_now, processed_before, processed_now, growing, continuing=False):
+    """Per candidate, whether the consumers stalled: the backlog grows, and either more instances
+    serve now than at the start of the history (``serving_before``, ``serving_now``) while the
+    processed rate (events/s over the history's first interval and its last) did not rise by more
+    than ``STALL_TOLERANCE`` with them, or a stall was recognised before (``continuing``) and the
+    backlog still grows. More instances did not help (a downstream that stopped, a poison
+    message): more still would only cost, and fewer would leave the recovery short."""
+    recognised = (serving_now > serving_before) & (processed_now <= processed_before * (1.0 + STALL_TOLERANCE))
+    return growing & (continuing | recognised)
 
 
 def checkpoints_keep_pace(checkpoint: np.ndarray, before: np.ndarray, backlog: np.ndarray) -> np.ndarray:

@@ -51,6 +51,8 @@ def supports(target: TargetPolicy) -> bool:
     """Whether ``simulate_slo_batch`` reproduces the engine for this target exactly."""
     if target.mode != "slo" or target.bounds.min_instances < 1 or target.profiles:  # profiles: the engine's
         return False
+    if target.slo.stall_scale_to_minimum:  # (a stall's scale-in to the minimum: the engine's)
+        return False
     slo = target.slo
     seconds = (slo.provisioning_delay_seconds, slo.rate_window_seconds, target.window_seconds, slo.scale_in_peak_seconds,
                target.scale_up.cooldown_seconds, target.scale_down.cooldown_seconds)
@@ -173,6 +175,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     partition_backlog = np.zeros((partitions, count))
     # Each partition's backlog at the samples in the window (a ring by sample number): whether it grows.
     backlog_ring = np.zeros((window_samples, partitions, count))
+    # ... and the events checkpointed and the instances serving at each (slo._stall: a stall).
+    checkpointed_ring = np.zeros((window_samples, count))
+    serving_ring = np.zeros((window_samples, count), dtype=np.int64)
+    stalling = np.zeros(count, dtype=bool)  # the last decision was a stall's hold (state.last_reason_code)
     owned_by: slo_kernel.Owners | None = None  # the sizing's owners, as last read
     row_of = layout.row_of if layout.groups is not None else None  # (each partition's row, where rows stand for several)
     most = slo_kernel.most_instances(partitions, settings.highest, per_instance)  # instances' worth at the highest count
@@ -220,6 +226,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         # capacity has one), unless fewer show within an interval past the provisioning delay.
         sample_interval = interval_seconds if samples >= 2 else 60.0  # the engine reads it off the samples
         serving = slo_kernel.serving_count(capacity, live_owners, partitions)
+        checkpointed_ring[seen % window_samples] = checkpoints.sum(axis=0)
+        serving_ring[seen % window_samples] = serving
         ready = slo_kernel.ready_instances(ready, serving, moment < pending_at + sample_interval)  # (NaN: not due)
         ready_state = ready
 
@@ -273,6 +281,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             upward |= rising
 
         down_rows = np.zeros(0, dtype=np.int64)
+        stall = np.zeros(count, dtype=bool)
         if known.any():
             rate = np.where(known, rate, 1.0)
             window = positions[now - interval * (samples - 1): now + 1: interval]  # (samples, partition), oldest first
@@ -345,7 +354,17 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             worst_predicted = np.maximum(0.0, then.max(axis=0))
             # slo.propose holds while some partitions have no live owner (others have one).
             unowned = (owners_now < 0).any(axis=0) & (live_owners > 0)
-            risk = known & (worst_predicted > settings.limit) & ~unowned
+            # slo.propose: a stall (more instances did not raise the processed rate while the
+            # backlog in view grows, or one recognised before goes on) holds the count.
+            growing = slo_kernel.backlog_growing(now_backlog, earlier, by_partition, sample_interval)
+            if samples >= 3 and (growing & known & ~unowned).any():
+                slot = seen - (samples - 1)
+                first, second = checkpointed_ring[slot % window_samples], checkpointed_ring[(slot + 1) % window_samples]
+                before_last, last = checkpointed_ring[(seen - 1) % window_samples], checkpointed_ring[seen % window_samples]
+                stall = known & ~unowned & slo_kernel.stalled(
+                    serving_ring[(slot + 1) % window_samples], serving_ring[seen % window_samples],
+                    (second - first) / interval_seconds, (last - before_last) / interval_seconds, growing, stalling)
+            risk = known & (worst_predicted > settings.limit) & ~unowned & ~stall
             if risk.any():
                 rows = np.flatnonzero(risk)
                 since = learned_delay[rows]
@@ -370,10 +389,9 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
 
             # Scale-in: worked out only where the cooldown and the action budget would let it act.
             if enough_history:
-                eligible = (known & ~risk & ~unowned & _scale_in_allowed(settings, tokens, tokens_at, last_action, moment)
+                eligible = (known & ~risk & ~unowned & ~stall & _scale_in_allowed(settings, tokens, tokens_at, last_action, moment)
                             & (settings.lowest < capacity))
-                if eligible.any():  # slo.propose: no scale-in while the backlog in view grows
-                    eligible &= ~slo_kernel.backlog_growing(now_backlog, earlier, by_partition, sample_interval)
+                eligible &= ~growing  # slo.propose: no scale-in while the backlog in view grows
                 if eligible.any():
                     # slo.propose: a scale-in holds against the busiest interval of the history too.
                     # (each candidate's busiest interval among those ending within its scale_in_peak_seconds)
@@ -406,12 +424,14 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             proposal, raised, lowered = slo_kernel.bounds_correction(capacity, proposal, upward, downward, settings.lowest,
                                                                      settings.highest)
             upward = (upward | raised) & ~lowered
+            stall &= ~(raised | lowered)  # (the decision is the bounds', not the stall's)
             # A scale-in to the highest count, held like any scale-in by the cooldown and the
             # action budget (down_rows, the candidates' own scale-ins, already passed both).
             lowered = np.flatnonzero(lowered)
             acting = lowered[_scale_in_allowed(settings, tokens, tokens_at, last_action, moment)[lowered]]
             down_rows = np.union1d(down_rows, acting)
 
+        stalling = stall
         # --- evaluate: snapping, bounds, cooldown, the action budget; the request ----------------
         up_rows = np.flatnonzero(upward)
         if up_rows.size:
