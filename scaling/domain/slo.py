@@ -238,7 +238,8 @@ def _serving(sample: MetricSample, capacity: int) -> int | None:
     return serving
 
 
-def _stall(samples: Sequence[MetricSample], capacity: int, growing: bool, continuing: bool) -> tuple | None:
+def _stall(samples: Sequence[MetricSample], capacity: int, growing: bool, continuing: bool, arrivals: float,
+           most: float) -> tuple | None:
     """The serving counts and processed rates (``slo_kernel.stalled``) of the history's first
     interval and its last, when they show a stall (or one recognised before goes on); else None."""
     if not growing or len(samples) < 3:
@@ -252,7 +253,7 @@ def _stall(samples: Sequence[MetricSample], capacity: int, growing: bool, contin
         return None
     done = [(_hub_checkpoints(b) - _hub_checkpoints(a)) / seconds
             for (a, b), seconds in zip(((first, second), (before_last, last)), elapsed, strict=True)]
-    if not kernel.stalled(serving[0], serving[1], done[0], done[1], True, continuing):
+    if not kernel.stalled(serving[0], serving[1], done[0], done[1], True, continuing, arrivals, most):
         return None
     return (serving[0], serving[1]), (done[0], done[1])
 
@@ -379,7 +380,10 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     # than arrives, and fewer would serve less still, whatever the model says they can do.
     growing = [kernel.backlog_growing(o.backlog[:, None], o.earlier_backlog[:, None], o.arrival_rate[:, None], interval)[0]
                for o in outlooks if o.earlier_backlog is not None]
-    stall = _stall(samples, capacity, any(growing), state.last_reason_code == "stall")
+    arriving = sum(float(kernel.column_sums(o.arrival_rate[:, None])[0]) for o in outlooks)
+    most = min(float(kernel.most_instances(o.partitions, counts[-1], kernel.per_instance_table(o.partitions, counts[-1])))
+               for o in outlooks)
+    stall = _stall(samples, capacity, any(growing), state.last_reason_code == "stall", arriving, most)
     if stall is not None:
         (before, now), (done_before, done_now) = stall
         metrics["stall_processed_per_second"] = round(done_now, 3)

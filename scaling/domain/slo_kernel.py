@@ -472,14 +472,18 @@ def backlog_flat(backlog: np.ndarray, earlier: np.ndarray, arrival_rate: np.ndar
     return np.abs(grown) <= column_sums(arrival_rate, row_of) * tolerance_seconds
 
 
-def stalled(serving_before, serving_now, processed_before, processed_now, growing, continuing=False):
-    """Per candidate, whether the consumers stalled: the backlog grows, and either more instances
-    serve now than at the start of the history (``serving_before``, ``serving_now``) while the
-    processed rate (events/s over the history's first interval and its last) did not rise by more
-    than ``STALL_TOLERANCE`` with them, or a stall was recognised before (``continuing``) and the
-    backlog still grows. More instances did not help (a downstream that stopped, a poison
-    message): more still would only cost, and fewer would leave the recovery short."""
-    recognised = (serving_now > serving_before) & (processed_now <= processed_before * (1.0 + STALL_TOLERANCE))
+def stalled(serving_before, serving_now, processed_before, processed_now, growing, continuing, arrivals, most):
+    """Per candidate, whether the consumers stalled: the backlog grows, and either a stall was
+    recognised before (``continuing``) or now: more instances serve than at the start of the
+    history (``serving_before``, ``serving_now``), the processed rate (events/s over the
+    history's first interval and its last) did not rise by more than ``STALL_TOLERANCE`` with
+    them, and at what each serving instance processes now even ``most`` instances (the highest
+    count's worth, ``most_instances``) would not keep up with the ``arrivals``. More instances
+    do not help then (a downstream that stopped, a poison message): more still would only cost,
+    and fewer would leave the recovery short. (A slow-down that more instances do serve, or a
+    rebalance pause, is no stall.)"""
+    recognised = ((serving_now > serving_before) & (processed_now <= processed_before * (1.0 + STALL_TOLERANCE))
+                  & (processed_now / maximum(serving_now, 1) * most < arrivals))
     return growing & (continuing | recognised)
 
 

@@ -363,7 +363,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 before_last, last = checkpointed_ring[(seen - 1) % window_samples], checkpointed_ring[seen % window_samples]
                 stall = known & ~unowned & slo_kernel.stalled(
                     serving_ring[(slot + 1) % window_samples], serving_ring[seen % window_samples],
-                    (second - first) / interval_seconds, (last - before_last) / interval_seconds, growing, stalling)
+                    (second - first) / interval_seconds, (last - before_last) / interval_seconds, growing, stalling,
+                    slo_kernel.column_sums(arrival_in_view[:, None] if arrival_in_view.ndim == 1 else arrival_in_view, row_of), most)
             risk = known & (worst_predicted > settings.limit) & ~unowned & ~stall
             if risk.any():
                 rows = np.flatnonzero(risk)

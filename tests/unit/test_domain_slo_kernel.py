@@ -363,19 +363,22 @@ def test_checkpoints_keep_pace(checkpoint, before, backlog, keep_pace) -> None:
 
 
 @pytest.mark.parametrize(
-    ("serving", "processed", "growing", "continuing", "stalled"),
+    ("serving", "processed", "growing", "continuing", "most", "stalled"),
     [
-        pytest.param((4, 8), (66.0, 1.0), True, False, True, id="more-instances-processed-less"),
-        pytest.param((4, 8), (66.0, 72.6), True, False, True, id="within-the-tolerance"),
-        pytest.param((4, 8), (66.0, 72.7), True, False, False, id="more-instances-raised-it"),
-        pytest.param((4, 4), (66.0, 1.0), True, False, False, id="no-more-instances-no-test"),
-        pytest.param((4, 8), (66.0, 1.0), False, False, False, id="a-backlog-that-does-not-grow"),
-        pytest.param((16, 32), (1.0, 2.0), True, True, True, id="a-recognised-stall-goes-on-while-it-grows"),
-        pytest.param((16, 32), (1.0, 2.0), False, True, False, id="and-ends-when-it-stops-growing"),
+        pytest.param((4, 8), (66.0, 1.0), True, False, 32.0, True, id="more-instances-processed-less"),
+        pytest.param((4, 8), (66.0, 16.4), True, False, 32.0, True, id="within-the-tolerance-no-count-serves"),
+        pytest.param((4, 8), (66.0, 16.6), True, False, 32.0, False, id="at-the-arrivals-the-maximum-would-serve"),
+        pytest.param((4, 8), (10.0, 11.1), True, False, 32.0, False, id="more-instances-raised-it"),
+        pytest.param((4, 8), (66.0, 1.0), True, False, 600.0, False, id="a-slow-down-more-instances-serve-is-no-stall"),
+        pytest.param((4, 4), (66.0, 1.0), True, False, 32.0, False, id="no-more-instances-no-test"),
+        pytest.param((4, 8), (66.0, 1.0), False, False, 32.0, False, id="a-backlog-that-does-not-grow"),
+        pytest.param((16, 32), (1.0, 2.0), True, True, 32.0, True, id="a-recognised-stall-goes-on-while-it-grows"),
+        pytest.param((16, 32), (1.0, 2.0), False, True, 32.0, False, id="and-ends-when-it-stops-growing"),
     ],
 )
-def test_stalled(serving, processed, growing, continuing, stalled) -> None:
-    assert bool(kernel.stalled(*serving, *processed, np.array([growing]), np.array([continuing]))[0]) is stalled
+def test_stalled(serving, processed, growing, continuing, most, stalled) -> None:
+    """Arrivals 66/s; ``most``: the highest count's worth of instances."""
+    assert bool(kernel.stalled(*serving, *processed, np.array([growing]), np.array([continuing]), 66.0, most)[0]) is stalled
 
 
 # --- oldest-event ages ------------------------------------------------------------------------------------------
