@@ -85,7 +85,7 @@ def snap_down(counts: Sequence[int], wanted: int) -> int:
 
 
 def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | None,
-                        by_owner: bool = False) -> tuple[float | None, bool]:
+                        by_owner: bool = False, lag_seconds: float = 0.0) -> tuple[float | None, bool]:
     """Events per second per serving instance over the last interval, and whether it was saturated.
 
     Only saturated intervals tell the real rate: when a partition ran dry, its owner idled part
@@ -109,6 +109,8 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
         # A queue has no sequence numbers: its completions per minute tell the rate.
         return slo_queue.interval_throughput(samples, ready_capacity)
     earlier_sources = {source.name: source for source in earlier.sources}
+    if lag_seconds:  # checkpoints as far behind as the learned delay only where they keep pace
+        lag_seconds = lag_seconds if _checkpoints_keep_pace(earlier, later) else 0.0
     done, busy, unmeasured, owners = [], [], [], []  # per partition of the later sample
     for source in later.sources:
         for partition, start in zip(source.partitions, _earlier_readings(earlier_sources.get(source.name), source),
@@ -123,7 +125,7 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
             done.append(partition.checkpoint - (start.checkpoint if start.checkpoint is not None else start.beginning - 1))
             if arrived < 0 or done[-1] < 0:
                 return None, False
-            busy.append(min(start.backlog, partition.backlog) > 2 * arrived)
+            busy.append(bool(slo_kernel.busy_partitions(start.backlog, partition.backlog, arrived, lag_seconds, elapsed)))
             unmeasured.append(False)
     if all(unmeasured):
         return None, False
@@ -131,6 +133,23 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
         np.array([float(sum(done))]), elapsed, np.array([float(ready_capacity)]), np.array(done, dtype=float)[:, None],
         np.array(busy)[:, None], np.array(unmeasured)[:, None], slo_kernel.Owners.of(tuple(owners), len(owners)) if by_owner else None)
     return float(observed[0]), bool(saturated[0])
+
+
+def _checkpoints_keep_pace(earlier: MetricSample, later: MetricSample) -> bool:
+    """Whether every partition with a backlog moved its checkpoint from ``earlier`` to ``later``
+    (``slo_kernel.checkpoints_keep_pace``): the checkpoints trail by a delay, not by the wait
+    between checkpoints written less often than collect runs, which the delay does not measure."""
+    earlier_sources = {source.name: source for source in earlier.sources}
+    for source in later.sources:
+        if not source.partitions:
+            continue
+        starts = _earlier_readings(earlier_sources.get(source.name), source)
+        now = np.array([-1.0 if p.checkpoint is None else float(p.checkpoint) for p in source.partitions])
+        then = np.array([-1.0 if start is None or start.checkpoint is None else float(start.checkpoint) for start in starts])
+        backlog = np.array([float(p.backlog) for p in source.partitions])
+        if not slo_kernel.checkpoints_keep_pace(now[:, None], then[:, None], backlog[:, None])[0]:
+            return False
+    return True
 
 
 def _earlier_readings(earlier: SourceReading | None, later: SourceReading) -> Sequence[PartitionReading | None]:
@@ -217,7 +236,8 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
     owners = serving_owners(samples)
     if owners == 0:
         return state
-    observed, saturated = interval_throughput(samples, owners or ready_capacity, by_owner=owners is not None)
+    observed, saturated = interval_throughput(samples, owners or ready_capacity, by_owner=owners is not None,
+                                              lag_seconds=_number(state.checkpoint_delay_seconds) if state.checkpoint_delay_seconds else 0.0)
     if observed is None:
         return state
     throughput, floor, waits, learned = slo_kernel.learned_throughput(  # (a batch of one as plain numbers)
@@ -340,7 +360,8 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
         state = learn_throughput(state, samples, ready_capacity)
     elif state.throughput_per_instance is None and len(samples) >= 2:
         state = raise_throughput_floor(state, samples, max(capacity, samples[-2].capacity or 0))
-    throughput = state.throughput_per_instance or target.slo.events_per_instance_per_second
+    learned = _known(slo_kernel.serving_throughput(_number(state.throughput_per_instance), _number(state.throughput_floor)))
+    throughput = learned or target.slo.events_per_instance_per_second
     throughput_source = "learned" if state.throughput_per_instance else "configured" if throughput else None
     if throughput is None and state.throughput_floor:
         # Not learned yet: the best rate instances have shown is a lower bound, enough to act

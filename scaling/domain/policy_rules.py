@@ -182,6 +182,8 @@ class SloSettings:
         KNOB["slo.scale_in_peak_seconds"].default
     scale_in_peak_full_noise: Annotated[float, knob("slo.scale_in_peak_full_noise"), NUMBER] = \
         KNOB["slo.scale_in_peak_full_noise"].default
+    stall_scale_to_minimum: Annotated[StrictBool, knob("slo.stall_scale_to_minimum")] = \
+        KNOB["slo.stall_scale_to_minimum"].default
 
     _document = document_keys()
 

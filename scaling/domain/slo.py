@@ -199,6 +199,65 @@ def _set_aside(outlook: SourceOutlook, hot: np.ndarray) -> SourceOutlook:
                    earlier_backlog=earlier)
 
 
+def _checkpoints_keep_pace(samples: Sequence[MetricSample], outlooks: Sequence[SourceOutlook]) -> bool:
+    """Whether every partition in view that holds a backlog moved its checkpoint over the last
+    interval (``slo_kernel.checkpoints_keep_pace``), source by source."""
+    if len(samples) < 2:
+        return False
+    earlier = {source.name: source for source in samples[-2].sources if source.ok}
+    for outlook, source in zip(outlooks, (s for s in samples[-1].sources if s.ok and s.partitions), strict=True):
+        before = earlier.get(source.name)
+        if before is None:
+            return False
+        by_id = {p.partition_id: p.checkpoint for p in before.partitions}
+        now = np.array([-1.0 if p.checkpoint is None else float(p.checkpoint) for p in source.partitions])
+        then = np.array([-1.0 if by_id.get(p.partition_id) is None else float(by_id[p.partition_id])
+                         for p in source.partitions])  # (-1: no checkpoint yet)
+        if not kernel.checkpoints_keep_pace(now[:, None], then[:, None], outlook.backlog[:, None])[0]:
+            return False
+    return True
+
+
+def _hub_checkpoints(sample: MetricSample) -> float:
+    """Events checkpointed so far over the sample's partitions (checkpoint + 1; 0 for none)."""
+    return float(sum(p.checkpoint + 1 for source in sample.sources if source.ok for p in source.partitions
+                     if p.checkpoint is not None))
+
+
+def _serving(sample: MetricSample, capacity: int) -> int | None:
+    """How many instances serve in ``sample`` as its ownership shows (``engine.serving_instances``'s
+    rule, ``slo_kernel.serving_count``); None without ownership."""
+    serving = None
+    for source in sample.sources:
+        if not source.ok or not source.partitions:
+            continue
+        if source.owners is None:
+            return None
+        count = int(kernel.serving_count(capacity, source.owners, len(source.partitions)))
+        serving = count if serving is None else min(serving, count)
+    return serving
+
+
+def _stall(samples: Sequence[MetricSample], capacity: int, growing: bool, continuing: bool, arrivals: float,
+           most: float) -> tuple | None:
+    """The serving counts and processed rates (``slo_kernel.stalled``) of the history's first
+    interval and its last, when they show a stall (or one recognised before goes on); else None."""
+    if not growing or len(samples) < 3:
+        return None
+    first, second, before_last, last = samples[0], samples[1], samples[-2], samples[-1]
+    serving = [_serving(sample, sample.capacity if sample.capacity is not None else capacity) for sample in (second, last)]
+    if None in serving:
+        return None
+    elapsed = [(b.collected_at - a.collected_at).total_seconds() for a, b in ((first, second), (before_last, last))]
+    if min(elapsed) <= 0:
+        return None
+    done = [(_hub_checkpoints(b) - _hub_checkpoints(a)) / seconds
+            for (a, b), seconds in zip(((first, second), (before_last, last)), elapsed, strict=True)]
+    if not kernel.stalled(serving[0], serving[1], done[0], done[1], True, continuing, arrivals, most):
+        return None
+    return (serving[0], serving[1]), (done[0], done[1])
+
+
 def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     """Scale out when the SLO is at risk, in to the cheapest count that holds (module docstring)."""
     samples, capacity, ready_capacity = situation.samples, situation.capacity, situation.ready_capacity
@@ -245,9 +304,15 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     # Checkpoints trail the consumers, so even idle consumers show an oldest event as old as the
     # checkpoint delay. Learn that delay as the floor of observed ages and read ages net of it.
     observed_worst = max(float(o.age_seconds.max()) for o in outlooks)
-    previous_delay = state.checkpoint_delay_seconds
-    delay = float(kernel.learned_checkpoint_delay(observed_worst, math.nan if previous_delay is None else previous_delay,
-                                                  interval, slo.max_event_age_seconds * kernel.CHECKPOINT_DELAY_CEILING))
+    previous_delay = math.nan if state.checkpoint_delay_seconds is None else state.checkpoint_delay_seconds
+    dense = all(bool(kernel.dense_arrivals(o.arrival_rate, o.recent_arrival_rate, previous_delay, interval)[0]) for o in outlooks)
+    steady = (enough_history and ready_capacity >= capacity >= counts[-1] and _checkpoints_keep_pace(samples, outlooks)
+              and all(bool(kernel.backlog_flat(o.backlog[:, None], o.earlier_backlog[:, None], o.arrival_rate[:, None],
+                                               interval * kernel.FLAT_TOLERANCE)[0])
+                      for o in outlooks if o.earlier_backlog is not None))
+    delay = float(kernel.learned_checkpoint_delay(observed_worst, previous_delay, interval,
+                                                  slo.max_event_age_seconds * kernel.CHECKPOINT_DELAY_CEILING, dense, steady,
+                                                  slo.max_event_age_seconds * kernel.CHECKPOINT_DELAY_STEADY_CEILING))
     new_state = replace(state, checkpoint_delay_seconds=delay)
     since_latest += delay
     react = since_latest + interval + slo.provisioning_delay_seconds
@@ -310,6 +375,30 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
                          "capacity; holding until they are owned again", sizing_note, *hot_reasons),
                         metrics, new_state)
 
+    # No scale-in while the backlog (of the partitions in view) grows: the instances serve less
+    # than arrives, and fewer would serve less still, whatever the model says they can do.
+    growing = [kernel.backlog_growing(o.backlog[:, None], o.earlier_backlog[:, None], o.arrival_rate[:, None], interval)[0]
+               for o in outlooks if o.earlier_backlog is not None]
+    arriving = sum(float(kernel.column_sums(o.arrival_rate[:, None])[0]) for o in outlooks)
+    most = min(float(kernel.most_instances(o.partitions, counts[-1], kernel.per_instance_table(o.partitions, counts[-1])))
+               for o in outlooks)
+    stall = _stall(samples, capacity, any(growing), state.last_reason_code == "stall", arriving, most)
+    if stall is not None:
+        (before, now), (done_before, done_now) = stall
+        metrics["stall_processed_per_second"] = round(done_now, 3)
+        if slo.stall_scale_to_minimum:
+            return Proposal(counts[0], DOWN, "stall",
+                            (f"stall: {now} instances process {done_now:.1f}/s where {before} processed {done_before:.1f}/s, "
+                             f"the backlog grows (arrivals {total_rate:.1f}/s): more instances do not help; "
+                             f"scaling to the minimum ({counts[0]}) until the consumers recover (stall_scale_to_minimum)",
+                             sizing_note, *hot_reasons),
+                            metrics, new_state)
+        return Proposal(None, HOLD, "stall",
+                        (f"stall: {now} instances process {done_now:.1f}/s where {before} processed {done_before:.1f}/s, "
+                         f"the backlog grows (arrivals {total_rate:.1f}/s): more instances do not help; holding {capacity} "
+                         "so that the recovery drains at once", sizing_note, *hot_reasons),
+                        metrics, new_state)
+
     if worst_predicted > limit:
         # Serve the forecast and drain what will have piled up by the time new instances serve.
         drain_seconds, drain_note = scale_out_drain(target, situation, worst_predicted)
@@ -330,10 +419,6 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         return Proposal(None, HOLD, "too_few_samples",
                         (f"holding: rates need {slo.rate_window_seconds:.0f}s of history before any scale-in", *hot_reasons),
                         metrics, new_state)
-    # No scale-in while the backlog (of the partitions in view) grows: the instances serve less
-    # than arrives, and fewer would serve less still, whatever the model says they can do.
-    growing = [kernel.backlog_growing(o.backlog[:, None], o.earlier_backlog[:, None], o.arrival_rate[:, None], interval)[0]
-               for o in outlooks if o.earlier_backlog is not None]
     if any(growing):
         grown = sum(float((o.backlog - o.earlier_backlog).sum()) for o in outlooks if o.earlier_backlog is not None)
         return Proposal(None, HOLD, "backlog_growing",

@@ -46,6 +46,16 @@ UNCONFIRMED_DROP = 0.2
 #: far while consumers stay saturated.
 CHECKPOINT_DELAY_DRIFT = 0.5
 CHECKPOINT_DELAY_CEILING = 0.25
+#: How much the processed rate may rise with more instances and still count as a stall (``stalled``).
+STALL_TOLERANCE = 0.1
+#: Events per partition, on average, over the checkpoint delay for an age reading to change the learned delay.
+DENSE_EVENTS = 10.0
+#: While the hub is steady (``learned_checkpoint_delay``), the learned delay follows an age that
+#: stays above it by this fraction of the gap per evaluation, up to this fraction of the SLO.
+CHECKPOINT_DELAY_FOLLOW = 0.1
+CHECKPOINT_DELAY_STEADY_CEILING = 0.7
+#: How little the backlog may change over the rate window, in intervals' arrivals, to count as flat.
+FLAT_TOLERANCE = 0.1
 #: How many standard errors of its slope a rise of the arrivals must clear to count as a trend:
 #: a flat but noisy rate is no reason to hold capacity.
 TREND_CONFIDENCE = 1.0
@@ -245,6 +255,17 @@ def observed_throughput(processed: np.ndarray, elapsed: float, serving: np.ndarr
     return observed, saturated
 
 
+def busy_partitions(start_backlog, end_backlog, arrived, lag_seconds, elapsed):
+    """Where a partition was saturated over an interval of ``elapsed`` seconds in which
+    ``arrived`` events came: it held, at both ends, more than two intervals' arrivals (room for
+    checkpoints trailing by up to an interval), and, where the checkpoints trail by more than an
+    interval (``lag_seconds``: the learned checkpoint delay), more by the arrivals over that lag.
+    A consumer that keeps up shows a backlog of the arrivals over the lag: counted as busy,
+    every partition of a hub whose checkpoints trail by 150 s or more reads saturated, and the
+    rate is learned as arrivals / owners (issue 48: 3.5/s where the truth is 16.7/s)."""
+    return minimum(start_backlog, end_backlog) > arrived * (2.0 + where(lag_seconds > elapsed, lag_seconds, 0.0) / elapsed)
+
+
 def learned_throughput(throughput: np.ndarray, floor: np.ndarray, held_back: np.ndarray, observed: np.ndarray,
                        saturated: np.ndarray, learning: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Fold an interval's per-instance rate into what is learned, where ``learning`` (NaN: none yet).
@@ -260,18 +281,54 @@ def learned_throughput(throughput: np.ndarray, floor: np.ndarray, held_back: np.
     blended = (1 - THROUGHPUT_LEARNING_RATE) * throughput + THROUGHPUT_LEARNING_RATE * observed
     throughput = where(rows, where(is_nan(throughput), observed, blended), throughput)
     raised = learning & negation(saturated) & (observed > where(is_nan(floor), 0.0, floor))
-    return throughput, where(raised, observed, floor), where(doubtful, observed, math.nan), rows
+    # A saturated reading learned below the floor shows the instances no longer do what they did
+    # (a slow-down): the floor is what they do now, not the best they ever did.
+    lowered = rows & (observed < floor)  # (NaN: False)
+    return throughput, where(raised | lowered, observed, floor), where(doubtful, observed, math.nan), rows
 
 
-def learned_checkpoint_delay(worst_age, previous, interval, ceiling):
+def serving_throughput(throughput, floor):
+    """The per-instance rate to size by: the learned one (NaN: none), never below the ``floor``
+    the instances have shown since (an unsaturated interval can only raise it), less the
+    ``UNCONFIRMED_DROP`` the learning itself doubts (one interval's checkpoints may overstate
+    what was processed; where the two agree this close, the learned rate stands). A rate learned
+    during a slow-down would otherwise stay low for good: an over-provisioned hub is never
+    saturated again to correct it (issue 48: the 15% slow-down row at 32 instances for hours)."""
+    bound = where(is_nan(floor), throughput, floor * (1 - UNCONFIRMED_DROP))
+    return where(is_nan(throughput), throughput, maximum(throughput, bound))
+
+
+def learned_checkpoint_delay(worst_age, previous, interval, ceiling, dense=True, steady=False, steady_ceiling=0.0):
     """The checkpoint delay learned from the worst oldest-event age now (NaN ``previous``: none yet).
 
     Checkpoints trail the consumers, so even idle ones show an oldest event as old as the delay:
     it is the floor of the ages seen. It may creep up by ``CHECKPOINT_DELAY_DRIFT`` only while the
-    ages are as low as checkpoints alone explain (within ``interval`` of it), never past ``ceiling``."""
+    ages are as low as checkpoints alone explain (within ``interval`` of it), never past ``ceiling``.
+
+    A reading that is not ``dense`` (``dense_arrivals``: too few arrivals for the oldest event to
+    have waited as long as the delay, a quiet spell) changes nothing: NASA's outage read the ages
+    near 0 and reset a 75 s delay to 0.5 s. And while the hub is ``steady`` (every instance the
+    bounds allow serves and the backlog stays flat, ``backlog_flat``) an age that stays above the
+    delay is the checkpoints' (more instances are not to be had, and the backlog does not grow),
+    so the delay follows it by ``CHECKPOINT_DELAY_FOLLOW`` of the gap per evaluation, up to
+    ``steady_ceiling`` (issue 48: checkpoints 180 s late read as a standing 105 s backlog)."""
     creep = where(worst_age <= previous + interval, CHECKPOINT_DELAY_DRIFT, 0.0)  # (NaN: 0)
-    delay = where(is_nan(previous), worst_age, minimum(worst_age, previous + creep))
-    return minimum(delay, ceiling)
+    crept = minimum(minimum(worst_age, previous + creep), maximum(ceiling, previous))
+    follows = steady & (worst_age > previous)  # (NaN: False)
+    followed = minimum(previous + CHECKPOINT_DELAY_FOLLOW * (worst_age - previous), maximum(steady_ceiling, ceiling))
+    kept = where(dense, where(follows, maximum(followed, crept), crept), previous)
+    return where(is_nan(previous), minimum(worst_age, ceiling), kept)
+
+
+def dense_arrivals(arrival_rate, recent_rate, delay, interval, row_of=None):
+    """Per candidate, whether the partitions in view received, over the checkpoint ``delay`` (at
+    least an ``interval``), ``DENSE_EVENTS`` events each on average, at the lower of the rate
+    window's and the last interval's arrivals: enough for the oldest event's age to show the
+    delay (a partition that received nothing since its checkpoint looks caught up)."""
+    partitions = len(row_of) if row_of is not None else arrival_rate.shape[0]
+    span = where(is_nan(delay), interval, maximum(delay, interval))
+    rate = minimum(column_sums(_per_candidate(arrival_rate), row_of), column_sums(_per_candidate(recent_rate), row_of))
+    return rate * span >= DENSE_EVENTS * partitions
 
 
 # --- rates and ages from the sequence-number history ---------------------------------------------
@@ -547,6 +604,39 @@ def backlog_growing(backlog: np.ndarray, earlier: np.ndarray, arrival_rate: np.n
     what checkpoints written now and then explain. No scale-in then: fewer instances serve less."""
     grown = column_sums(backlog - earlier, row_of)
     return grown > column_sums(arrival_rate, row_of) * tolerance_seconds
+
+
+def backlog_flat(backlog: np.ndarray, earlier: np.ndarray, arrival_rate: np.ndarray, tolerance_seconds,
+                 row_of: np.ndarray | None = None) -> np.ndarray:
+    """Per candidate, whether the backlog (as ``backlog_growing`` reads it) neither grew nor
+    shrank since the ``earlier`` reading by more than ``tolerance_seconds`` of the arrivals: the
+    consumers process what arrives (a backlog that drains is no evidence: its ages are real)."""
+    grown = column_sums(backlog - earlier, row_of)
+    return np.abs(grown) <= column_sums(arrival_rate, row_of) * tolerance_seconds
+
+
+def stalled(serving_before, serving_now, processed_before, processed_now, growing, continuing, arrivals, most):
+    """Per candidate, whether the consumers stalled: the backlog grows, and either a stall was
+    recognised before (``continuing``) or now: more instances serve than at the start of the
+    history (``serving_before``, ``serving_now``), the processed rate (events/s over the
+    history's first interval and its last) did not rise by more than ``STALL_TOLERANCE`` with
+    them, and at what each serving instance processes now even ``most`` instances (the highest
+    count's worth, ``most_instances``) would not keep up with the ``arrivals``. More instances
+    do not help then (a downstream that stopped, a poison message): more still would only cost,
+    and fewer would leave the recovery short. (A slow-down that more instances do serve, or a
+    rebalance pause, is no stall.)"""
+    recognised = ((serving_now > serving_before) & (processed_now <= processed_before * (1.0 + STALL_TOLERANCE))
+                  & (processed_now / maximum(serving_now, 1) * most < arrivals))
+    return growing & (continuing | recognised)
+
+
+def checkpoints_keep_pace(checkpoint: np.ndarray, before: np.ndarray, backlog: np.ndarray) -> np.ndarray:
+    """Per candidate, whether every partition holding a ``backlog`` (partitions x candidates) moved
+    its ``checkpoint`` since the reading ``before``: the
+    checkpoints are written at every collection. Where they are written less often, an age
+    that stays old is (part of) the wait between them, which the delay must not learn: a delay
+    learned from checkpoints every 470 s hid a real backlog (148 violation minutes)."""
+    return ((backlog <= 0) | (checkpoint > before)).all(axis=0)
 
 
 def _per_candidate(rates: np.ndarray) -> np.ndarray:

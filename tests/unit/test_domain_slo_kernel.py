@@ -228,6 +228,10 @@ def test_budget_of_a_scale_in_and_of_an_action(tokens, allowed, left) -> None:
         pytest.param(None, None, None, 5.0, False, (None, 5.0, None, False), id="unsaturated-raises-the-floor"),
         pytest.param(None, 6.0, None, 5.0, False, (None, 6.0, None, False), id="unsaturated-below-the-floor"),
         pytest.param(10.0, 0.0, None, 5.0, False, (10.0, 5.0, None, False), id="a-floor-of-zero-is-raised"),
+        # issue 48: a confirmed saturated reading below the floor shows what the instances do now
+        pytest.param(10.0, 9.0, 7.5, 7.0, True, (0.7 * 10 + 0.3 * 7.0, 7.0, None, True), id="a-confirmed-drop-lowers-the-floor"),
+        pytest.param(10.0, 9.0, None, 7.0, True, (10.0, 9.0, 7.0, False), id="an-unconfirmed-drop-leaves-the-floor"),
+        pytest.param(10.0, 9.0, None, 9.0, True, (0.7 * 10 + 0.3 * 9.0, 9.0, None, True), id="a-reading-at-the-floor-leaves-it"),
     ],
 )
 def test_learned_throughput(throughput, floor, held_back, observed, saturated, expected) -> None:
@@ -255,6 +259,126 @@ def test_nothing_is_learned_where_not_learning() -> None:
 )
 def test_learned_checkpoint_delay(worst, previous, expected) -> None:
     assert kernel.learned_checkpoint_delay(one(worst), one(previous), 60.0, 75.0)[0] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("worst", "previous", "dense", "steady", "expected"),
+    [
+        pytest.param(0.5, 180.0, False, False, 180.0, id="a-quiet-spell-lowers-nothing"),
+        pytest.param(0.5, 180.0, True, False, 0.5, id="a-dense-reading-lowers-it"),
+        pytest.param(180.0, 75.0, True, False, 75.0, id="old-ages-are-no-delay-unless-steady"),
+        pytest.param(180.0, 75.0, True, True, 75.0 + 0.1 * 105.0, id="steady-follows-a-tenth-of-the-gap"),
+        pytest.param(180.0, 75.0, False, True, 75.0, id="steady-but-quiet-keeps-it"),
+        pytest.param(400.0, 200.0, True, True, 210.0, id="steady-never-past-its-ceiling"),
+        pytest.param(150.0, 120.0, True, False, 120.0, id="above-the-ceiling-it-creeps-no-further"),
+        pytest.param(100.0, 120.0, True, True, 100.0, id="steady-lower-ages-lower-it"),
+        pytest.param(500.0, None, True, True, 75.0, id="first-reading-at-most-the-ceiling"),
+    ],
+)
+def test_learned_checkpoint_delay_dense_and_steady(worst, previous, dense, steady, expected) -> None:
+    learned = kernel.learned_checkpoint_delay(one(worst), one(previous), 60.0, 75.0, np.array([dense]), np.array([steady]),
+                                              210.0)
+    assert learned[0] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("recent", "delay", "dense"),
+    [
+        pytest.param(10 / 60, None, True, id="ten-events-an-interval-without-a-delay"),
+        pytest.param(9.9 / 60, None, False, id="fewer-over-an-interval"),
+        pytest.param(10 / 180, 180.0, True, id="ten-events-over-the-delay"),
+        pytest.param(9.9 / 180, 180.0, False, id="fewer-over-the-delay"),
+        pytest.param(10 / 60, 30.0, True, id="a-short-delay-counts-an-interval"),
+    ],
+)
+def test_dense_arrivals(recent, delay, dense) -> None:
+    """Per partition on average, at the lower of the rate window's and the last interval's rates."""
+    rates = np.full(4, recent)
+    assert bool(kernel.dense_arrivals(rates, rates, one(delay), 60.0)[0]) is dense
+    assert bool(kernel.dense_arrivals(rates * 2, rates, one(delay), 60.0)[0]) is dense  # (the lower of the two)
+    assert bool(kernel.dense_arrivals(rates, rates * 2, one(delay), 60.0)[0]) is dense
+
+
+@pytest.mark.parametrize(
+    ("backlog", "lag", "busy"),
+    [
+        pytest.param(201.0, 0.0, True, id="over-two-intervals"),
+        pytest.param(200.0, 0.0, False, id="at-two-intervals"),
+        pytest.param(201.0, 60.0, True, id="a-lag-of-an-interval-is-allowed-for-already"),
+        pytest.param(201.0, 61.0, False, id="a-longer-lag-counts-whole"),
+        pytest.param(301.7, 61.0, True, id="over-two-intervals-and-the-lag"),
+        pytest.param(500.0, 180.0, False, id="checkpoints-180-s-late-at-five-intervals"),
+        pytest.param(501.0, 180.0, True, id="beyond-the-lag"),
+    ],
+)
+def test_busy_partitions(backlog, lag, busy) -> None:
+    """100 events arrived over a 60 s interval; the backlog at both ends."""
+    assert bool(kernel.busy_partitions(backlog, backlog + 50.0, 100.0, lag, 60.0)) is busy
+
+
+@pytest.mark.parametrize(
+    ("throughput", "floor", "expected"),
+    [
+        pytest.param(None, 10.0, None, id="nothing-learned-stays-nothing"),
+        pytest.param(5.0, None, 5.0, id="no-floor"),
+        pytest.param(5.0, 10.0, 8.0, id="a-rate-far-below-the-floor-rises-to-its-80-percent"),
+        pytest.param(8.0, 10.0, 8.0, id="at-80-percent-of-the-floor-stands"),
+        pytest.param(9.0, 10.0, 9.0, id="within-20-percent-stands"),
+        pytest.param(16.0, 10.0, 16.0, id="above-the-floor-stands"),
+    ],
+)
+def test_serving_throughput(throughput, floor, expected) -> None:
+    np.testing.assert_allclose(kernel.serving_throughput(one(throughput), one(floor)), one(expected))
+    plain = kernel.serving_throughput(NAN if throughput is None else throughput, NAN if floor is None else floor)
+    assert (math.isnan(plain) if expected is None else plain == pytest.approx(expected))  # the engine's batch of one
+
+
+@pytest.mark.parametrize(
+    ("now", "earlier", "flat"),
+    [
+        pytest.param([106.0, 100.0], [100.0, 100.0], True, id="grew-by-the-tolerance"),
+        pytest.param([106.1, 100.0], [100.0, 100.0], False, id="grew-beyond-it"),
+        pytest.param([94.0, 100.0], [100.0, 100.0], True, id="shrank-by-the-tolerance"),
+        pytest.param([93.9, 100.0], [100.0, 100.0], False, id="drains-beyond-it"),
+    ],
+)
+def test_backlog_flat(now, earlier, flat) -> None:
+    """Arrivals 1/s on each of two partitions, a tolerance of 3 s of them: 6 events."""
+    column = np.array(now)[:, None], np.array(earlier)[:, None], np.ones((2, 1))
+    assert bool(kernel.backlog_flat(*column, 3.0)[0]) is flat
+
+
+@pytest.mark.parametrize(
+    ("checkpoint", "before", "backlog", "keep_pace"),
+    [
+        pytest.param([5.0, 7.0], [4.0, 6.0], [10.0, 10.0], True, id="every-checkpoint-moved"),
+        pytest.param([5.0, 6.0], [4.0, 6.0], [10.0, 10.0], False, id="one-waits-with-a-backlog"),
+        pytest.param([5.0, 6.0], [4.0, 6.0], [10.0, 0.0], True, id="one-waits-caught-up"),
+        pytest.param([5.0, 0.0], [4.0, 0.0], [10.0, 3.0], False, id="none-yet-with-a-backlog"),
+    ],
+)
+def test_checkpoints_keep_pace(checkpoint, before, backlog, keep_pace) -> None:
+    arrays = (np.array(values)[:, None] for values in (checkpoint, before, backlog))
+    assert bool(kernel.checkpoints_keep_pace(*arrays)[0]) is keep_pace
+
+
+@pytest.mark.parametrize(
+    ("serving", "processed", "growing", "continuing", "most", "stalled"),
+    [
+        pytest.param((4, 8), (66.0, 1.0), True, False, 32.0, True, id="more-instances-processed-less"),
+        pytest.param((4, 8), (66.0, 16.4), True, False, 32.0, True, id="within-the-tolerance-no-count-serves"),
+        pytest.param((4, 8), (66.0, 16.6), True, False, 32.0, False, id="at-the-arrivals-the-maximum-would-serve"),
+        pytest.param((4, 8), (10.0, 11.1), True, False, 32.0, False, id="more-instances-raised-it"),
+        pytest.param((4, 8), (66.0, 1.0), True, False, 600.0, False, id="a-slow-down-more-instances-serve-is-no-stall"),
+        pytest.param((4, 4), (66.0, 1.0), True, False, 32.0, False, id="no-more-instances-no-test"),
+        pytest.param((4, 8), (66.0, 1.0), False, False, 32.0, False, id="a-backlog-that-does-not-grow"),
+        pytest.param((16, 32), (1.0, 2.0), True, True, 32.0, True, id="a-recognised-stall-goes-on-while-it-grows"),
+        pytest.param((16, 32), (1.0, 2.0), False, True, 32.0, False, id="and-ends-when-it-stops-growing"),
+    ],
+)
+def test_stalled(serving, processed, growing, continuing, most, stalled) -> None:
+    """Arrivals 66/s; ``most``: the highest count's worth of instances."""
+    assert bool(kernel.stalled(*serving, *processed, np.array([growing]), np.array([continuing]), 66.0, most)[0]) is stalled
 
 
 # --- oldest-event ages ------------------------------------------------------------------------------------------

@@ -84,6 +84,7 @@ def test_the_stress_scenarios_match_too(name: str, expiry: float) -> None:
 @pytest.mark.parametrize(("changes", "traffic"), [
     pytest.param({"slowdowns": ((200.0, 120.0, 0.2, 0.0),)}, 0.4, id="slow-consumers"),
     pytest.param({"slowdowns": ((200.0, 45.0, 0.01, 0.0),)}, 0.4, id="stalled-consumers"),
+    pytest.param({"slowdowns": ((300.0, 45.0, 0.01, 0.0),)}, 0.4, id="a-stall-held"),  # (past the quiet spell: reason stall)
     pytest.param({"peak_instances": 11.0}, 1.0, id="traffic-beyond-the-maximum"),
     pytest.param({"checkpoint_interval_seconds": 300.0}, 0.4, id="rare-checkpoints"),
     pytest.param({"checkpoint_delay_seconds": 180.0}, 0.4, id="late-checkpoints"),

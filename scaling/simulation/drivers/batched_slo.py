@@ -51,6 +51,8 @@ def supports(target: TargetPolicy) -> bool:
     """Whether ``simulate_slo_batch`` reproduces the engine for this target exactly."""
     if target.mode != "slo" or target.bounds.min_instances < 1 or target.profiles:  # profiles: the engine's
         return False
+    if target.slo.stall_scale_to_minimum:  # (a stall's scale-in to the minimum: the engine's)
+        return False
     slo = target.slo
     seconds = (slo.provisioning_delay_seconds, slo.rate_window_seconds, target.window_seconds, slo.scale_in_peak_seconds,
                target.scale_up.cooldown_seconds, target.scale_down.cooldown_seconds)
@@ -99,6 +101,7 @@ class _Candidates:
         self.cooldown_down = np.array([float(t.scale_down.cooldown_seconds) for t in targets])
         self.limit = self.max_age - self.safety
         self.delay_ceiling = self.max_age * slo_kernel.CHECKPOINT_DELAY_CEILING
+        self.delay_steady_ceiling = self.max_age * slo_kernel.CHECKPOINT_DELAY_STEADY_CEILING
 
 
 def _rows_by(keys: Sequence, build) -> np.ndarray:
@@ -172,6 +175,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     partition_backlog = np.zeros((partitions, count))
     # Each partition's backlog at the samples in the window (a ring by sample number): whether it grows.
     backlog_ring = np.zeros((window_samples, partitions, count))
+    # ... and the events checkpointed and the instances serving at each (slo._stall: a stall).
+    checkpointed_ring = np.zeros((window_samples, count))
+    serving_ring = np.zeros((window_samples, count), dtype=np.int64)
+    stalling = np.zeros(count, dtype=bool)  # the last decision was a stall's hold (state.last_reason_code)
     owned_by: slo_kernel.Owners | None = None  # the sizing's owners, as last read
     row_of = layout.row_of if layout.groups is not None else None  # (each partition's row, where rows stand for several)
     most = slo_kernel.most_instances(partitions, settings.highest, per_instance)  # instances' worth at the highest count
@@ -219,6 +226,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         # capacity has one), unless fewer show within an interval past the provisioning delay.
         sample_interval = interval_seconds if samples >= 2 else 60.0  # the engine reads it off the samples
         serving = slo_kernel.serving_count(capacity, live_owners, partitions)
+        checkpointed_ring[seen % window_samples] = checkpoints.sum(axis=0)
+        serving_ring[seen % window_samples] = serving
         ready = slo_kernel.ready_instances(ready, serving, moment < pending_at + sample_interval)  # (NaN: not due)
         ready_state = ready
 
@@ -236,7 +245,12 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 # A busy partition held over two intervals' arrivals at both ends; one without a
                 # checkpoint is unmeasured (and one without a live owner measures no owner).
                 arrived_each = enqueued_now - world.enqueued_at(now - interval)
-                busy = (np.minimum(previous_partition_backlog, partition_backlog) > 2 * arrived_each) & (checkpoints > 0)
+                # (beyond what checkpoints as far behind as the learned delay explain)
+                lag = np.where(np.isnan(delay) | (delay == 0), 0.0, delay)
+                if lag.any():  # (only where the checkpoints keep pace: engine.interval_throughput)
+                    lag = np.where(slo_kernel.checkpoints_keep_pace(checkpoints, previous_checkpoints, partition_backlog), lag, 0.0)
+                busy = slo_kernel.busy_partitions(previous_partition_backlog, partition_backlog, arrived_each, lag,
+                                                  interval_seconds) & (checkpoints > 0)
                 observed, saturated = slo_kernel.observed_throughput(
                     processed, interval_seconds, np.maximum(live_owners, 1), checkpoints - previous_checkpoints, busy,
                     checkpoints <= 0, owned_by)
@@ -251,7 +265,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 observed = (oldest_sum - previous_oldest_sum) / interval_seconds / np.maximum(capacity, previous_capacity)
                 _, floor, _, _ = slo_kernel.learned_throughput(throughput, floor, np.full(count, np.nan), observed,
                                                                np.zeros(count, dtype=bool), bounding)
-        rate = np.where(np.isnan(throughput), np.where(np.isnan(settings.prior), floor, settings.prior), throughput)
+        rate = np.where(np.isnan(throughput), np.where(np.isnan(settings.prior), floor, settings.prior),
+                        slo_kernel.serving_throughput(throughput, floor))
         known = rate > 0  # (NaN compares False: not known)
 
         # --- the proposal -----------------------------------------------------------------------
@@ -266,6 +281,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             upward |= rising
 
         down_rows = np.zeros(0, dtype=np.int64)
+        stall = np.zeros(count, dtype=bool)
         if known.any():
             rate = np.where(known, rate, 1.0)
             window = positions[now - interval * (samples - 1): now + 1: interval]  # (samples, partition), oldest first
@@ -286,7 +302,33 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             if any_hot:
                 ages = np.where(hot, 0.0, ages)
 
-            learned_delay = slo_kernel.learned_checkpoint_delay(ages.max(axis=0), delay, sample_interval, settings.delay_ceiling)
+            # slo.propose: a quiet spell (too few arrivals to show the delay) changes no learned delay,
+            # and while every instance the bounds allow serves and the backlog in view stays flat over
+            # the rate window, the delay follows an age that stays above it.
+            enough_history = (samples - 1) * interval_seconds >= rate_window
+            earlier = backlog_ring[(seen - (samples - 1 - base)) % window_samples]
+            by_partition = arrival if row_of is None else arrival[row_of]
+            if by_partition.ndim == 1:  # (shared by the candidates)
+                by_partition = np.broadcast_to(by_partition[:, None], partition_backlog.shape)
+            now_backlog, arrival_in_view, recent_in_view = partition_backlog, arrival, recent_rate
+            if any_hot:
+                hot_partition = hot if row_of is None else hot[row_of]
+                now_backlog = np.where(hot_partition, 0.0, partition_backlog)
+                earlier = np.where(hot_partition, 0.0, earlier)
+                by_partition = np.where(hot_partition, 0.0, by_partition)
+                arrival_in_view = np.where(hot, 0.0, arrival[:, None] if arrival.ndim == 1 else arrival)
+                recent_in_view = np.where(hot, 0.0, recent_rate[:, None] if recent_rate.ndim == 1 else recent_rate)
+            dense = slo_kernel.dense_arrivals(arrival_in_view, recent_in_view, delay, sample_interval, row_of)
+            steady = enough_history & (ready >= capacity) & (capacity >= settings.highest)
+            if steady.any():
+                in_view = partition_backlog if not any_hot else np.where(hot if row_of is None else hot[row_of], 0.0,
+                                                                         partition_backlog)
+                steady &= slo_kernel.checkpoints_keep_pace(checkpoints, previous_checkpoints, in_view) if samples >= 2 \
+                    else np.zeros(count, dtype=bool)
+            if steady.any():
+                steady &= slo_kernel.backlog_flat(now_backlog, earlier, by_partition, sample_interval * slo_kernel.FLAT_TOLERANCE)
+            learned_delay = slo_kernel.learned_checkpoint_delay(ages.max(axis=0), delay, sample_interval, settings.delay_ceiling,
+                                                                dense, steady, settings.delay_steady_ceiling)
             delay = np.where(known, learned_delay, delay)
             react = learned_delay + sample_interval + settings.provisioning
             forecast = slo_kernel.forecast_rates(arrival, recent_rate, settings.headroom_factor)
@@ -311,37 +353,45 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             worst_predicted = np.maximum(0.0, then.max(axis=0))
             # slo.propose holds while some partitions have no live owner (others have one).
             unowned = (owners_now < 0).any(axis=0) & (live_owners > 0)
-            risk = known & (worst_predicted > settings.limit) & ~unowned
+            # slo.propose: a stall (more instances did not raise the processed rate while the
+            # backlog in view grows, or one recognised before goes on) holds the count.
+            growing = slo_kernel.backlog_growing(now_backlog, earlier, by_partition, sample_interval)
+            if samples >= 3 and (growing & known & ~unowned).any():
+                slot = seen - (samples - 1)
+                first, second = checkpointed_ring[slot % window_samples], checkpointed_ring[(slot + 1) % window_samples]
+                before_last, last = checkpointed_ring[(seen - 1) % window_samples], checkpointed_ring[seen % window_samples]
+                stall = known & ~unowned & slo_kernel.stalled(
+                    serving_ring[(slot + 1) % window_samples], serving_ring[seen % window_samples],
+                    (second - first) / interval_seconds, (last - before_last) / interval_seconds, growing, stalling,
+                    slo_kernel.column_sums(arrival_in_view[:, None] if arrival_in_view.ndim == 1 else arrival_in_view, row_of), most)
+            risk = known & (worst_predicted > settings.limit) & ~unowned & ~stall
             if risk.any():
                 rows = np.flatnonzero(risk)
                 since = learned_delay[rows]
                 wanted_rate = forecast[:, rows]
                 drain = slo_kernel.drain_seconds(settings.dwell[rows], settings.max_age[rows], measured[rows],
                                                  worst_predicted[rows])
-                need = slo_kernel.scale_out_need(wanted_rate, waiting[:, rows], settings.provisioning[rows], since,
-                                                 settings.safety[rows], drain)
+                if layout.groups is None:
+                    need = slo_kernel.scale_out_need(wanted_rate, waiting[:, rows], settings.provisioning[rows], since,
+                                                     settings.safety[rows], drain)
+                    loads = _owner_loads(need, rows, *sizing)
+                else:  # the need holds each partition's own backlog: equal shares no longer mean equal rows
+                    hot_partition = hot[row_of][:, rows] if any_hot else None
+                    held = partition_backlog[:, rows] if hot_partition is None else np.where(hot_partition, 0.0,
+                                                                                               partition_backlog[:, rows])
+                    need = slo_kernel.scale_out_need(wanted_rate[row_of], held, settings.provisioning[rows], since,
+                                                     settings.safety[rows], drain)
+                    loads = slo_kernel.OwnerLoads(need, hot_partition, owned_by.of_columns(rows), rate[rows], per_instance,
+                                                  by_draw[rows])
                 proposal[rows] = slo_kernel.scale_out_counts(settings.levels[rows], settings.valid_level[rows], capacity[rows],
-                                                             settings.highest[rows], settings.top,
-                                                             [(_owner_loads(need, rows, *sizing), need)])
+                                                             settings.highest[rows], settings.top, [(loads, need)])
                 upward[rows] = True
 
             # Scale-in: worked out only where the cooldown and the action budget would let it act.
-            enough_history = (samples - 1) * interval_seconds >= rate_window
             if enough_history:
-                eligible = (known & ~risk & ~unowned & _scale_in_allowed(settings, tokens, tokens_at, last_action, moment)
+                eligible = (known & ~risk & ~unowned & ~stall & _scale_in_allowed(settings, tokens, tokens_at, last_action, moment)
                             & (settings.lowest < capacity))
-                if eligible.any():  # slo.propose: no scale-in while the backlog in view grows
-                    earlier = backlog_ring[(seen - (samples - 1 - base)) % window_samples]
-                    by_partition = arrival if row_of is None else arrival[row_of]
-                    if by_partition.ndim == 1:  # (shared by the candidates)
-                        by_partition = np.broadcast_to(by_partition[:, None], partition_backlog.shape)
-                    now_backlog = partition_backlog
-                    if any_hot:
-                        hot_partition = hot if row_of is None else hot[row_of]
-                        now_backlog = np.where(hot_partition, 0.0, partition_backlog)
-                        earlier = np.where(hot_partition, 0.0, earlier)
-                        by_partition = np.where(hot_partition, 0.0, by_partition)
-                    eligible &= ~slo_kernel.backlog_growing(now_backlog, earlier, by_partition, sample_interval)
+                eligible &= ~growing  # slo.propose: no scale-in while the backlog in view grows
                 if eligible.any():
                     # slo.propose: a scale-in holds against the busiest interval of the history too.
                     # (each candidate's busiest interval among those ending within its scale_in_peak_seconds)
@@ -374,15 +424,17 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         downward[down_rows] = True
         outside = (capacity < settings.lowest) | (capacity > settings.highest)
         rows = np.flatnonzero(upward | downward | outside)
+        stalling = stall
         if not rows.size:
             continue
         at = capacity[rows]
         budget = slo_kernel.action_tokens(settings.budget[rows], tokens[rows], moment - tokens_at[rows])
-        wanted, rising, _, _, verdict = slo_kernel.gates(
+        wanted, rising, raised, lowered, verdict = slo_kernel.gates(
             at, proposal[rows], upward[rows], downward[rows],
             settings.snap_up[rows, np.minimum(np.maximum(proposal[rows], at + 1), settings.top)], proposal[rows],
             settings.lowest[rows], settings.highest[rows], moment - last_action[rows], settings.cooldown_up[rows],
             settings.cooldown_down[rows], budget, True)
+        stalling[rows] &= ~(raised | lowered)  # (the decision is the bounds', not the stall's)
         acting = verdict == slo_kernel.ACTS
         if not acting.any():
             continue

@@ -1,0 +1,88 @@
+"""Issue 48: the SLO mode keeps its footing when the consumers misbehave (checkpoints late or rare,
+a slow-down the learned rate must recover from, a quiet spell, a stall), through the engine.
+
+The kernel's rules at their boundaries are in test_domain_slo_kernel.py; the batched simulator's
+equality with the engine in these worlds in test_simulation_batched_slo.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from scaling.domain.decisions import DOWN, HOLD, UP
+from scaling.domain.engine import evaluate
+from scaling.simulation.peers.looped import EngineAutoscaler, simulated_target
+from scaling.simulation.world.loop import Scenario, simulate
+from tests.helpers import noisy_diurnal
+from tests.unit.test_domain_slo import T0, history, slo_target, state
+
+
+@pytest.mark.parametrize(("learned", "floor", "sized_by"), [
+    pytest.param(5.0, 14.0, 0.8 * 14.0, id="a-rate-learned-in-a-slow-down-rises-with-what-instances-showed-since"),
+    pytest.param(12.0, 14.0, 12.0, id="within-the-doubt-the-learned-rate-stands"),
+    pytest.param(5.0, None, 5.0, id="no-floor-no-change"),
+])
+def test_the_rate_sized_by_is_never_far_below_the_floor(learned, floor, sized_by) -> None:
+    """The 15% slow-down row stayed at 32 instances for hours: the rate learned during it (2.5/s)
+    was never raised, since an over-provisioned hub is never saturated again."""
+    decision = evaluate(slo_target(), state(8, throughput_per_instance=learned, throughput_floor=floor),
+                        history(0.5, 0.5, 0), T0)  # (what it shows now: 0.5/s x 32 partitions / 8 = 2/s)
+    assert decision.metrics["throughput_per_instance"] == pytest.approx(sized_by)
+
+
+def test_a_quiet_spell_keeps_the_learned_checkpoint_delay() -> None:
+    """Nearly nothing arrives (NASA's outage): the oldest event cannot show a 180 s delay, so the
+    delay learned before stays (it was reset to 0.5 s, and every age after read 180 s too old)."""
+    decision = evaluate(slo_target(), state(8, checkpoint_delay_seconds=180.0), history(0.01, 0.01, 0), T0)
+    assert decision.state.checkpoint_delay_seconds == pytest.approx(180.0)
+
+
+def test_checkpoints_180_s_late_teach_their_delay_and_cost_less() -> None:
+    """The delay stopped at its 75 s ceiling (and a quiet spell reset it to 0.5 s): ages read up
+    to 105 s old where the consumers kept up, and every partition, holding three intervals'
+    arrivals, read saturated, so the rate was learned as arrivals / owners. On main: 3.61 of the
+    fluid bound, the delay 0.5 s at the end; now the delay is learned (179 s) and it costs 2.51."""
+    scenario = Scenario(checkpoint_delay_seconds=180.0)
+    decisions = []
+    result = simulate(noisy_diurnal(900, seed=3), EngineAutoscaler(simulated_target(scenario),
+                                                                   on_decision=lambda _, d: decisions.append(d)), scenario)
+    assert decisions[-1].state.checkpoint_delay_seconds > 150.0
+    assert result.slo_violation_minutes == 0
+    assert result.cost_ratio < 3.0
+
+
+def stalled_run(**slo):
+    scenario = Scenario(partitions=8, peak_instances=6.0, slowdowns=((300.0, 45.0, 0.01, 0.0),))
+    target = simulated_target(scenario)
+    if slo:
+        target = replace(target, slo=replace(target.slo, **slo))
+    decisions = []
+    result = simulate(noisy_diurnal(480, seed=7) * 0.4, EngineAutoscaler(target, on_decision=lambda _, d: decisions.append(d)),
+                      scenario)
+    return result, decisions
+
+
+def test_a_stall_holds_the_count_that_was_serving() -> None:
+    """More instances did not raise the processed rate: reason ``stall`` with the numbers, no
+    scale-out and no scale-in while it lasts, and the recovery drains on the count held."""
+    _, decisions = stalled_run()
+    stalls = [index for index, decision in enumerate(decisions) if decision.reason_code == "stall"]
+    assert stalls, "the stall is recognised"
+    during = decisions[stalls[0]:stalls[-1] + 1]
+    assert all(decision.direction == HOLD for decision in during)
+    assert "more instances do not help" in during[0].reasons[0] and "/s" in during[0].reasons[0]
+    assert len({decision.current_capacity for decision in during}) == 1
+    assert any(decision.direction == UP for decision in decisions[stalls[-1]:])  # the recovery
+
+
+def test_an_operator_may_choose_the_minimum_during_a_stall() -> None:
+    _, decisions = stalled_run(stall_scale_to_minimum=True)
+    [first] = [decision for decision in decisions if decision.reason_code == "stall" and decision.acts][:1]
+    assert first.direction == DOWN and first.target_capacity == 1
+    assert "stall_scale_to_minimum" in first.reasons[0]
+
+
+def test_the_stall_knob_is_off_by_default() -> None:
+    assert simulated_target(Scenario()).slo.stall_scale_to_minimum is False
