@@ -1,6 +1,6 @@
 """The batched SLO-mode driver beside the engine in the loop: every number must agree.
 
-Both call the one SLO kernel (scaling/domain/slo_kernel.py, its tables in
+Both call the one SLO kernel (scaling/domain/slo_kernel/, its tables in
 test_domain_slo_kernel.py); what differs, and what these runs check, is the drivers: how each
 reads the world (samples and their ownership by name, against the world's arrays) and the
 order in which ``evaluate`` applies its gates (learning once capacity is steady, the prior and

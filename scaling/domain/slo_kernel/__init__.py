@@ -1,0 +1,125 @@
+"""The SLO mode's arithmetic, written once, over a candidate dimension.
+
+Every function here is pure numpy. Per-partition quantities are ``(partitions, candidates)``
+arrays and per-candidate ones ``(candidates,)`` arrays (a ``partitions`` axis may hold rows that
+stand for several partitions, see ``OwnerLoads``). The engine (``engine.py``, ``slo.py``) calls
+it with a batch of one candidate, what it reads from the samples; the batched simulator
+(``simulation/drivers/batched_slo.py``) and through it the tuning job call it with every candidate of a
+sweep. So a rule changes in one place, and the sweep runs the code the live app runs.
+
+What stays outside: reading the samples (de-duplication, ordering, the window, ownership by name),
+profiles, pause, reconciliation, and the decision record and its reasons (the engine); the world
+and the state arrays (the batched driver). Time is in seconds.
+
+Its rooms: ``arrays`` (a batch of one as plain numbers), ``serving`` (who serves), ``gates``,
+``learning``, ``ages`` (rates, ages, the fluid model), ``hub`` (the hub as a whole), ``owners``
+(owner loads), ``counts``. Callers read every rule here, as ``slo_kernel.name``.
+
+The rules, in the order an evaluation meets them:
+
+- the engine's gates, every mode's (``bounds_correction``, ``cooldown_over``, the action budget:
+  ``action_tokens``, ``budget_allows_scale_in``, ``tokens_after_action``), the learned
+  per-instance throughput and its confirmation (``learned_throughput``), the learned checkpoint
+  delay (``learned_checkpoint_delay``);
+- rates and ages from the sequence-number history (``rate_since``, ``later_peaks``,
+  ``trend``, ``oldest_event_ages``) and the fluid model's prediction (``predicted_age``);
+- each partition's service rate at a count, by its owner's load (``OwnerLoads``, ``sizing.py``
+  says why), and the counts: the scale-out that drains (``scale_out_counts``) and the scale-in
+  that holds for the dwell (``scale_in_counts``, ``hold_seconds``).
+"""
+
+# The kernel's one face: callers read ``slo_kernel.name`` whichever room holds it.
+from scaling.domain.slo_kernel.ages import (  # noqa: F401
+    TREND_CONFIDENCE,
+    age_at_reaction,
+    age_path,
+    backlog_came_in,
+    fifo_hold_seconds,
+    head_age,
+    keeps_age,
+    later_peaks,
+    oldest_event_ages,
+    predicted_age,
+    rate_since,
+    rising_factor,
+    trend,
+)
+from scaling.domain.slo_kernel.arrays import (  # noqa: F401
+    _PLAIN,
+    NO_RATE,
+    is_nan,
+    maximum,
+    minimum,
+    negation,
+    where,
+)
+from scaling.domain.slo_kernel.counts import (  # noqa: F401
+    EVERY_COUNT_PAIRS,
+    hold_seconds,
+    scale_in_counts,
+    scale_out_counts,
+)
+from scaling.domain.slo_kernel.gates import (  # noqa: F401
+    ACTION_BUDGET,
+    ACTS,
+    AT_BOUND,
+    COOLDOWN,
+    NO_CHANGE,
+    PAUSED,
+    SCALE_IN_TOKENS,
+    SOURCE_FAILED,
+    action_tokens,
+    bounds_correction,
+    budget_allows_scale_in,
+    cooldown_over,
+    gates,
+    tokens_after_action,
+)
+from scaling.domain.slo_kernel.hub import (  # noqa: F401
+    FLAT_TOLERANCE,
+    STALL_TOLERANCE,
+    _per_candidate,
+    backlog_flat,
+    backlog_growing,
+    calm_rates,
+    checkpoints_keep_pace,
+    column_sums,
+    distinct_shares,
+    drain_seconds,
+    forecast_rates,
+    hot_partitions,
+    hub_servable,
+    most_instances,
+    scale_out_need,
+    stalled,
+)
+from scaling.domain.slo_kernel.learning import (  # noqa: F401
+    CHECKPOINT_DELAY_CEILING,
+    CHECKPOINT_DELAY_DRIFT,
+    CHECKPOINT_DELAY_FOLLOW,
+    CHECKPOINT_DELAY_STEADY_CEILING,
+    DENSE_EVENTS,
+    THROUGHPUT_LEARNING_RATE,
+    UNCONFIRMED_DROP,
+    busy_partitions,
+    dense_arrivals,
+    learned_checkpoint_delay,
+    learned_throughput,
+    observed_throughput,
+    serving_throughput,
+)
+from scaling.domain.slo_kernel.owners import (  # noqa: F401
+    NARROW_COLUMNS,
+    NEWCOMER_MARGIN,
+    OwnerLoads,
+    Owners,
+    _columns,
+    _owners_of,
+    _running_sums,
+    per_instance_table,
+)
+from scaling.domain.slo_kernel.serving import (  # noqa: F401
+    pending_seconds,
+    ready_instances,
+    serving_count,
+)

@@ -1,0 +1,155 @@
+"""The hub as a whole: hot partitions, whether the maximum can serve it, a growing or flat
+backlog, a stall; and the rates and times a decision sizes for."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scaling.domain.slo_kernel.ages import rising_factor
+from scaling.domain.slo_kernel.arrays import maximum, minimum, where
+
+#: How much the processed rate may rise with more instances and still count as a stall (``stalled``).
+STALL_TOLERANCE = 0.1
+#: How little the backlog may change over the rate window, in intervals' arrivals, to count as flat.
+FLAT_TOLERANCE = 0.1
+
+
+def forecast_rates(arrival_rate: np.ndarray, recent_rate: np.ndarray, headroom_factor: np.ndarray) -> np.ndarray:
+    """Each partition's forecast per candidate (partitions x candidates): the higher of its rate over
+    the rate window and over the last interval (per partition, or per partition and candidate),
+    raised by the headroom."""
+    return _per_candidate(np.maximum(arrival_rate, recent_rate)) * headroom_factor
+
+
+def hot_partitions(arrival_rate: np.ndarray, recent_rate: np.ndarray, throughput: np.ndarray,
+                   measured: np.ndarray, most_instances: np.ndarray | None = None,
+                   row_of: np.ndarray | None = None) -> np.ndarray:
+    """The partitions (x candidates) that receive more than one instance serves over the rate
+    window and the last interval alike, against a ``measured`` (learned or configured, not a
+    lower bound) throughput: they fall behind at any count, so they are set aside.
+
+    Only while the hub as a whole can be served (``hub_servable``: its arrivals within what
+    ``most_instances``, the instances' worth the highest allowed count serves, can do): when
+    every instance is slower than a partition's arrivals (a slow downstream) or the traffic is
+    beyond the maximum, no count keeps up, and setting the partitions aside would leave nothing
+    in view and the hub sized for none (issue 48: 32 -> 1 instance with millions waiting)."""
+    steady = _per_candidate(np.minimum(arrival_rate, recent_rate))
+    hot = (steady > throughput[None, :]) & measured[None, :]
+    if most_instances is None:
+        return hot
+    return hot & hub_servable(steady, throughput, most_instances, row_of)[None, :]
+
+
+def column_sums(values: np.ndarray, row_of: np.ndarray | None = None) -> np.ndarray:
+    """Per candidate, the sum of ``values`` (partitions x candidates; rows standing for several
+    partitions counted once per partition, ``row_of``), added row after row in partition order
+    (``np.cumsum``'s order, whatever the number of columns: the engine's batch of one and a
+    sweep's columns add alike, bit for bit)."""
+    rows = values if row_of is None else values[row_of]
+    return np.cumsum(rows, axis=0)[-1]
+
+
+def most_instances(partitions: int, highest: np.ndarray | int, per_instance: np.ndarray) -> np.ndarray:
+    """How many instances' worth the ``highest`` count serves on ``partitions`` partitions (an
+    instance owning two serves each at half speed): ``partitions / ceil(partitions / highest)``
+    (``per_instance``: a ``per_instance_table``)."""
+    return partitions / per_instance[highest]
+
+
+def hub_servable(steady: np.ndarray, throughput: np.ndarray, most: np.ndarray,
+                 row_of: np.ndarray | None = None) -> np.ndarray:
+    """Per candidate, whether the hub's steady arrivals (per partition x candidate: the lower of
+    the rate window's and the last interval's) are within what ``most`` instances serve at
+    ``throughput``: the hub as a whole can be served."""
+    return column_sums(steady, row_of) <= throughput * most
+
+
+def backlog_growing(backlog: np.ndarray, earlier: np.ndarray, arrival_rate: np.ndarray, tolerance_seconds,
+                    row_of: np.ndarray | None = None) -> np.ndarray:
+    """Per candidate, whether the backlog (partitions x candidates, set-aside partitions at 0)
+    grew since an ``earlier`` reading by more than ``tolerance_seconds`` of the arrivals
+    (``arrival_rate``, the same shape): the processed rate was below the arrival rate, beyond
+    what checkpoints written now and then explain. No scale-in then: fewer instances serve less."""
+    grown = column_sums(backlog - earlier, row_of)
+    return grown > column_sums(arrival_rate, row_of) * tolerance_seconds
+
+
+def backlog_flat(backlog: np.ndarray, earlier: np.ndarray, arrival_rate: np.ndarray, tolerance_seconds,
+                 row_of: np.ndarray | None = None) -> np.ndarray:
+    """Per candidate, whether the backlog (as ``backlog_growing`` reads it) neither grew nor
+    shrank since the ``earlier`` reading by more than ``tolerance_seconds`` of the arrivals: the
+    consumers process what arrives (a backlog that drains is no evidence: its ages are real)."""
+    grown = column_sums(backlog - earlier, row_of)
+    return np.abs(grown) <= column_sums(arrival_rate, row_of) * tolerance_seconds
+
+
+def stalled(serving_before, serving_now, processed_before, processed_now, growing, continuing, arrivals, most):
+    """Per candidate, whether the consumers stalled: the backlog grows, and either a stall was
+    recognised before (``continuing``) or now: more instances serve than at the start of the
+    history (``serving_before``, ``serving_now``), the processed rate (events/s over the
+    history's first interval and its last) did not rise by more than ``STALL_TOLERANCE`` with
+    them, and at what each serving instance processes now even ``most`` instances (the highest
+    count's worth, ``most_instances``) would not keep up with the ``arrivals``. More instances
+    do not help then (a downstream that stopped, a poison message): more still would only cost,
+    and fewer would leave the recovery short. (A slow-down that more instances do serve, or a
+    rebalance pause, is no stall.)"""
+    recognised = ((serving_now > serving_before) & (processed_now <= processed_before * (1.0 + STALL_TOLERANCE))
+                  & (processed_now / maximum(serving_now, 1) * most < arrivals))
+    return growing & (continuing | recognised)
+
+
+def checkpoints_keep_pace(checkpoint: np.ndarray, before: np.ndarray, backlog: np.ndarray) -> np.ndarray:
+    """Per candidate, whether every partition holding a ``backlog`` (partitions x candidates) moved
+    its ``checkpoint`` since the reading ``before``: the
+    checkpoints are written at every collection. Where they are written less often, an age
+    that stays old is (part of) the wait between them, which the delay must not learn: a delay
+    learned from checkpoints every 470 s hid a real backlog (148 violation minutes)."""
+    return ((backlog <= 0) | (checkpoint > before)).all(axis=0)
+
+
+def _per_candidate(rates: np.ndarray) -> np.ndarray:
+    """Rates per partition (shared by the candidates) as a column; per partition and candidate as they are."""
+    return rates[:, None] if rates.ndim == 1 else rates
+
+
+def drain_seconds(dwell, max_age, measured, predicted_age):
+    """Over how many seconds a scale-out plans to drain the backlog: half the ``dwell`` or the
+    SLO (``max_age``), whichever is longer; within the SLO itself while the throughput is only a
+    lower bound (nothing measured: a cold start) and the oldest event is predicted past the SLO,
+    not only past its safety margin: the count is a guess from a bound then, and the SLO is
+    already at stake."""
+    drain = maximum(dwell / 2, max_age)
+    return where(measured | (predicted_age <= max_age), drain, minimum(drain, max_age))
+
+
+def scale_out_need(forecast, backlog, provisioning, since, safety, drain):
+    """What each partition must be served to serve its forecast and drain, over ``drain``
+    seconds, what will have piled up (less the safety margin's worth) by the time new instances
+    serve (``provisioning`` after ``since``)."""
+    return forecast + np.maximum(backlog + forecast * (provisioning + since) - forecast * safety, 0.0) / drain
+
+
+def calm_rates(forecast, peak, headroom_factor, rise, dwell, noise=0.0, full_noise=0.0):
+    """The rates a scale-in must hold at: the forecast or, on noisy traffic, the busiest recent
+    interval (with the headroom), whichever is higher, raised to the rate halfway through the dwell
+    while the arrivals clearly rise.
+
+    How much the busiest interval counts follows the arrivals' measured ``noise``
+    (``trend``): not at all up to half of ``full_noise`` (per candidate), wholly from
+    ``full_noise`` on, in proportion between (0: always wholly). On noisy traffic a lull is no
+    reason to scale in and out again at the next burst; on quiet traffic a busier interval a few
+    minutes ago is a trend that has passed, and holding at it only pays for capacity (on issue
+    32's trace family up to 17% dearer at 10% noise). The ramp keeps a noise estimate from ten
+    intervals, which wanders, from switching the hold on and off (docs/policy-experiments.md)."""
+    weight = np.clip(np.where(full_noise > 0, 2.0 * noise / np.where(full_noise > 0, full_noise, 1.0) - 1.0, 1.0), 0.0, 1.0)
+    held = forecast + weight * (peak * headroom_factor - forecast)
+    return np.maximum(forecast, held) * rising_factor(rise, dwell)
+
+
+def distinct_shares(forecast: np.ndarray) -> np.ndarray:
+    """Per candidate, whether its forecasts (partitions x candidates) are spread enough for a
+    scale-out to size its newcomers by the draw (``NEWCOMER_MARGIN``): at least half of them
+    distinct. Partitions with equal shares see equal sequence numbers, so then the draw and the
+    bound differ only by the backlogs, and the bound stays."""
+    ranked = np.sort(forecast, axis=0)
+    return 2 * ((ranked[1:] - ranked[:-1] != 0).sum(axis=0) + 1) >= forecast.shape[0]  # (np.diff, without its overhead)

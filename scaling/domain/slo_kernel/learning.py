@@ -1,0 +1,144 @@
+"""What is learned from the readings: the per-instance throughput, the checkpoint delay, and
+which intervals can vouch for them."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from scaling.domain.slo_kernel.arrays import is_nan, maximum, minimum, negation, where
+from scaling.domain.slo_kernel.hub import _per_candidate, column_sums
+from scaling.domain.slo_kernel.owners import Owners
+
+#: Weight of a new saturated observation in the learned per-instance throughput.
+THROUGHPUT_LEARNING_RATE = 0.3
+#: A saturated interval that measures the per-instance rate more than this fraction below the
+#: learned one is held back until the next learning step confirms it. A lone low reading (an
+#: instance dying part way through the interval, a rebalance pause, a partition that read busy
+#: on a checkpoint's lag while nothing arrived) would otherwise pull the rate down, and a rate
+#: learned too low never recovers: the engine over-provisions, so no interval is saturated again.
+UNCONFIRMED_DROP = 0.2
+#: How fast the learned checkpoint delay may creep up per evaluation (seconds), and its ceiling
+#: as a fraction of the SLO: a delay is learned from the lowest ages seen, so it must not drift
+#: far while consumers stay saturated.
+CHECKPOINT_DELAY_DRIFT = 0.5
+CHECKPOINT_DELAY_CEILING = 0.25
+#: Events per partition, on average, over the checkpoint delay for an age reading to change the learned delay.
+DENSE_EVENTS = 10.0
+#: While the hub is steady (``learned_checkpoint_delay``), the learned delay follows an age that
+#: stays above it by this fraction of the gap per evaluation, up to this fraction of the SLO.
+CHECKPOINT_DELAY_FOLLOW = 0.1
+CHECKPOINT_DELAY_STEADY_CEILING = 0.7
+
+
+def observed_throughput(processed: np.ndarray, elapsed: float, serving: np.ndarray, done: np.ndarray, busy: np.ndarray,
+                        unmeasured: np.ndarray, owners: Owners | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per candidate, events per second per serving instance over the last interval, and whether
+    it was saturated (only a saturated interval tells the real rate: a partition that ran dry
+    left its owner idle part of the time).
+
+    ``processed`` events over ``elapsed`` seconds, ``done`` per partition (partitions x
+    candidates), ``busy`` where a partition held more than two intervals' arrivals at both ends,
+    ``unmeasured`` where its processed events are unknown. Without ownership (``owners`` None)
+    ``serving`` instances divide what was processed, saturated when every partition was busy.
+    With it, each owner with a busy partition and every partition measured is a measurement of
+    one instance (it shares its throughput by demand: a backlogged partition leaves it nothing to
+    spare): their mean is the rate, so a hub with a few busy partitions still teaches it."""
+    spread = processed / elapsed / serving
+    if owners is None:
+        return spread, busy.all(axis=0) & ~unmeasured.any(axis=0) & (processed > 0)
+    # Only a candidate with a busy partition has an owner that measures: the sums by owner are
+    # worked out for those alone (most candidates of a sweep have none in most intervals).
+    some = np.flatnonzero(busy.any(axis=0))
+    saturated = np.zeros(len(spread), dtype=bool)
+    if not some.size:
+        return spread, saturated
+    whole = some.size == len(spread)
+    part = owners if whole else owners.of_columns(some)
+    done, busy, unmeasured = (values if whole else values[:, some] for values in (done, busy, unmeasured))
+    owner_done = part.summed(done)
+    measuring = ((part.partitions > 0) & (part.summed(busy) > 0) & (part.summed(unmeasured) == 0)
+                 & (owner_done > 0))
+    measured = measuring.sum(axis=0)
+    saturated[some] = measured > 0
+    by_owner = np.where(measuring, owner_done, 0.0).sum(axis=0) / elapsed / np.maximum(measured, 1)
+    observed = spread.copy()
+    observed[some] = np.where(measured > 0, by_owner, spread[some])
+    return observed, saturated
+
+
+def busy_partitions(start_backlog, end_backlog, arrived, lag_seconds, elapsed):
+    """Where a partition was saturated over an interval of ``elapsed`` seconds in which
+    ``arrived`` events came: it held, at both ends, more than two intervals' arrivals (room for
+    checkpoints trailing by up to an interval), and, where the checkpoints trail by more than an
+    interval (``lag_seconds``: the learned checkpoint delay), more by the arrivals over that lag.
+    A consumer that keeps up shows a backlog of the arrivals over the lag: counted as busy,
+    every partition of a hub whose checkpoints trail by 150 s or more reads saturated, and the
+    rate is learned as arrivals / owners (issue 48: 3.5/s where the truth is 16.7/s)."""
+    return minimum(start_backlog, end_backlog) > arrived * (2.0 + where(lag_seconds > elapsed, lag_seconds, 0.0) / elapsed)
+
+
+def learned_throughput(throughput: np.ndarray, floor: np.ndarray, held_back: np.ndarray, observed: np.ndarray,
+                       saturated: np.ndarray, learning: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Fold an interval's per-instance rate into what is learned, where ``learning`` (NaN: none yet).
+
+    A saturated interval moves the learned rate by ``THROUGHPUT_LEARNING_RATE`` (the first one sets
+    it), unless it reads more than ``UNCONFIRMED_DROP`` below it and nothing waits to confirm it
+    (``held_back``): then it waits one learning step, as the new ``unconfirmed``. An unsaturated
+    interval only raises the lower bound (``floor``). Returns the throughput, the floor, what waits
+    (NaN: nothing) and where a reading was learned."""
+    rows = learning & saturated
+    doubtful = rows & is_nan(held_back) & (observed < throughput * (1 - UNCONFIRMED_DROP))  # (NaN: False)
+    rows = rows & negation(doubtful)
+    blended = (1 - THROUGHPUT_LEARNING_RATE) * throughput + THROUGHPUT_LEARNING_RATE * observed
+    throughput = where(rows, where(is_nan(throughput), observed, blended), throughput)
+    raised = learning & negation(saturated) & (observed > where(is_nan(floor), 0.0, floor))
+    # A saturated reading learned below the floor shows the instances no longer do what they did
+    # (a slow-down): the floor is what they do now, not the best they ever did.
+    lowered = rows & (observed < floor)  # (NaN: False)
+    return throughput, where(raised | lowered, observed, floor), where(doubtful, observed, math.nan), rows
+
+
+def serving_throughput(throughput, floor):
+    """The per-instance rate to size by: the learned one (NaN: none), never below the ``floor``
+    the instances have shown since (an unsaturated interval can only raise it), less the
+    ``UNCONFIRMED_DROP`` the learning itself doubts (one interval's checkpoints may overstate
+    what was processed; where the two agree this close, the learned rate stands). A rate learned
+    during a slow-down would otherwise stay low for good: an over-provisioned hub is never
+    saturated again to correct it (issue 48: the 15% slow-down row at 32 instances for hours)."""
+    bound = where(is_nan(floor), throughput, floor * (1 - UNCONFIRMED_DROP))
+    return where(is_nan(throughput), throughput, maximum(throughput, bound))
+
+
+def learned_checkpoint_delay(worst_age, previous, interval, ceiling, dense=True, steady=False, steady_ceiling=0.0):
+    """The checkpoint delay learned from the worst oldest-event age now (NaN ``previous``: none yet).
+
+    Checkpoints trail the consumers, so even idle ones show an oldest event as old as the delay:
+    it is the floor of the ages seen. It may creep up by ``CHECKPOINT_DELAY_DRIFT`` only while the
+    ages are as low as checkpoints alone explain (within ``interval`` of it), never past ``ceiling``.
+
+    A reading that is not ``dense`` (``dense_arrivals``: too few arrivals for the oldest event to
+    have waited as long as the delay, a quiet spell) changes nothing: NASA's outage read the ages
+    near 0 and reset a 75 s delay to 0.5 s. And while the hub is ``steady`` (every instance the
+    bounds allow serves and the backlog stays flat, ``backlog_flat``) an age that stays above the
+    delay is the checkpoints' (more instances are not to be had, and the backlog does not grow),
+    so the delay follows it by ``CHECKPOINT_DELAY_FOLLOW`` of the gap per evaluation, up to
+    ``steady_ceiling`` (issue 48: checkpoints 180 s late read as a standing 105 s backlog)."""
+    creep = where(worst_age <= previous + interval, CHECKPOINT_DELAY_DRIFT, 0.0)  # (NaN: 0)
+    crept = minimum(minimum(worst_age, previous + creep), maximum(ceiling, previous))
+    follows = steady & (worst_age > previous)  # (NaN: False)
+    followed = minimum(previous + CHECKPOINT_DELAY_FOLLOW * (worst_age - previous), maximum(steady_ceiling, ceiling))
+    kept = where(dense, where(follows, maximum(followed, crept), crept), previous)
+    return where(is_nan(previous), minimum(worst_age, ceiling), kept)
+
+
+def dense_arrivals(arrival_rate, recent_rate, delay, interval, row_of=None):
+    """Per candidate, whether the partitions in view received, over the checkpoint ``delay`` (at
+    least an ``interval``), ``DENSE_EVENTS`` events each on average, at the lower of the rate
+    window's and the last interval's arrivals: enough for the oldest event's age to show the
+    delay (a partition that received nothing since its checkpoint looks caught up)."""
+    partitions = len(row_of) if row_of is not None else arrival_rate.shape[0]
+    span = where(is_nan(delay), interval, maximum(delay, interval))
+    rate = minimum(column_sums(_per_candidate(arrival_rate), row_of), column_sums(_per_candidate(recent_rate), row_of))
+    return rate * span >= DENSE_EVENTS * partitions
