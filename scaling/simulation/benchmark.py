@@ -64,6 +64,14 @@ class Job:
     overrides: tuple = ()
 
 
+#: Opt-in rows (issue 52), run only when asked for by name (``--algorithm``): the default policy
+#: with ``forecast: on`` and its learned look-ahead, and the same with a perfect 15-minute one
+#: (the true future arrivals: the reference for the share of its saving the forecast captures).
+#: ``perfect-lookahead-30``: the true arrivals over the learned outlook's own horizon (30 minutes:
+#: the hold reads the dwell's minutes, which 15 do not cover).
+LOOK_AHEAD = {"project-forecast": "forecast=on", "perfect-lookahead": "perfect h=15", "perfect-lookahead-30": "perfect h=30"}
+
+
 def jobs_for(trace: str, scenario: str = "standard", overrides: tuple = ()) -> list[Job]:
     jobs = [Job(trace, "project-tuned", "tuned on first 30%", weight=6.0), Job(trace, "project-default", "default", weight=3.0)]
     jobs += [Job(trace, "seed", f"upper={value}", value, weight=2.0) for value in SEED_UPPER]
@@ -191,6 +199,13 @@ def simulate_job(job: Job, arrivals, scenario):
         if supports(target):
             return simulate_slo_batch(arrivals, [target], scenario, algorithm=job.algorithm, knobs=[job.knob])[0]
         autoscaler = peers.EngineAutoscaler(target)
+    elif job.algorithm in LOOK_AHEAD:
+        from scaling.simulation.lookahead import LearnedOutlook, PerfectOutlook
+
+        target = peers.simulated_target(scenario, name="default", forecast="on")
+        outlook = LearnedOutlook() if job.algorithm == "project-forecast" else \
+            PerfectOutlook(arrivals, 30 if job.algorithm.endswith("-30") else 15)
+        autoscaler = peers.EngineAutoscaler(target, outlook=outlook)
     elif job.algorithm == "seed":
         autoscaler = peers.EngineAutoscaler(peers.seed_target(scenario, job.value, job.value / 10))
     elif job.algorithm == "keda-hpa":
@@ -434,8 +449,10 @@ def mark_best(rows: list[dict]) -> None:
             min(meeting, key=lambda row: (row["cost_ratio"], row["scale_actions"]))["best"] = True
 
 
-ORDER = ("project-default", "project-tuned", "clairvoyant", "offline-optimum", "keda-hpa", "functions-target", "azure-monitor",
-         "flink", "seed")
+ORDER = ("project-default", "project-forecast", "perfect-lookahead", "perfect-lookahead-30", "project-tuned", "clairvoyant", "offline-optimum",
+         "keda-hpa", "functions-target", "azure-monitor", "flink", "seed")
+
+
 def optimum_column(rows: Sequence[dict], trace: str) -> tuple[float, float] | None:
     """The offline optimum's unlimited-budget bracket on ``trace`` (schedule, lower bound), as
     ratios to the fluid bound, from ``offline-optimum`` rows (``python -m scaling optimum``)."""
@@ -577,6 +594,9 @@ def run_benchmark(traces: Sequence[str], workers: int | None = None, progress=No
 
         jobs += [job for scenario in scenarios for trace in family for job in jobs_for(trace, scenario, overrides) if keeps(job)]
     jobs = [job for job in jobs if not algorithms or job.algorithm in algorithms]
+    jobs += [Job(trace, algorithm, knob, weight=4.0, scenario=scenario, overrides=overrides)
+             for algorithm, knob in LOOK_AHEAD.items() if algorithm in algorithms
+             for scenario in scenarios for trace in (*traces, *family)]
     rows = [row for _, row in run_jobs(jobs, workers, progress)]
     order = {name: index for index, name in enumerate(ORDER)}
     rows.sort(key=lambda row: (list(scenarios).index(row["scenario"]), row["trace"], order.get(row["algorithm"], 99), row["knob"]))
