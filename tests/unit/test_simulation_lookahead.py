@@ -127,3 +127,36 @@ def test_forecast_targets_run_through_the_engine_loop_not_the_batched_driver() -
     target = peers.simulated_target(SCENARIO, name="default")
     assert supports(target)
     assert not supports(replace(target, forecast="shadow")) and not supports(replace(target, forecast="on"))
+
+
+def test_the_burst_family_is_run_by_its_own_flag_beside_the_gated_one() -> None:
+    import argparse
+
+    from scaling.simulation import family_cli
+    from scaling.simulation.trace_family import burst_family_names
+
+    bursts = family_cli.members(argparse.Namespace(family=False, burst_family=True))
+    assert bursts == [f"family/{name}" for name in burst_family_names()] and len(bursts) == 15
+    both = family_cli.members(argparse.Namespace(family=True, burst_family=True))
+    assert both[-15:] == bursts and len(both) > 15
+    assert not family_cli.gate_alone(argparse.Namespace(gate="b.json", trace=[], family=False, burst_family=True))
+
+
+@pytest.mark.parametrize(("default", "learned", "perfect", "share"), [
+    (2.0, 1.5, 1.0, 0.5), (2.0, 1.0, 1.0, 1.0), (2.0, 2.2, 1.0, -0.2), (2.0, 1.9, 2.0, None), (2.0, 1.5, 2.5, None)])
+def test_the_share_of_the_perfect_saving_captured(default, learned, perfect, share) -> None:
+    from scaling.simulation.family import look_ahead_share
+
+    result = look_ahead_share(default, learned, perfect)
+    assert result == pytest.approx(share) if share is not None else result is None
+
+
+def test_the_family_table_reports_the_share_per_member() -> None:
+    from scaling.simulation.family import look_ahead_lines
+
+    rows = [{"trace": "family/clock-seed3-noise10", "algorithm": algorithm, "cost_ratio": cost, "minutes": 600,
+             "scale_actions": 20} for algorithm, cost in (("project-default", 1.7), ("project-forecast", 1.5),
+                                                           ("perfect-lookahead", 1.6), ("perfect-lookahead-30", 1.45))]
+    lines = look_ahead_lines(rows, "standard")
+    assert lines[-2] == "| clock-seed3-noise10 | 1.700, 30.0 | 1.500, 30.0 | 1.600, 30.0 | 1.450, 30.0 | 2.00 | 0.80 |"
+    assert look_ahead_lines(rows[:1], "standard") == []
