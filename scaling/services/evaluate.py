@@ -376,9 +376,11 @@ class EvaluateService:
             return None
         from scaling.domain import forecast  # numpy: loaded by the engine already, never at start-up
 
-        window = [item for item in history if item.collected_at <= sample.collected_at]
-        recent, _ = forecast.arrivals_per_minute(forecast.enqueued_points([*window, sample] if sample not in window else window))
-        return forecast.outlook_from(self._profile(target.name), recent, sample.collected_at)
+        window = history if any(item.sample_id == sample.sample_id for item in history) else [*history, sample]
+        recent, _ = forecast.arrivals_per_minute(forecast.enqueued_points(window))
+        # From the window's newest sample on: the one the engine decides on (a late sample's
+        # window ends after it).
+        return forecast.outlook_from(self._profile(target.name), recent, max(item.collected_at for item in window))
 
     def _refit(self, target: TargetPolicy, now: datetime) -> None:
         """Refit the target's profile on its recorded history when it is older than an hour, after
