@@ -53,10 +53,11 @@ FAMILY_SWEEPS: dict[str, tuple] = {
 TUNED_SCENARIOS = ("standard", "realistic")
 
 #: Algorithms of one setting: their cost counts in the tables whether or not it meets the SLO.
-ONE_SETTING = ("project-default", "project-tuned")
+ONE_SETTING = ("project-default", "project-tuned", "project-forecast", "perfect-lookahead", "perfect-lookahead-30")
 #: The shapes' and noise levels' order in the tables.
 SHAPES = tuple(trace_family.SHAPES)
-ALGORITHM_ORDER = ("project-default", "project-tuned", "clairvoyant", "keda-hpa", "functions-target", "azure-monitor", "seed")
+ALGORITHM_ORDER = ("project-default", "project-forecast", "perfect-lookahead", "perfect-lookahead-30", "project-tuned",
+                   "clairvoyant", "keda-hpa", "functions-target", "azure-monitor", "seed")
 
 
 def family_traces(shapes: Sequence[str] | None = None, seeds: Sequence[int] = trace_family.SEEDS) -> list[str]:
@@ -259,6 +260,7 @@ def family_markdown(rows: Sequence[dict]) -> str:
                     cells.append(f"{cost}, {_number(figure['minutes_per_action'], 1)}{missed}")
             lines.append(f"| {member.removeprefix(trace_family.FAMILY_PREFIX)} | " + " | ".join(cells) + " |")
         lines.append("")
+        lines += look_ahead_lines(mine, scenario)
     edges = sweep_edges(rows)
     if edges:
         lines += ["Where the peers' best settings fall in the family's sweeps (members x scenarios with a setting that "
@@ -266,6 +268,39 @@ def family_markdown(rows: Sequence[dict]) -> str:
                   + "; ".join(f"{algorithm} {counts['lowest']} at its lowest value and {counts['highest']} at its highest "
                               f"of {counts['best']}" for algorithm, counts in sorted(edges.items())) + ".", ""]
     return "\n".join(lines)
+
+
+def look_ahead_share(default: float, learned: float, perfect: float) -> float | None:
+    """The share of the perfect look-ahead's saving the learned one captured (issue 52):
+    ``(default - learned) / (default - perfect)``; ``None`` when the perfect one saves nothing."""
+    saving = default - perfect
+    return (default - learned) / saving if saving > 1e-9 else None
+
+
+def look_ahead_lines(rows: Sequence[dict], scenario: str) -> list[str]:
+    """Per trace with the look-ahead's rows (``--algorithm project-forecast`` and a perfect one):
+    cost over the fluid bound, minutes per action, and the share of the perfect saving captured."""
+    cost: dict[tuple[str, str], dict] = {(row["trace"], row["algorithm"]): row for row in rows}
+    traces = sorted({trace for trace, algorithm in cost if algorithm == "project-forecast"})
+    if not traces:
+        return []
+    lines = [f"#### The look-ahead ({scenario}): cost / fluid bound, minutes per action, and the share of the perfect "
+             "look-ahead's saving captured, (default - forecast) / (default - perfect)", "",
+             "| trace | project-default | project-forecast | perfect 15 min | perfect 30 min | share (15) | share (30) |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for trace in traces:
+        cells, figures = [], {}
+        for algorithm in ("project-default", "project-forecast", "perfect-lookahead", "perfect-lookahead-30"):
+            row = cost.get((trace, algorithm))
+            figures[algorithm] = None if row is None else row["cost_ratio"]
+            cells.append("" if row is None else f"{row['cost_ratio']:.3f}, {_number(row['minutes'] / row['scale_actions'], 1)}"
+                         if row["scale_actions"] else f"{row['cost_ratio']:.3f}")
+        for perfect in ("perfect-lookahead", "perfect-lookahead-30"):
+            known = figures["project-default"] is not None and figures[perfect] is not None
+            share = look_ahead_share(figures["project-default"], figures["project-forecast"], figures[perfect]) if known else None
+            cells.append("" if share is None else f"{share:.2f}")
+        lines.append(f"| {trace.removeprefix(trace_family.FAMILY_PREFIX)} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
 
 
 def _first_number(knob: str) -> float | None:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from scaling.benchmarks import family, gate
+from scaling.simulation.world import trace_family
 from scaling.simulation.world.traces import PUBLIC_TRACES
 
 #: The hand-written log of baseline changes in docs/benchmark.md: kept when the file is regenerated.
@@ -26,6 +27,9 @@ EMPTY_LOG = "| date | commit | why the baseline changed |\n|---|---|---|\n"
 def add_family_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--family", action="store_true",
                         help="also run the trace family (every member of scaling/simulation/world/trace_family.py) in every scenario")
+    parser.add_argument("--burst-family", action="store_true",
+                        help="also run the opt-in bursty and clock-driven members (trace_family.BURST_SHAPES; "
+                        "outside the gate), e.g. with --algorithm project-forecast --algorithm perfect-lookahead")
     parser.add_argument("--gate", metavar="BASELINE.json",
                         help="compare project-default with this baseline and exit 1, naming each row, when the family "
                         "median is more than 1%% dearer, a trace more than 3%% dearer, or a trace newly misses the SLO; "
@@ -40,19 +44,21 @@ def add_family_arguments(parser: argparse.ArgumentParser) -> None:
 
 def gate_alone(args: argparse.Namespace) -> bool:
     """``--gate`` with nothing else to run: only the gated algorithm, on the baseline's own traces."""
-    return bool(args.gate) and not args.trace and not args.family
+    return bool(args.gate) and not args.trace and not args.family and not getattr(args, "burst_family", False)
 
 
 def check_arguments(args: argparse.Namespace) -> None:
     """A run needs traces (files or the family) and somewhere to write its rows."""
-    if not args.trace and not args.family:
-        raise SystemExit("benchmark: give --trace PATH (repeatable), --family, or --gate BASELINE.json alone")
+    if not args.trace and not args.family and not args.burst_family:
+        raise SystemExit("benchmark: give --trace PATH (repeatable), --family, --burst-family, or --gate BASELINE.json alone")
     if not args.json:
         raise SystemExit("benchmark: --json PATH is needed to write the rows (only --gate alone runs without it)")
 
 
 def members(args: argparse.Namespace) -> list[str]:
-    return family.family_traces() if args.family else []
+    bursts = [trace_family.FAMILY_PREFIX + name for name in trace_family.burst_family_names()] \
+        if getattr(args, "burst_family", False) else []
+    return (family.family_traces() if args.family else []) + bursts
 
 
 def split_rows(rows: Sequence[dict]) -> tuple[list[dict], list[dict]]:

@@ -42,6 +42,13 @@ class Job:
     overrides: tuple = ()
 
 
+#: Opt-in rows, run only when asked for by name (``--algorithm``): the default policy with
+#: ``forecast: on`` and its learned look-ahead, and the same with a perfect one (the true future
+#: arrivals: the reference for the share of its saving the forecast captures) over 15 minutes and
+#: over the learned outlook's own horizon, 30 (the hold reads the dwell's minutes, which 15 do not cover).
+LOOK_AHEAD = {"project-forecast": "forecast=on", "perfect-lookahead": "perfect h=15", "perfect-lookahead-30": "perfect h=30"}
+
+
 def jobs_for(trace: str, scenario: str = "standard", overrides: tuple = ()) -> list[Job]:
     jobs = [Job(trace, "project-tuned", "tuned on first 30%", weight=6.0), Job(trace, "project-default", "default", weight=3.0)]
     jobs += [Job(trace, "seed", f"upper={value}", value, weight=2.0) for value in SEED_UPPER]

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 
-from scaling.benchmarks.jobs import Job, jobs_for, work_units
+from scaling.benchmarks.jobs import LOOK_AHEAD, Job, jobs_for, work_units
 from scaling.benchmarks.runs import timed_unit
 from scaling.benchmarks.tables import ORDER, mark_best
 
@@ -39,6 +39,9 @@ def run_benchmark(traces: Sequence[str], workers: int | None = None, progress=No
 
         jobs += [job for scenario in scenarios for trace in family for job in jobs_for(trace, scenario, overrides) if keeps(job)]
     jobs = [job for job in jobs if not algorithms or job.algorithm in algorithms]
+    jobs += [Job(trace, algorithm, knob, weight=4.0, scenario=scenario, overrides=overrides)
+             for algorithm, knob in LOOK_AHEAD.items() if algorithm in algorithms
+             for scenario in scenarios for trace in (*traces, *family)]
     rows = [row for _, row in run_jobs(jobs, workers, progress)]
     order = {name: index for index, name in enumerate(ORDER)}
     rows.sort(key=lambda row: (list(scenarios).index(row["scenario"]), row["trace"], order.get(row["algorithm"], 99), row["knob"]))

@@ -8,7 +8,16 @@ from collections.abc import Sequence
 
 from scaling.benchmarks.cold import COLD, COLD_MINUTES, cold_starts, merged, windows
 from scaling.benchmarks.family import trace_label
-from scaling.benchmarks.jobs import FLINK_SWEEP, PROJECT_PAIR, SWEPT_IN_BATCHES, TRAIN_FRACTION, Job, job_scenario, result_row
+from scaling.benchmarks.jobs import (
+    FLINK_SWEEP,
+    LOOK_AHEAD,
+    PROJECT_PAIR,
+    SWEPT_IN_BATCHES,
+    TRAIN_FRACTION,
+    Job,
+    job_scenario,
+    result_row,
+)
 from scaling.benchmarks.tuned import run_project_pair, tuned_choice, tuned_window
 
 
@@ -60,6 +69,13 @@ def simulate_job(job: Job, arrivals, scenario):
         if supports(target):
             return simulate_slo_batch(arrivals, [target], scenario, algorithm=job.algorithm, knobs=[job.knob])[0]
         autoscaler = peers.EngineAutoscaler(target)
+    elif job.algorithm in LOOK_AHEAD:
+        from scaling.simulation.peers.lookahead import LearnedOutlook, PerfectOutlook
+
+        target = peers.simulated_target(scenario, name="default", forecast="on")
+        outlook = LearnedOutlook() if job.algorithm == "project-forecast" else \
+            PerfectOutlook(arrivals, 30 if job.algorithm.endswith("-30") else 15)
+        autoscaler = peers.EngineAutoscaler(target, outlook=outlook)
     elif job.algorithm == "seed":
         autoscaler = peers.EngineAutoscaler(peers.seed_target(scenario, job.value, job.value / 10))
     elif job.algorithm == "keda-hpa":

@@ -38,8 +38,8 @@ def mark_best(rows: list[dict]) -> None:
             min(meeting, key=lambda row: (row["cost_ratio"], row["scale_actions"]))["best"] = True
 
 
-ORDER = ("project-default", "project-tuned", "clairvoyant", "offline-optimum", "keda-hpa", "functions-target", "azure-monitor",
-         "flink", "seed")
+ORDER = ("project-default", "project-forecast", "perfect-lookahead", "perfect-lookahead-30", "project-tuned", "clairvoyant",
+         "offline-optimum", "keda-hpa", "functions-target", "azure-monitor", "flink", "seed")
 def optimum_column(rows: Sequence[dict], trace: str) -> tuple[float, float] | None:
     """The offline optimum's unlimited-budget bracket on ``trace`` (schedule, lower bound), as
     ratios to the fluid bound, from ``offline-optimum`` rows (``python -m scaling optimum``)."""

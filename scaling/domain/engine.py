@@ -22,7 +22,7 @@ from operator import attrgetter
 
 import numpy as np
 
-from scaling.domain import slo_kernel, slo_queue
+from scaling.domain import forecast, slo_kernel, slo_queue
 from scaling.domain.decisions import DOWN, HOLD, UP, Decision, ScalerState, decision_id_for
 from scaling.domain.lag import balanced_counts
 from scaling.domain.modes import mode_of
@@ -317,6 +317,51 @@ def _bounded(proposal: Proposal, in_force: BoundsInForce, capacity: int, counts:
     return proposal
 
 
+#: Reason codes of a decision the look-ahead changed (``forecast: on``).
+FORECAST_FLOOR = "forecast_floor"
+FORECAST_HOLD = "forecast_hold"
+
+
+def _looked_ahead(target: TargetPolicy, proposal: Proposal, capacity: int, outlook: forecast.Outlook,
+                  throughput: float | None, backlog: float) -> tuple[Proposal, dict]:
+    """The mode's proposal once the look-ahead has had its say (docs/forecast.md), and what it
+    expected for the log. It may raise the floor before a predicted rise or hold a scale-in whose
+    next rise comes within the dwell; the count it returns is never below the proposal's, so no
+    scale-in comes from it. ``shadow``: the proposal unchanged, the would-be count in the metrics."""
+    slo = target.slo
+    provisioning = math.ceil(slo.provisioning_delay_seconds / 60)
+    expected = np.asarray(outlook.expected, dtype=float)
+    ahead = expected[:provisioning + forecast.FLOOR_WINDOW_MINUTES]
+    metrics: dict = {"forecast": target.forecast, "forecast_trusted": outlook.trusted}
+    if not outlook.trusted:
+        metrics["forecast_untrusted"] = "; ".join(outlook.reasons)[:512]
+    if len(ahead):
+        metrics["forecast_expected_peak"] = round(float(ahead.max()), 3)
+        metrics["forecast_expected_peak_in_minutes"] = int(ahead.argmax())
+    decided = capacity if proposal.capacity is None else proposal.capacity
+    if not throughput or not outlook.trusted:
+        return proposal, {**metrics, "forecast_acted": False}
+    look = forecast.look_ahead(decided, capacity, expected, outlook.trusted, target.forecast, provisioning,
+                               math.ceil(slo.min_dwell_seconds / 60), throughput * 60,
+                               age_budget_minutes=max(0.0, slo.max_event_age_seconds - slo.safety_seconds) / 60,
+                               backlog=backlog, window_minutes=forecast.FLOOR_WINDOW_MINUTES)
+    metrics.update(forecast_would_scale_to=look.would_be, forecast_raised_floor=look.raised_floor,
+                   forecast_held_scale_in=look.held_scale_in, forecast_acted=look.acted)
+    if not look.acted:
+        return proposal, metrics
+    peak = metrics.get("forecast_expected_peak")
+    if look.held_scale_in:
+        why = (f"look-ahead: a rise to {peak:g} events/min expected within the dwell "
+               f"({slo.min_dwell_seconds / 60:g} min); the scale-in to {decided} waits")
+        return replace(proposal, capacity=None, direction=HOLD, reason_code=FORECAST_HOLD,
+                       reasons=(*proposal.reasons, why)), metrics
+    why = (f"look-ahead: {peak:g} events/min expected in {metrics.get('forecast_expected_peak_in_minutes')} min; "
+           f"{look.count} instances serving by then")
+    direction = UP if look.count > capacity else DOWN if look.count < capacity else HOLD
+    return replace(proposal, capacity=None if direction == HOLD else look.count, direction=direction,
+                   reason_code=FORECAST_FLOOR, reasons=(*proposal.reasons, why)), metrics
+
+
 def _hold(target: TargetPolicy, decision_id: str, now: datetime, capacity: int | None, code: str,
           reasons: Sequence[str], metrics: dict, state: ScalerState) -> Decision:
     new_state = replace(state, last_reason_code=code)
@@ -324,14 +369,17 @@ def _hold(target: TargetPolicy, decision_id: str, now: datetime, capacity: int |
 
 
 def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricSample], now: datetime, *,
-             clock_skew: timedelta = MAX_CLOCK_SKEW, pause: Hold | None = None) -> Decision:
+             clock_skew: timedelta = MAX_CLOCK_SKEW, pause: Hold | None = None,
+             outlook: forecast.Outlook | None = None) -> Decision:
     """Decide the target capacity for ``target`` from its recent samples.
 
     Never scales in when a source failed or the window is short of samples; a scale-out uses
     whatever data is there. Samples more than ``clock_skew`` ahead of ``now`` are ignored (the
     evaluate service passes the tolerance it parses with). The bounds are those in force at
     ``now`` (schedule profiles, ``profiles.py``); a ``pause`` in force turns what would act
-    into a hold that says what it would have done. Returns a decision whose ``state`` is the
+    into a hold that says what it would have done. ``outlook`` (the arrivals the target's look-ahead
+    expects; read only when its policy says ``forecast: shadow`` or ``on``) is applied after the
+    mode's proposal and before the bounds and the gates. Returns a decision whose ``state`` is the
     state to persist.
     """
     in_force = bounds_in_force(target, now, timedelta(seconds=target.slo.provisioning_delay_seconds))
@@ -384,6 +432,9 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     if profile_notes:
         metrics["profile"] = in_force.min_from if in_force.early else in_force.profile
         proposal = replace(proposal, reasons=(*proposal.reasons, *profile_notes))
+    if outlook is not None and target.forecast != "off":
+        proposal, looked = _looked_ahead(target, proposal, capacity, outlook, throughput, latest.backlog)
+        metrics.update(looked)
     # The gates, in the kernel's one order (a batch of one as plain numbers).
     upward = proposal.capacity is not None and proposal.direction == UP
     downward = proposal.capacity is not None and not upward

@@ -37,6 +37,7 @@ from scaling.domain.conflict import (
 )
 from scaling.domain.decisions import DOWN, HOLD, UP, Decision, ScalerState, decision_id_for, restore_learning
 from scaling.domain.engine import evaluate
+from scaling.domain.forecast import Outlook
 from scaling.domain.namespace.sizing import NamespaceStatus, egress_bound_hold
 from scaling.domain.pause import PAUSE_EXPIRED, PINNED, STATE_UNREADABLE, Pause, unreadable_reasons
 from scaling.domain.policy import TargetPolicy
@@ -45,6 +46,8 @@ from scaling.domain.samples import MetricSample
 
 #: Reason code of a re-issue's log row (an external change's is ``EXTERNAL_CHANGE``).
 RECONCILE = "reconcile"
+#: Reason code of the row that says what the look-ahead would have done (``forecast: shadow``).
+FORECAST_SHADOW = "forecast_shadow"
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,12 +229,31 @@ def superseded_change_row(reconciliation: Reconciliation, now: datetime, decisio
     return replace(row, reasons=(*row.reasons, f"superseded by decision {decision_id}"))
 
 
+def shadow_row(target: TargetPolicy, decision: Decision) -> LogRow | None:
+    """With ``forecast: shadow``, a row of what the look-ahead would have done where it differs from
+    the decision (the decision itself unchanged): the operator reads it before turning it on."""
+    would = decision.metrics.get("forecast_would_scale_to")
+    if target.forecast != "shadow" or would is None:
+        return None
+    decided = decision.target_capacity if decision.acts else decision.current_capacity
+    if would == decided:
+        return None
+    what = "raise the floor" if decision.metrics.get("forecast_raised_floor") else "hold the scale-in"
+    reason = (f"shadow: the look-ahead would {what} to {would} (expected peak "
+              f"{decision.metrics.get('forecast_expected_peak')} events/min in "
+              f"{decision.metrics.get('forecast_expected_peak_in_minutes')} min); decided {decided}")
+    return LogRow(decision_id_for(target.name, f"forecast|{decision.decision_id}"), decision.evaluated_at, False, HOLD,
+                  FORECAST_SHADOW, (reason,), dict(decision.metrics), decision.current_capacity, decision.current_capacity)
+
+
 def plan_evaluation(target: TargetPolicy, prior: Prior, sample: MetricSample, history: list[MetricSample],
                     now: datetime, settings: EvaluationSettings, *,
-                    namespace: NamespaceStatus | None = None) -> EvaluationPlan:
+                    namespace: NamespaceStatus | None = None, outlook: Outlook | None = None) -> EvaluationPlan:
     """Everything one evaluation of ``sample`` decides (the steps in the module doc). ``history``
     is the window read for it, ``now`` the decision time, ``namespace`` the status of the
-    namespace target the target consumes from (``None`` when it has none). One function of
+    namespace target the target consumes from (``None`` when it has none), ``outlook`` what the
+    target's look-ahead expects (``forecast: shadow`` or ``on``; the engine applies it after the
+    mode's proposal, before the bounds and gates). One function of
     ~110 lines on purpose: the order of its steps is the rule, and reads top to bottom."""
     old = prior.state
     if not any(item.sample_id == sample.sample_id for item in history):
@@ -276,7 +298,8 @@ def plan_evaluation(target: TargetPolicy, prior: Prior, sample: MetricSample, hi
         reconciliation = None
         if newest.capacity is not None:
             prior = replace(prior, desired=DesiredCapacity.observed(newest.capacity, newest.collected_at, "held"))
-    decision = evaluate(target, old, history, now, clock_skew=settings.clock_skew, pause=conflict or pause)
+    decision = evaluate(target, old, history, now, clock_skew=settings.clock_skew, pause=conflict or pause,
+                        outlook=outlook)
     decision = egress_bound_hold(decision, namespace, old, newest.collected_at)
     if conflict is not None and decision.reason_code != conflict.code:
         # Held whatever the rules say: the log's reason is the conflict from its first sample.
@@ -343,6 +366,9 @@ def plan_evaluation(target: TargetPolicy, prior: Prior, sample: MetricSample, hi
         reconciliation = None
     elif reason_changed and not stale_window:
         rows.append(_noted(LogRow.of(decision), notes))
+    shadow = shadow_row(target, decision)
+    if shadow is not None and not stale_window:
+        rows.append(shadow)
     if reconciliation is not None and reconciliation.kind in (REISSUE, EXTERNAL_CHANGE):
         reissued, row = reconciled_act(reconciliation, now)
         rows.append(row)

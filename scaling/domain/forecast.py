@@ -30,8 +30,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 import numpy as np
+
+from scaling.domain.forecast_record import SeasonalIndex, StoredProfile
+from scaling.domain.samples import MetricSample
 
 DAY_MINUTES = 1440
 WEEK_MINUTES = 7 * DAY_MINUTES
@@ -59,8 +63,10 @@ MIN_HISTORY_MINUTES = 2 * DAY_MINUTES
 #: load (WAPE), must be at most this ...
 MAX_ERROR = 0.35
 #: ... and at most this share of persistence's (the last minutes' mean held flat): a profile that
-#: does not beat "what just happened" has not earned the right to act.
-MAX_ERROR_OVER_PERSISTENCE = 0.9
+#: does not clearly beat "what just happened" has not earned the right to act. Wired into the
+#: engine, profiles at 0.68-0.81 of persistence's (the daily jump, WC98) made it 0.3-0.4% dearer,
+#: those at 0.03-0.28 (jumps every 10 minutes to 4 hours) 4-31% cheaper (docs/forecast.md).
+MAX_ERROR_OVER_PERSISTENCE = 0.5
 #: A regime change: the back-tested part's level (or its minute-to-minute change) over the fitted
 #: part's, beyond this factor either way.
 REGIME_LIMIT = 2.0
@@ -113,11 +119,16 @@ class Profile:
     def expected(self, history: np.ndarray, start: int, horizon: int = HORIZON_MINUTES) -> np.ndarray:
         """The load expected in minutes ``start .. start + horizon - 1`` (minute 0: the history's
         first), from the de-seasonalised level of the ``LEVEL_MINUTES`` before ``start``."""
-        recent = np.arange(max(0, start - LEVEL_MINUTES), start)
+        return self.expected_after(history[max(0, start - LEVEL_MINUTES):start], start, horizon)
+
+    def expected_after(self, recent: np.ndarray, start: int, horizon: int = HORIZON_MINUTES) -> np.ndarray:
+        """The same from ``recent``, the arrivals of the minutes just before ``start`` (what a
+        decision has at hand: its window, not the whole history)."""
+        recent = np.asarray(recent, dtype=float)[-LEVEL_MINUTES:]
         if len(recent) == 0:
             return np.zeros(horizon)
-        factors = self.factor(recent)
-        level = float(np.sum(history[recent]) / max(np.sum(factors), 1e-12))
+        factors = self.factor(np.arange(start - len(recent), start))
+        level = float(np.sum(recent) / max(np.sum(factors), 1e-12))
         return level * self.factor(np.arange(start, start + horizon))
 
 
@@ -394,6 +405,19 @@ def holds_off_scale_in(proposed: int, expected: Sequence[float] | np.ndarray, dw
 
 
 MODES = ("off", "shadow", "on")
+#: The minutes after the provisioning delay a raised floor must carry: one SLO (docs/forecast.md).
+FLOOR_WINDOW_MINUTES = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Outlook:
+    """What a decision is told of the next minutes: the arrivals expected per minute (events,
+    minute 0 the one that starts now), whether the forecast behind them earned trust, and why not.
+    The caller builds it from the stored profile; the engine never reads the profile itself."""
+
+    expected: tuple[float, ...]
+    trusted: bool
+    reasons: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,7 +434,7 @@ class LookAhead:
 
 def look_ahead(decided: int, current: int, expected: Sequence[float] | np.ndarray, trusted: bool, mode: str,
                provisioning_minutes: int, dwell_minutes: int, throughput_per_instance: float,
-               age_budget_minutes: float = 0.0, backlog: float = 0.0) -> LookAhead:
+               age_budget_minutes: float = 0.0, backlog: float = 0.0, window_minutes: int = 2) -> LookAhead:
     """Apply the look-ahead to the count the observed load ``decided``: raise it to the floor before
     a predicted rise, or keep ``current`` when a scale-in is held. The result is never below
     ``decided`` (no scale-in comes from here) and, unless ``decided`` scales in, never below
@@ -420,10 +444,73 @@ def look_ahead(decided: int, current: int, expected: Sequence[float] | np.ndarra
         raise ValueError(f"forecast mode {mode!r}: expected one of {', '.join(MODES)}")
     usable = trusted and mode != "off"
     floor = floor_before_rise(decided, expected, provisioning_minutes, throughput_per_instance, usable,
-                              age_budget_minutes=age_budget_minutes, backlog=backlog)
+                              window_minutes=window_minutes, age_budget_minutes=age_budget_minutes, backlog=backlog)
     held = decided < current and holds_off_scale_in(decided, expected, dwell_minutes, provisioning_minutes,
                                                     throughput_per_instance, usable, age_budget_minutes, backlog)
     would_be = max(floor, current) if held else floor
     acted = mode == "on" and would_be != decided
     return LookAhead(count=would_be if mode == "on" else decided, would_be=would_be, raised_floor=floor > decided,
                      held_scale_in=held, acted=acted)
+
+
+# --- the stored profile and the outlook a decision is given ------------------------------------
+
+
+def arrivals_per_minute(points: Sequence[tuple[datetime, float]]) -> tuple[np.ndarray, datetime | None]:
+    """Per-minute arrivals from (collection time, events enqueued so far) points, oldest first,
+    and the minute the first value is (``None``: fewer than two points). The increase between two
+    points is spread evenly over the whole minutes between them, so a missing sample is a share of
+    what arrived, not a zero that reads as a lull; a counter that went back (a reset) counts 0."""
+    if len(points) < 2:
+        return np.zeros(0), None
+    origin = points[0][0].replace(second=0, microsecond=0)
+    minutes = [int((moment - origin) // timedelta(minutes=1)) for moment, _ in points]
+    totals = [total for _, total in points]
+    values = np.zeros(max(minutes[-1] - minutes[0], 0))
+    for index in range(1, len(points)):
+        start, end = minutes[index - 1] - minutes[0], minutes[index] - minutes[0]
+        if end > start:
+            values[start:end] += max(0.0, totals[index] - totals[index - 1]) / (end - start)
+    return values, origin + timedelta(minutes=minutes[0])
+
+
+def stored_profile(target: str, result: Forecast, origin: datetime, fitted_at: datetime) -> StoredProfile:
+    """What to keep of a fit (its indices rounded to 4 significant digits: a day is 1,440 numbers)."""
+    return StoredProfile(
+        target, fitted_at, origin, result.history_minutes, result.trust.trusted, result.trust.reasons,
+        tuple(period.minutes for period in result.periods),
+        tuple(SeasonalIndex(seasonal.period, seasonal.resolution, tuple(float(f"{value:.4g}") for value in seasonal.index))
+              for seasonal in result.profile.seasonals),
+        None if result.backtest is None else float(result.backtest.error),
+        None if result.backtest is None else float(result.backtest.persistence_error))
+
+
+def profile_of(stored: StoredProfile) -> Profile:
+    return Profile(tuple(Seasonal(item.period, item.resolution, item.index) for item in stored.seasonals))
+
+
+def outlook_from(stored: StoredProfile | None, recent: Sequence[float], start: datetime,
+                 horizon: int = HORIZON_MINUTES) -> Outlook:
+    """The outlook a decision at ``start`` is given: the stored profile's expected arrivals of the
+    next ``horizon`` minutes from the level of ``recent`` (the arrivals of the minutes just before
+    ``start``); untrusted, with the reasons, when there is no profile or it has not earned trust."""
+    if stored is None:
+        return Outlook((), False, ("no profile fitted yet",))
+    if not stored.trusted or not stored.seasonals:
+        return Outlook((), False, stored.reasons or ("no period",))
+    if not len(recent):
+        return Outlook((), False, ("no recent arrivals",))
+    expected = profile_of(stored).expected_after(np.asarray(recent, dtype=float), stored.minute_of(start), horizon)
+    return Outlook(tuple(float(value) for value in expected), True)
+
+
+def enqueued_points(samples: Sequence[MetricSample]) -> list[tuple[datetime, float]]:
+    """(collection time, events enqueued so far over every partition) of the samples whose sources
+    all read partitions, oldest first: what ``arrivals_per_minute`` takes. A sample with a failed
+    source is left out (a gap, spread over by the next one), never read as no arrivals."""
+    points = []
+    for sample in sorted(samples, key=lambda item: item.collected_at):
+        if sample.sources and all(source.ok and source.partitions for source in sample.sources):
+            points.append((sample.collected_at, float(sum(max(partition.last_enqueued, 0) for source in sample.sources
+                                                          for partition in source.partitions))))
+    return points

@@ -145,6 +145,11 @@ KNOBS: tuple[Knob, ...] = (
          "when someone else resized the plan: adopt (accept the new count and decide from it) "
          "or revert (restore the autoscaler's desired count)",
          "an operator's resize is usually deliberate"),
+    Knob("forecast", "off",
+         "the look-ahead learned from the target's own arrival history (docs/forecast.md): off, shadow "
+         "(logs what it would do, changes no decision) or on (raises the floor before a predicted rise, "
+         "holds a scale-in whose next rise comes within the dwell; never scales in)",
+         "off until it is measured cheaper on the family and the gate (docs/forecast.md)"),
 )
 
 #: The knob of each key.

@@ -92,6 +92,8 @@ def target_to_dict(target: TargetPolicy) -> dict[str, Any]:
         "bounds": _fields(target.bounds),
         "on_external_change": target.on_external_change,
     }
+    if target.forecast != "off":
+        document["forecast"] = target.forecast
     if target.profiles:
         document["profiles"] = [_profile_to_dict(profile) for profile in target.profiles]
     if target.preset:

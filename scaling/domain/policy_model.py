@@ -111,6 +111,8 @@ class TargetPolicy:
     seed: Annotated[SeedThresholds | None, Field(description="the thresholds of preset seed")] = None
     on_external_change: Annotated[Literal["adopt", "revert"], knob("on_external_change")] = \
         KNOB["on_external_change"].default  # type: ignore[assignment]
+    forecast: Annotated[Literal["off", "shadow", "on"], knob("forecast")] = \
+        KNOB["forecast"].default  # type: ignore[assignment]
     profiles: Annotated[tuple[Profile, ...], Field(max_length=MAX_PROFILES,
         description="schedule profiles in order: the first whose window holds sets the bounds (docs/policy.md)")] = ()
 

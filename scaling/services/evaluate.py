@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from scaling.domain.conflict import DEFAULT_EXTERNAL_CHANGES_LIMIT
 from scaling.domain.decisions import HOLD, Decision
@@ -38,6 +38,7 @@ from scaling.domain.evaluation import (
     plan_evaluation,
     unreadable_row,
 )
+from scaling.domain.forecast_record import REFIT_EVERY, StoredProfile
 from scaling.domain.knobs import SETTING
 from scaling.domain.names import safe_text
 from scaling.domain.namespace.policy import EventHubsNamespaceTarget
@@ -74,6 +75,9 @@ from scaling.storage.records import (
     utc_now,
 )
 from scaling.storage.unit_of_work import Write, commit_state
+
+if TYPE_CHECKING:
+    from scaling.domain.forecast import Outlook
 
 logger = logging.getLogger(__name__)
 
@@ -233,6 +237,8 @@ class EvaluateService:
         self.external_changes_limit = external_changes_limit
         self.settings = EvaluationSettings(reconcile_grace, clock_skew, external_changes_limit, dry_run)
         self._cache: dict[str, StoredState] = {}
+        self._profiles: dict[str, StoredProfile | None] = {}
+        self._refit_failed_at: dict[str, datetime] = {}
 
     # --- the entry point -----------------------------------------------------------------------
 
@@ -324,6 +330,7 @@ class EvaluateService:
             self._purge(target.name, now)
         self._log(plan, sample)
         self._report(target, plan, sample)
+        self._refit(target, now)
         messages = (plan.action.to_json(),) if plan.action else ()
         return EvaluateOutcome("evaluated", messages, sample.sample_id, target.name, plan.decision,
                                plan.action, attempts=attempt)
@@ -337,7 +344,8 @@ class EvaluateService:
                       stored.unreadable, stored.etag)
         namespace = self.policy.namespace_of(target.name)
         status = namespace_status(self.store.load_state(namespace.name), namespace) if namespace is not None else None
-        plan = plan_evaluation(target, prior, sample, history, now, self.settings, namespace=status)
+        plan = plan_evaluation(target, prior, sample, history, now, self.settings, namespace=status,
+                               outlook=self._outlook(target, history, sample))
         for notice in plan.notices:
             getattr(logger, notice.level)("%s", notice.text)
         action = to_action(plan.act, target.name, target.plan.resource_id, traceparent) if plan.act else None
@@ -352,6 +360,59 @@ class EvaluateService:
         next_stored = replace(next_stored, state=plan.state, updated_at=now, desired=plan.desired,
                               retention_at=now if purge else stored.retention_at)
         return _Plan(next_stored, records, plan.decision, action, purge, plan.reconciliation, plan.previous)
+
+    # --- the look-ahead (docs/forecast.md) ---------------------------------------------------------
+
+    def _profile(self, target: str) -> StoredProfile | None:
+        """The target's stored profile, read once per refit (an hour) rather than every minute."""
+        if target not in self._profiles:
+            self._profiles[target] = self.store.load_profile(target)
+        return self._profiles[target]
+
+    def _outlook(self, target: TargetPolicy, history: list[MetricSample], sample: MetricSample) -> Outlook | None:
+        """What the look-ahead expects from the sample's minute on: the stored profile times the
+        level of the window's arrivals (``None`` with ``forecast: off``: nothing read, nothing said)."""
+        if target.forecast == "off":
+            return None
+        from scaling.domain import forecast  # numpy: loaded by the engine already, never at start-up
+
+        window = history if any(item.sample_id == sample.sample_id for item in history) else [*history, sample]
+        recent, _ = forecast.arrivals_per_minute(forecast.enqueued_points(window))
+        # From the window's newest sample on: the one the engine decides on (a late sample's
+        # window ends after it).
+        return forecast.outlook_from(self._profile(target.name), recent, max(item.collected_at for item in window))
+
+    def _refit(self, target: TargetPolicy, now: datetime) -> None:
+        """Refit the target's profile on its recorded history when it is older than an hour, after
+        the decision (a slow read never delays one). Best effort: a failure is logged and the old
+        profile, or none, is used until the next try."""
+        if target.forecast == "off":
+            return
+        stored = self._profile(target.name)
+        failed = self._refit_failed_at.get(target.name)
+        if (stored is not None and not stored.stale(now)) or (failed is not None and now - failed < REFIT_EVERY):
+            return
+        from scaling.domain import forecast
+
+        try:
+            samples: list[MetricSample] = []
+            start = now - self.retention
+            while start < now:  # day-sized range queries: one month is 30 of them
+                end = min(start + timedelta(days=1), now)
+                samples.extend(self.store.load_window(target.name, start, end))
+                start = end
+            arrivals, origin = forecast.arrivals_per_minute(forecast.enqueued_points(samples))
+            result = forecast.forecast(arrivals)
+            profile = forecast.stored_profile(target.name, result, origin or now, now)
+            self.store.save_profile(profile)
+        except Exception:
+            logger.exception("evaluate %s: refitting the look-ahead's profile failed; retrying in an hour", target.name)
+            self._refit_failed_at[target.name] = now
+            return
+        self._profiles[target.name] = profile
+        logger.info("evaluate %s: look-ahead profile refit on %d minutes: %s", target.name, result.history_minutes,
+                    "trusted, periods " + ", ".join(str(period) for period in profile.periods) if profile.trusted
+                    else "not trusted: " + "; ".join(profile.reasons))
 
     def _already_evaluated(self, stored: StoredState, sample: MetricSample, dequeue_count: int, attempt: int) -> EvaluateOutcome:
         # A redelivery re-sends the action this sample decided (the output binding's send may have

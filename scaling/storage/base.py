@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Protocol
 from urllib.parse import unquote
 
+from scaling.domain.forecast_record import StoredProfile
 from scaling.domain.names import table_key
 from scaling.domain.samples import MetricSample
 from scaling.settings import APPLIED_TABLE, DEAD_LETTER_TABLE, HISTORY_TABLE, STATE_TABLE
@@ -128,6 +129,12 @@ class EvaluateStore(Protocol):
         """The target's decision-log rows evaluated at or after ``since``, oldest first (at most ``limit``)."""
 
     def dead_letter(self, letter: DeadLetter) -> None: ...
+
+    def load_profile(self, target: str) -> StoredProfile | None:
+        """The target's look-ahead profile (``None``: none yet, or unreadable: refit it)."""
+
+    def save_profile(self, profile: StoredProfile) -> None:
+        """Write the target's profile (last writer wins: two refits of one hour agree)."""
 
 
 class ScaleStore(Protocol):

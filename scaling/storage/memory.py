@@ -4,12 +4,14 @@ create-if-absent, atomic commit). For fast property tests and simulations; threa
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
 from scaling.domain.decisions import ScalerState
+from scaling.domain.forecast_record import StoredProfile
 from scaling.domain.samples import MetricSample
 from scaling.storage.base import ConcurrencyConflict, history_row_key
 from scaling.storage.records import (
@@ -19,6 +21,9 @@ from scaling.storage.records import (
     StoredState,
     decision_row_key,
     epoch_seconds,
+    json_text,
+    profile_from_document,
+    profile_to_document,
 )
 
 
@@ -33,6 +38,7 @@ class MemoryStorage:
         self.decision_rows: dict[str, dict[str, DecisionRecord]] = {}
         self.letters: list[DeadLetter] = []
         self.applied: dict[tuple[str, str], AppliedRecord] = {}
+        self.profiles: dict[str, dict] = {}
         self.calls: dict[str, int] = {}
 
     def _count(self, name: str) -> None:
@@ -105,6 +111,17 @@ class MemoryStorage:
         if since is not None:
             rows = [row for row in rows if row.evaluated_at >= since]
         return rows[:limit] if limit is not None else rows
+
+    def load_profile(self, target: str) -> StoredProfile | None:
+        with self._lock:
+            self._count("load_profile")
+            document = self.profiles.get(target)
+        return None if document is None else profile_from_document(document, target)
+
+    def save_profile(self, profile: StoredProfile) -> None:
+        with self._lock:
+            self._count("save_profile")
+            self.profiles[profile.target] = json.loads(json_text(profile_to_document(profile)))
 
     def dead_letter(self, letter: DeadLetter) -> bool:
         with self._lock:

@@ -22,10 +22,11 @@ from typing import Any
 
 from scaling.domain.conflict import MAX_CHANGES_KEPT, ExternalChange, ExternalWriterHold
 from scaling.domain.decisions import HOLD, Decision, ScalerState
+from scaling.domain.forecast_record import SeasonalIndex, StoredProfile
 from scaling.domain.names import safe_text, target_name_problem
 from scaling.domain.pause import Pause
 from scaling.domain.reconcile import MAX_EARLIER_CAPACITIES, DesiredCapacity
-from scaling.domain.samples import format_time, parse_time
+from scaling.domain.samples import SampleError, format_time, parse_time
 
 # The action message is part of what storage keeps and sends: re-exported here.
 from scaling.storage.actions import ACTION_SCHEMA_VERSION as ACTION_SCHEMA_VERSION
@@ -425,3 +426,39 @@ def target_of(body: str) -> str | None:
         return None
     target = document.get("target") if isinstance(document, dict) else None
     return target if isinstance(target, str) and target_name_problem(target) is None else None
+
+
+# --- the look-ahead's profile (one entity per target beside the state: it changes hourly) --------
+
+#: The RowKey of a target's profile in the state table (after the decision rows' ``d-``).
+PROFILE_ROW = "forecast-profile"
+
+
+def profile_to_document(profile: StoredProfile) -> dict[str, Any]:
+    return {"fitted_at": format_time(profile.fitted_at), "origin": format_time(profile.origin),
+            "history_minutes": profile.history_minutes, "trusted": profile.trusted, "reasons": list(profile.reasons),
+            "periods": list(profile.periods), "error": profile.error, "persistence_error": profile.persistence_error,
+            "seasonals": [{"period": item.period, "resolution": item.resolution, "index": list(item.index)}
+                          for item in profile.seasonals]}
+
+
+def profile_from_document(document: Mapping[str, Any], target: str) -> StoredProfile | None:
+    """The stored profile, or ``None`` when it cannot be read (it is refit then, as if absent)."""
+    try:
+        seasonals = tuple(SeasonalIndex(int(item["period"]), int(item["resolution"]),
+                                        tuple(float(value) for value in item["index"]))
+                          for item in document.get("seasonals") or ())
+        if any(item.period < 1 or item.resolution < 1 or len(item.index) != item.period // item.resolution
+               for item in seasonals):
+            return None
+        return StoredProfile(target, parse_time(document["fitted_at"], "fitted_at"),
+                             parse_time(document["origin"], "origin"), int(document["history_minutes"]),
+                             bool(document["trusted"]), tuple(str(reason) for reason in document.get("reasons") or ()),
+                             tuple(int(period) for period in document.get("periods") or ()), seasonals,
+                             _float_or_none(document.get("error")), _float_or_none(document.get("persistence_error")))
+    except (KeyError, TypeError, ValueError, SampleError):
+        return None
+
+
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)

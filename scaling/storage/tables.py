@@ -26,6 +26,7 @@ from azure.core.exceptions import HttpResponseError, ResourceExistsError, Resour
 from azure.data.tables import EdmType, TableClient, TableTransactionError, UpdateMode
 
 from scaling.domain.decisions import ScalerState
+from scaling.domain.forecast_record import StoredProfile
 from scaling.domain.names import safe_text
 from scaling.domain.samples import MetricSample, SampleError, format_time, parse_time, sample_from_dict
 from scaling.storage.base import (
@@ -40,6 +41,7 @@ from scaling.storage.base import (
     split_text,
 )
 from scaling.storage.records import (
+    PROFILE_ROW,
     AppliedRecord,
     DeadLetter,
     DecisionRecord,
@@ -47,6 +49,8 @@ from scaling.storage.records import (
     action_from_dict,
     decision_row_key,
     json_text,
+    profile_from_document,
+    profile_to_document,
     stored_state_from_document,
     stored_state_to_document,
     unreadable_document,
@@ -303,6 +307,27 @@ class TableStorage:
             if limit is not None and len(records) >= limit:
                 break
         return records
+
+    # --- the look-ahead's profile ---------------------------------------------------------------------
+
+    def load_profile(self, target: str) -> StoredProfile | None:
+        try:
+            entity = self._recovering(lambda: self.state.get_entity(partition_key(target), PROFILE_ROW))
+        except ResourceNotFoundError:
+            return None
+        try:
+            document = json.loads(join_text(entity, "document") or "{}")
+        except (ValueError, RecursionError):
+            return None
+        return profile_from_document(document, target) if isinstance(document, dict) else None
+
+    def save_profile(self, profile: StoredProfile) -> None:
+        entity = {"PartitionKey": partition_key(profile.target), "RowKey": PROFILE_ROW,
+                  # Readable copies for Storage Explorer; the document is what is read back.
+                  "fitted_at": format_time(profile.fitted_at), "trusted": profile.trusted,
+                  "periods": ",".join(str(period) for period in profile.periods),
+                  **split_text("document", json_text(profile_to_document(profile)))}
+        self._recovering(lambda: self.state.upsert_entity(entity, mode=UpdateMode.REPLACE))
 
     # --- dead letters ------------------------------------------------------------------------------
 

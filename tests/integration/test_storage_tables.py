@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scaling.domain.decisions import ScalerState
+from scaling.domain.forecast_record import SeasonalIndex, StoredProfile
 from scaling.storage.base import ConcurrencyConflict, TableNames
 from scaling.storage.records import (
     APPLIED,
@@ -157,3 +158,20 @@ def test_factories_build_the_services_from_settings(azurite, unique_name):
     tables = build_table_storage(identity, StaticTokenCredential(), ensure=False)  # no I/O
     assert tables.history.url.startswith("https://acct.table.core.windows.net")
     assert tables.history.table_name == "metrichistory"
+
+
+def test_the_look_ahead_profile_round_trips_beside_the_state_and_out_of_the_decision_log(tables):
+    weekly = SeasonalIndex(10_080, 7, tuple(round(1 + 0.5 * ((index % 97) / 97), 4) for index in range(1440)))
+    daily = SeasonalIndex(1440, 1, tuple(round(0.5 + index / 1440, 4) for index in range(1440)))
+    profile = StoredProfile("orders", minute(90), minute(-30 * 1440), 30 * 1440, True, (), (1440, 10_080),
+                            (daily, weekly), 0.1, 0.2)
+    assert tables.load_profile("orders") is None
+    tables.commit(StoredState(ScalerState("orders", capacity=2)), [decision("orders", 1)])
+    tables.save_profile(profile)
+    assert tables.load_profile("orders") == profile
+    untrusted = StoredProfile("orders", minute(150), minute(0), 100, False, ("history 100 min < 2880", "no period"))
+    tables.save_profile(untrusted)  # a refit replaces it
+    assert tables.load_profile("orders") == untrusted
+    assert [row.decision_id for row in tables.decisions("orders")] == ["d1"]
+    assert tables.load_state("orders").state.capacity == 2
+    assert tables.load_profile("other") is None

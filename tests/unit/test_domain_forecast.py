@@ -98,8 +98,9 @@ PERIOD = (fc.Period(60, 100.0, 0.5),)
         (fc.MIN_HISTORY_MINUTES, (), 0.1, 0.5, (), False, "no period"),
         (fc.MIN_HISTORY_MINUTES, PERIOD, fc.MAX_ERROR, 1.0, (), True, ""),
         (fc.MIN_HISTORY_MINUTES, PERIOD, fc.MAX_ERROR + 1e-9, 1.0, (), False, "back-test error"),
-        (fc.MIN_HISTORY_MINUTES, PERIOD, 0.18, 0.2, (), True, ""),  # exactly 0.9 x persistence's
-        (fc.MIN_HISTORY_MINUTES, PERIOD, 0.18 + 1e-9, 0.2, (), False, "persistence"),
+        (fc.MIN_HISTORY_MINUTES, PERIOD, 0.1, 0.2, (), True, ""),  # exactly 0.5 x persistence's
+        (fc.MIN_HISTORY_MINUTES, PERIOD, 0.1 + 1e-9, 0.2, (), False, "persistence"),
+        (fc.MIN_HISTORY_MINUTES, PERIOD, 0.15, 0.2, (), False, "persistence"),  # 0.75: a daily jump's, WC98's
         (fc.MIN_HISTORY_MINUTES, PERIOD, math.nan, 0.5, (), False, "back-test error"),
         (fc.MIN_HISTORY_MINUTES, PERIOD, 0.1, 0.5, ("level x3.00",), False, "regime change"),
     ],

@@ -69,7 +69,7 @@ def test_a_step_without_a_cooldown_gets_its_directions_default_from_a_document_a
 def test_every_default_of_the_model_is_the_registrys() -> None:
     document = json.loads((REPO / "policy.sample.json").read_text(encoding="utf-8"))
     target = document["targets"][0]
-    for block in ("bounds", "scale_up", "scale_down", "slo", "on_external_change", "mode", "profiles", "preset", "seed"):
+    for block in ("bounds", "scale_up", "scale_down", "slo", "on_external_change", "forecast", "mode", "profiles", "preset", "seed"):
         target.pop(block, None)
     target["mode"] = "slo"
     target["rules"] = [{"scale_up_above": 10, "scale_down_below": 1}]

@@ -49,7 +49,8 @@ _EPOCH_SECONDS = EPOCH.timestamp()
 
 def supports(target: TargetPolicy) -> bool:
     """Whether ``simulate_slo_batch`` reproduces the engine for this target exactly."""
-    if target.mode != "slo" or target.bounds.min_instances < 1 or target.profiles:  # profiles: the engine's
+    # profiles: the engine's; the look-ahead (forecast shadow or on) only runs in the engine's loop.
+    if target.mode != "slo" or target.bounds.min_instances < 1 or target.profiles or target.forecast != "off":
         return False
     if target.slo.stall_scale_to_minimum:  # (a stall's scale-in to the minimum: the engine's)
         return False

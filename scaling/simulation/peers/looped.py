@@ -20,6 +20,7 @@ import numpy as np
 
 from scaling.domain.decisions import Decision, ScalerState
 from scaling.domain.engine import evaluate
+from scaling.domain.forecast import Outlook
 from scaling.domain.lag import balanced_counts, effective_capacity
 from scaling.domain.policy import SEED_STEP, Bounds, PlanSettings, SourceSettings, TargetPolicy, seed_rules
 from scaling.domain.samples import MetricSample, PartitionReading, SourceReading
@@ -264,8 +265,11 @@ class EngineAutoscaler:
     """Drives the real ``evaluate`` with simulated samples, keeping only the window it needs."""
 
     def __init__(self, target: TargetPolicy, on_decision: Callable[[MetricSample, Decision], None] | None = None, *,
-                 start: datetime = EPOCH) -> None:
+                 start: datetime = EPOCH, outlook: Callable[[Observation], Outlook] | None = None) -> None:
         self.target = target
+        #: What the target's look-ahead is told each minute (``lookahead.py``; a target with
+        #: ``forecast: shadow`` or ``on``), as the evaluate service builds it from the stored profile.
+        self.outlook = outlook
         self.start = start
         self.state = ScalerState(target=target.name)
         window_minutes = max(int(target.window_seconds // 60) + 2, 3)
@@ -279,7 +283,8 @@ class EngineAutoscaler:
     def decide(self, observation: Observation) -> int | None:
         sample = self.sample(observation)
         self.history.append(sample)
-        decision = evaluate(self.target, self.state, self.history, sample.collected_at)
+        outlook = self.outlook(observation) if self.outlook is not None else None
+        decision = evaluate(self.target, self.state, self.history, sample.collected_at, outlook=outlook)
         self.state = decision.state or self.state
         if self.on_decision is not None:
             self.on_decision(sample, decision)
