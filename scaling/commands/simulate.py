@@ -50,6 +50,7 @@ def trace_start(text: str) -> tuple[int, datetime]:
 
 def run(args: argparse.Namespace) -> int:
     from scaling.domain.policy import PolicyError, load_policy
+    from scaling.simulation.peers.lookahead import outlook_for
     from scaling.simulation.peers.looped import EngineAutoscaler, simulated_target
     from scaling.simulation.world.loop import load_trace, per_minute, scale_trace, simulate
 
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
     samples = []
     autoscaler = EngineAutoscaler(target, on_decision=(lambda sample, decision: samples.append(sample)) if args.history_out else None,
-                                  start=start)
+                                  start=start, outlook=outlook_for(target))
     result = simulate(arrivals, autoscaler, scenario, algorithm=f"policy:{target.name}", knob=target.mode)
     summary = {
         "trace": args.trace,

@@ -13,7 +13,7 @@ import html
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scaling.domain.conflict import CONFLICT_PREFIX
@@ -94,6 +94,33 @@ def decision_hover(record: DecisionRecord) -> str:
     return "<br>".join(_wrap(line) for line in lines)
 
 
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """What the look-ahead expected at one decision (``forecast: shadow`` or ``on``): the peak of
+    arrivals over its window, when it was expected, and whether it was trusted and acted."""
+
+    at: datetime  # when the peak was expected
+    rate: float  # events/s
+    hover: str
+
+
+def expected_load(decisions: Sequence[DecisionRecord]) -> list[Expected]:
+    """The look-ahead's expected peaks from the decision log's metrics, placed at the minute each
+    was expected, so the page draws them beside the arrivals that came."""
+    found = []
+    for record in decisions:
+        metrics = record.metrics or {}
+        peak, minutes = metrics.get("forecast_expected_peak"), metrics.get("forecast_expected_peak_in_minutes")
+        if not isinstance(peak, int | float) or isinstance(peak, bool) or not isinstance(minutes, int | float):
+            continue
+        trusted, acted = bool(metrics.get("forecast_trusted")), bool(metrics.get("forecast_acted"))
+        hover = (f"expected {peak / 60:,.1f} events/s at {_time(record.evaluated_at + timedelta(minutes=minutes))}"
+                 f"<br>by the decision at {_time(record.evaluated_at)} ({html.escape(str(metrics.get('forecast', '')))}, "
+                 f"{'trusted' if trusted else 'not trusted'}, {'acted' if acted else 'did not act'})")
+        found.append(Expected(record.evaluated_at + timedelta(minutes=minutes), peak / 60, hover))
+    return found
+
+
 def _wrap(line: str, width: int = 110) -> str:
     """Long reasons over several hover lines (plotly does not wrap)."""
     if len(line) <= width:
@@ -124,6 +151,11 @@ def figure(data: ReportData) -> Any:
                     line={"color": "#1f77b4"}, row=1, col=1)
     fig.add_scatter(x=times, y=[p.serving_rate for p in points], name="serving capacity/s", mode="lines",
                     line={"color": "#ff7f0e", "shape": "hv"}, row=1, col=1)
+    expected = expected_load(data.decisions)
+    if expected:
+        fig.add_scatter(x=[_time(item.at) for item in expected], y=[item.rate for item in expected],
+                        name="expected by the look-ahead/s", mode="markers", marker={"symbol": "x", "color": "#1f77b4"},
+                        text=[item.hover for item in expected], hovertemplate="%{text}<extra></extra>", row=1, col=1)
     fig.add_scatter(x=times, y=[p.backlog for p in points], name="backlog", mode="lines", fill="tozeroy",
                     line={"color": "#9467bd"}, row=2, col=1, secondary_y=False)
     fig.add_scatter(x=times, y=[p.oldest_age_seconds for p in points], name="oldest-event age (s)", mode="lines",

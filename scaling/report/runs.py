@@ -31,6 +31,7 @@ def write_simulation_report(path: str | Path, arrivals: Any, target: Any, scenar
     """Replay ``arrivals`` with the engine (deterministic: the run ``simulate`` just scored) and
     write its page, every logged decision as ``evaluate`` would have recorded it. ``replay``
     runs another world (a queue's): it takes the decision callback and returns the run."""
+    from scaling.simulation.peers.lookahead import outlook_for
     from scaling.simulation.peers.looped import EPOCH, EngineAutoscaler
     from scaling.simulation.world.loop import simulate
     from scaling.storage.records import DecisionRecord, action_for
@@ -43,7 +44,7 @@ def write_simulation_report(path: str | Path, arrivals: Any, target: Any, scenar
 
     start = start or EPOCH
     result = replay(record) if replay is not None else simulate(
-        arrivals, EngineAutoscaler(target, on_decision=record, start=start), scenario,
+        arrivals, EngineAutoscaler(target, on_decision=record, start=start, outlook=outlook_for(target)), scenario,
         algorithm=f"policy:{target.name}", knob=target.mode)
     data = report_from_run(target.name, result, logged_decisions(records), start=start,
                            events_per_instance_per_minute=scenario.events_per_instance_per_minute,

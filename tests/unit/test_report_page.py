@@ -152,3 +152,18 @@ def test_a_target_held_for_another_controller_says_so_at_the_top():
     # Once the log's newest row has another reason, the hold is over and the banner gone.
     page = render(data(decisions=[*DECISIONS, held, decision(20, acts=True, direction="up", reason="rule_scale_up")]))
     assert 'id="conflict"' not in page
+
+
+def test_the_look_ahead_s_expected_load_is_drawn_beside_the_arrivals():
+    """Each decision that carried the look-ahead's expectation puts its peak (events/min in the
+    log, events/s on the page) at the minute it was expected, on the arrivals chart; a log
+    without the look-ahead draws nothing of it."""
+    looked = [decision(2, acts=False, forecast="shadow", forecast_trusted=True, forecast_acted=False,
+                       forecast_expected_peak=600.0, forecast_expected_peak_in_minutes=7),
+              decision(5, acts=True, direction="up", reason="forecast_floor", after=6, forecast="on", forecast_trusted=True,
+                       forecast_acted=True, forecast_expected_peak=1200.0, forecast_expected_peak_in_minutes=3)]
+    fig = figure(data(decisions=[*DECISIONS, *looked]))
+    expected = next(trace for trace in fig.data if trace.name.startswith("expected by the look-ahead"))
+    assert list(expected.x) == ["2026-03-01 15:09:00", "2026-03-01 15:08:00"] and list(expected.y) == [10.0, 20.0]
+    assert expected.yaxis == "y" and "not trusted" not in expected.text[0] and "acted" in expected.text[1]
+    assert not any(trace.name.startswith("expected") for trace in figure(data()).data)

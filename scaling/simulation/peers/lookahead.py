@@ -62,6 +62,13 @@ class LearnedOutlook:
         return forecast.Outlook(tuple(float(value) for value in expected), True)
 
 
+def outlook_for(target) -> LearnedOutlook | None:
+    """What a simulated run of ``target`` tells its engine each minute: the look-ahead learned
+    from the arrivals seen so far when its policy reads one (``forecast: shadow`` or ``on``), as
+    the evaluate service refits it from the recorded history; ``None`` when it is off."""
+    return None if target.forecast == "off" else LearnedOutlook()
+
+
 class PerfectOutlook:
     """The true arrivals of the next ``horizon`` minutes (the reference: no forecast does better)."""
 
