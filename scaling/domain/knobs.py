@@ -203,6 +203,9 @@ CONSTANTS: tuple[Constant, ...] = (
              "the processed rate may rise this much with more instances and still count as a stall"),
     Constant("FLAT_TOLERANCE", 0.1, "scaling.domain.slo_kernel.hub",
              "intervals' arrivals the backlog may move over the rate window and still count as flat"),
+    Constant("SKEWED_SPREAD", 2.0, "scaling.domain.slo_kernel.hub",
+             "times the mean partition's forecast the busiest one's must be before partitions near one instance "
+             "scale out before they queue"),
     Constant("TREND_CONFIDENCE", 1.0, "scaling.domain.slo_kernel.ages",
              "standard errors of its slope a rise must clear to count as a trend (noise holds no capacity)"),
     Constant("NEWCOMER_MARGIN", 0.75, "scaling.domain.slo_kernel.owners",

@@ -340,11 +340,14 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     loads = owner_loads(forecasts)
     first = min(pending_seconds, react)
     worst_predicted = 0.0
+    at_risk = False
     both = np.array([ready_capacity, capacity])  # the ready count, then the requested one (one column each)
+    horizon = kernel.drain_seconds(slo.min_dwell_seconds, slo.max_event_age_seconds, True, 0.0)
     for load, forecast, age, backlog in zip(loads, forecasts, ages, backlogs, strict=True):
         served = load.service(forecast[:, [0, 0]], both, np.array([0, 0]))
         then = kernel.age_at_reaction(age, backlog, forecast, served[:, :1], served[:, 1:], first, react)
         worst_predicted = max(worst_predicted, float(then.max()))
+        at_risk = at_risk or bool((then > kernel.carried_age_limits(limit, forecast, rate, horizon)).any())
     owned = all(bool(reading.ownership[0]) for reading in owners)
     busiest_now = busiest(loads, capacity)
     sizing_note = (f"sizing: {OWNER_LOAD}, busiest owner {busiest_now:.1f}/s now "
@@ -399,7 +402,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
                          "so that the recovery drains at once", sizing_note, *hot_reasons),
                         metrics, new_state)
 
-    if worst_predicted > limit:
+    if at_risk:
         # Serve the forecast and drain what will have piled up by the time new instances serve.
         drain_seconds, drain_note = scale_out_drain(target, situation, worst_predicted)
         needed = [kernel.scale_out_need(forecast, backlog, slo.provisioning_delay_seconds, since_latest, slo.safety_seconds,

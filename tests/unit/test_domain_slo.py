@@ -570,3 +570,49 @@ def test_action_budget_in_the_loop_holds_scale_ins_but_never_scale_outs() -> Non
     for start in action_minutes:
         assert sum(start <= m < start + 60 for m in action_minutes) <= 2 + 2  # refill + the initial bucket
     assert result.slo_violation_minutes == 0
+
+
+def near_instance_history(hot_rate: float, other_rate: float = 5.0, *, backlog: int = 300,
+                          minutes: int = 10) -> list[MetricSample]:
+    """16 instances on 32 partitions, instance ``i`` owning partitions ``i`` and ``i + 16``: partition
+    0 receives ``hot_rate`` events/s, every other partition ``other_rate``, and partition 0's owner
+    falls behind on it by ``backlog`` events (the others keep up)."""
+    rates = [hot_rate] + [other_rate] * (PARTITIONS - 1)
+    samples = []
+    for k in range(minutes + 1):
+        partitions = []
+        for p, rate in enumerate(rates):
+            last = 100_000 + round(rate * 60 * k)
+            behind = round(backlog * k / minutes) if p == 0 else 0
+            partitions.append(PartitionReading.measure(str(p), 0, last, last - behind, owner=f"instance-{p % 16}"))
+        samples.append(MetricSample(target="orders", collected_at=T0 - timedelta(minutes=minutes - k), capacity=16,
+                                    sources=(SourceReading(name="hub", kind="eventhub", partitions=tuple(partitions),
+                                                           owners=16),)))
+    return samples
+
+
+@pytest.mark.parametrize(
+    ("hot_rate", "other_rate", "direction", "expected", "code"),
+    [
+        # 10/s (0.6 of an instance) with its neighbour's 5/s: the owner keeps up, nothing to do
+        pytest.param(10.0, 5.0, HOLD, None, "slo_steady", id="half-busy-owner-holds"),
+        # 12/s with 5/s on one owner (17/s of 16.7/s): its oldest event grows slowly, well within
+        # the 210 s limit, and an instance of its own would drain what it carries: it may wait
+        pytest.param(12.0, 5.0, HOLD, None, "slo_steady", id="a-partition-its-own-instance-drains-waits"),
+        # 15.5/s (0.93 of an instance, with the headroom near one) shares an owner with 5/s on a
+        # skewed hub (2.9x the mean): predicted far within 210 s, but an instance of its own would
+        # drain only seconds of what it carries: it gets one now (every count that shares it
+        # leaves it behind: the maximum)
+        pytest.param(15.5, 5.0, UP, 32, "slo_at_risk", id="a-partition-near-an-instance-gets-its-own-before-it-queues"),
+        # the same partition on an even hub (1.9x the mean): the plain limit, which it is within
+        pytest.param(15.5, 8.0, HOLD, None, "slo_steady", id="an-even-hub-keeps-the-plain-limit"),
+    ],
+)
+def test_a_partition_near_one_instance_gets_an_instance_of_its_own_before_it_queues(hot_rate, other_rate, direction,
+                                                                                      expected, code) -> None:
+    """Issue 53 (WC98 in `hot`): partitions at 0.8-1x an instance's throughput, scaled out only
+    when their predicted age passed the limit, carried minutes of backlog that their own instance
+    could not drain, and went past the SLO where an instance of their own would have kept them within."""
+    decision = evaluate(slo_target(), state(16), near_instance_history(hot_rate, other_rate), T0)
+    assert (decision.direction, decision.target_capacity, decision.reason_code) == (direction, expected, code), decision.reasons
+    assert decision.metrics["predicted_age_seconds"] < 210

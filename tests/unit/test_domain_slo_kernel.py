@@ -879,3 +879,57 @@ def test_an_old_backlog_that_drains_slowly_is_no_surplus_on_a_queue() -> None:
     came in, so it passes the 210 s limit before the burst is served (250 s): no surplus."""
     assert kernel.fifo_hold_seconds(150.0, 30_000.0, 10.0, 120.0, 210.0, 120.0, 600.0) == 0.0
     assert kernel.fifo_hold_seconds(150.0, 1_500.0, 10.0, 120.0, 210.0, 120.0, 600.0) == math.inf
+
+
+# --- the age a partition may carry into a scale-out (issue 53) ---------------------------------------------------------
+
+
+def carried(forecasts, *, row_of=None) -> float:
+    """The first partition's carried-age limit on a hub of ``forecasts`` (limit 210 s, 100/s an
+    instance, a 1200 s drain horizon)."""
+    limits = kernel.carried_age_limits(one(210.0), np.array(forecasts, dtype=float)[:, None], one(100.0), one(1200.0),
+                                       None if row_of is None else np.array(row_of))
+    return float(limits[0, 0])
+
+
+@pytest.mark.parametrize(
+    ("forecasts", "expected"),
+    [
+        pytest.param([50.0, 10.0, 10.0, 10.0], 210.0, id="half-an-instance-the-limit"),
+        pytest.param([80.0, 10.0, 10.0, 10.0], 210.0, id="its-own-instance-drains-300s-in-1200s-the-limit"),
+        # what its own instance drains in 1200 s crosses the 210 s limit at 100 x 1200 / 1410 = 85.1/s
+        pytest.param([85.0, 10.0, 10.0, 10.0], 210.0, id="just-below-the-crossing-the-limit"),
+        pytest.param([86.0, 10.0, 10.0, 10.0], 1200.0 * (100.0 / 86.0 - 1.0), id="just-past-the-crossing-what-its-own-drains"),
+        pytest.param([90.0, 10.0, 10.0, 10.0], 1200.0 * (100.0 / 90.0 - 1.0), id="near-an-instance-what-its-own-drains"),
+        pytest.param([100.0, 10.0, 10.0, 10.0], 0.0, id="at-an-instance-none"),
+        pytest.param([130.0, 10.0, 10.0, 10.0], 0.0, id="past-an-instance-none"),
+        pytest.param([0.0, 90.0, 10.0, 10.0], 210.0, id="no-arrivals-the-limit"),
+        pytest.param([0.0, 0.0, 0.0, 0.0], 210.0, id="an-idle-hub-the-limit"),
+        # the spread: 90 against a mean of 45 (exactly SKEWED_SPREAD) is skewed, against 45.75 not
+        pytest.param([90.0, 30.0, 30.0, 30.0], 1200.0 * (100.0 / 90.0 - 1.0), id="spread-at-the-threshold-skewed"),
+        pytest.param([90.0, 31.0, 31.0, 31.0], 210.0, id="spread-just-below-the-threshold-the-limit"),
+        pytest.param([90.0, 90.0, 90.0, 90.0], 210.0, id="an-even-hub-near-an-instance-the-limit"),
+    ],
+)
+def test_carried_age_limits(forecasts, expected: float) -> None:
+    """A partition on a skewed hub may carry into a scale-out only the age an instance of its own
+    drains within the horizon; on an even hub (busiest below SKEWED_SPREAD x the mean) the limit."""
+    assert kernel.SKEWED_SPREAD == 2.0
+    assert carried(forecasts) == pytest.approx(expected)
+
+
+def test_carried_age_limits_count_rows_standing_for_several_partitions_once_each() -> None:
+    """Rows standing for several partitions (the batched driver's equal-share rows) weigh the mean as the partitions."""
+    assert carried([90.0, 30.0], row_of=[0, 1, 1, 1]) == carried([90.0, 30.0, 30.0, 30.0])
+    assert carried([90.0, 30.0], row_of=[0, 1, 1, 1]) != carried([90.0, 30.0])
+
+
+def test_carried_age_limits_of_a_batch_are_each_candidates_alone() -> None:
+    rng = np.random.default_rng(7)
+    forecast = rng.uniform(0.0, 150.0, (6, 5)) * np.array([[3.0]] + [[1.0]] * 5)
+    limit, rate, horizon = rng.uniform(60, 300, 5), rng.uniform(50, 150, 5), rng.uniform(300, 1800, 5)
+    together = kernel.carried_age_limits(limit, forecast, rate, horizon)
+    for column in range(5):
+        alone = kernel.carried_age_limits(limit[column:column + 1], forecast[:, column:column + 1], rate[column:column + 1],
+                                          horizon[column:column + 1])
+        assert np.array_equal(together[:, column:column + 1], alone)

@@ -139,6 +139,17 @@ def test_a_batch_gives_each_candidate_what_it_gets_alone() -> None:
     assert_batch_gives_each_what_it_gets_alone(simulate_slo_batch, arrivals, targets, scenario)
 
 
+def test_a_skewed_hub_scales_out_for_partitions_near_one_instance_as_the_engine_does() -> None:
+    """Skew 0.4 on 8 partitions (the busiest 2.5x the mean, past ``SKEWED_SPREAD``): partitions
+    near one instance scale out by the age they may carry (``carried_age_limits``, issue 53), in
+    the batch as in the engine (the default's run differs from the plain limit's here)."""
+    scenario = Scenario.named("hot", partitions=8, peak_instances=6.0, skew=0.4)
+    arrivals = noisy_diurnal(720, seed=13) * 0.4
+    targets = [simulated_target(scenario, name="default"), *hand_made(scenario)[1:3]]
+    for target, result in zip(targets, simulate_slo_batch(arrivals, targets, scenario), strict=True):
+        assert_same_run(simulate(arrivals, EngineAutoscaler(target), scenario), result, f"skewed {target.slo}")
+
+
 @pytest.mark.parametrize("world", ["standard", "realistic", "hot"])
 def test_candidates_on_different_traces_in_one_batch_get_what_they_get_alone(world: str) -> None:
     """The benchmark's family members of one length run as columns of one step (``trace_of``):

@@ -77,11 +77,13 @@ from scaling.domain.slo_kernel.gates import (  # noqa: F401
 )
 from scaling.domain.slo_kernel.hub import (  # noqa: F401
     FLAT_TOLERANCE,
+    SKEWED_SPREAD,
     STALL_TOLERANCE,
     _per_candidate,
     backlog_flat,
     backlog_growing,
     calm_rates,
+    carried_age_limits,
     checkpoints_keep_pace,
     column_sums,
     distinct_shares,

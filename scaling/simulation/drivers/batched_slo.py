@@ -101,6 +101,9 @@ class _Candidates:
         self.cooldown_up = np.array([float(t.scale_up.cooldown_seconds) for t in targets])
         self.cooldown_down = np.array([float(t.scale_down.cooldown_seconds) for t in targets])
         self.limit = self.max_age - self.safety
+        #: Over how long a scale-out drains (``slo_kernel.drain_seconds`` with a measured rate):
+        #: the horizon of ``carried_age_limits``.
+        self.horizon = slo_kernel.drain_seconds(self.dwell, self.max_age, True, 0.0)
         self.delay_ceiling = self.max_age * slo_kernel.CHECKPOINT_DELAY_CEILING
         self.delay_steady_ceiling = self.max_age * slo_kernel.CHECKPOINT_DELAY_STEADY_CEILING
 
@@ -365,7 +368,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                     serving_ring[(slot + 1) % window_samples], serving_ring[seen % window_samples],
                     (second - first) / interval_seconds, (last - before_last) / interval_seconds, growing, stalling,
                     slo_kernel.column_sums(arrival_in_view[:, None] if arrival_in_view.ndim == 1 else arrival_in_view, row_of), most)
-            risk = known & (worst_predicted > settings.limit) & ~unowned & ~stall
+            carried = slo_kernel.carried_age_limits(settings.limit, forecast, rate, settings.horizon, row_of)
+            risk = known & (then > carried).any(axis=0) & ~unowned & ~stall
             if risk.any():
                 rows = np.flatnonzero(risk)
                 since = learned_delay[rows]
