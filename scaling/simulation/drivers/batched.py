@@ -3,7 +3,7 @@
 ``simulate_batch(arrivals, targets, scenario)`` gives, for every target (a ``rules``-mode
 ``TargetPolicy`` that ``supports`` accepts), the same ``RunResult`` as
 ``simulate(arrivals, EngineAutoscaler(target), scenario)``: one Python loop over minutes, numpy
-over candidates x partitions inside. The world is the same ``Kernel`` the loop runs (as a batch
+over candidates x partitions inside. The world is the same ``Physics`` the loop runs (as a batch
 of one); what is mirrored here, operation for operation where floating point matters, is what
 the autoscaler reads (the observed integer sequence numbers) and the engine's rules mode
 (``_rules_proposal``: windows by collection time, ``min_samples``, ``metric_value``, the
@@ -28,7 +28,7 @@ import numpy as np
 from scaling.domain import slo_kernel
 from scaling.domain.engine import allowed_counts, snap_down, snap_up
 from scaling.domain.policy import TargetPolicy
-from scaling.simulation.world.physics import Kernel
+from scaling.simulation.world.physics import Physics
 from scaling.simulation.world.scenario import RunResult, Scenario
 
 #: The simulated sample's only source (``observation_sample``'s default).
@@ -112,13 +112,13 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
                    score_from: int = 0, algorithm: str = "candidate", knobs: Sequence[str] | None = None,
                    trace_of: Sequence[int] | None = None) -> list[RunResult]:
     """One ``RunResult`` per target, as ``simulate(arrivals, EngineAutoscaler(target), scenario)``
-    (``arrivals`` (minutes, traces) and ``trace_of``: each target on its own trace, ``Kernel``)."""
+    (``arrivals`` (minutes, traces) and ``trace_of``: each target on its own trace, ``Physics``)."""
     targets, knobs = checked_batch(targets, knobs, supports, "simulate_batch")
     if not targets:
         return []
     tables = _Tables(targets, scenario)
     count = len(targets)
-    world = Kernel(arrivals, scenario, count, trace_of)
+    world = Physics(arrivals, scenario, count, trace_of)
     minutes, interval = len(world.arrivals), scenario.collection_interval_minutes
     columns = np.arange(count)
     requested = world.requested  # updated in place by world.request
