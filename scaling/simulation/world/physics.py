@@ -113,6 +113,12 @@ class Physics:
         self.backlog_series = np.zeros((minutes, count))
         self.age_series = np.zeros((minutes, count))
         self.action_series = np.zeros((minutes, count), dtype=np.int32)  # actions decided at the end of each minute
+        self._arrival_tables(minutes, partitions, count)
+
+    def _arrival_tables(self, minutes: int, partitions: int, count: int) -> None:
+        """What the arrivals imply, worked out once: each partition's share per minute, which
+        partitions any count can serve, their cumulative curves and what collect reads."""
+        scenario, arrivals = self.scenario, self.arrivals
         weights_at = scenario.weights_at(np.arange(minutes))
         # (minute, partition), or (minute, partition, trace)
         shares = arrivals[:, None] * weights_at if self.trace_of is None else arrivals[:, None, :] * weights_at[:, :, None]
