@@ -112,7 +112,10 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
                    score_from: int = 0, algorithm: str = "candidate", knobs: Sequence[str] | None = None,
                    trace_of: Sequence[int] | None = None) -> list[RunResult]:
     """One ``RunResult`` per target, as ``simulate(arrivals, EngineAutoscaler(target), scenario)``
-    (``arrivals`` (minutes, traces) and ``trace_of``: each target on its own trace, ``Physics``)."""
+    (``arrivals`` (minutes, traces) and ``trace_of``: each target on its own trace, ``Physics``).
+    One function because the engine's state per candidate (the windows, the thresholds and steps
+    at the current capacity, the last action) is arrays the minute loop and ``capacity_changed``
+    update in place; the rules' aggregates are ``_window_aggregates``, the gates ``slo_kernel.gates``."""
     targets, knobs = checked_batch(targets, knobs, supports, "simulate_batch")
     if not targets:
         return []
@@ -178,13 +181,7 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
 
         # --- the rules: aggregates over each rule's window, summed oldest first like Python's sum ---
         values = np.where(per_instance, window_per_instance[None], window_backlog[None])
-        masked = np.where(inside, values, 0.0)
-        running = masked[:, 0]
-        for position_in_window in range(1, history):
-            running = running + masked[:, position_in_window]
-        average = running / divisor
-        biggest = np.where(inside, values, -np.inf).max(axis=1)
-        newest = values[:, -1]
+        average, biggest, newest = _window_aggregates(values, inside, divisor)
         up_value = np.where(up_average, average, np.where(up_maximum, biggest, newest))
         down_value = np.where(down_average, average, np.where(down_maximum, biggest, newest))
         up = (enough & (up_value > up_threshold)).any(axis=0)
@@ -215,3 +212,14 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
         capacity_changed(rows)
 
     return world.results(algorithm=algorithm, knobs=knobs, score_from=score_from)
+
+
+def _window_aggregates(values: np.ndarray, inside: np.ndarray,
+                       divisor: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each rule's average (summed oldest first, as Python's ``sum`` adds), largest and newest
+    value over its window (``inside``): (rules, candidates) each."""
+    masked = np.where(inside, values, 0.0)
+    running = masked[:, 0]
+    for position_in_window in range(1, values.shape[1]):
+        running = running + masked[:, position_in_window]
+    return running / divisor, np.where(inside, values, -np.inf).max(axis=1), values[:, -1]
