@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from scaling.domain.namespace.policy import parse_event_hubs_namespace_id
 from scaling.domain.namespace.sizing import STANDARD_MAX_TUS
+from scaling.domain.resource_ids import EVENT_HUB, parse_namespace_id
 from scaling.plans.appservice import (
     CLIENT_ERRORS,
     DEFAULT_ARM_ENDPOINT,
@@ -156,7 +156,7 @@ class EventHubsNamespaceAdapter:
 
     @staticmethod
     def _parts(resource_id: str) -> Any:
-        parts = parse_event_hubs_namespace_id(resource_id)
+        parts = parse_namespace_id(resource_id, EVENT_HUB)
         if parts is None:
             raise PlanError(f"{resource_id!r} is not an Event Hubs namespace resource id "
                             "(/subscriptions/ID/resourceGroups/RG/providers/Microsoft.EventHub/namespaces/NAME)")
