@@ -28,10 +28,9 @@ from scaling.domain.resource_ids import EVENT_HUB, parse_namespace_id
 from scaling.plans.appservice import (
     CLIENT_ERRORS,
     DEFAULT_ARM_ENDPOINT,
-    EXTRA_RETRY_STATUSES,
     AppServicePlanAdapter,
-    BoundedRetryPolicy,
     _may_have_landed,
+    subscription_client,
 )
 from scaling.plans.base import PlanError, PlanInfo, PlanNotFoundError, UnsupportedPlanError
 
@@ -83,11 +82,8 @@ class EventHubsNamespaceAdapter:
         with self._lock:
             client = self._clients.get(subscription_id)
             if client is None:
-                kwargs = {"credential_scopes": [f"{self.base_url}/.default"], **self.client_kwargs}
-                client = EventHubManagementClient(
-                    self.credential, subscription_id, base_url=self.base_url,
-                    retry_policy=BoundedRetryPolicy(retry_on_status_codes=list(EXTRA_RETRY_STATUSES), **self.retry),
-                    **kwargs)
+                client = subscription_client(EventHubManagementClient, self.credential, subscription_id, self.base_url,
+                                             self.retry, self.client_kwargs)
                 self._clients[subscription_id] = client
             return client
 
