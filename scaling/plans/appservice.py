@@ -125,6 +125,14 @@ def _error_text(error: Exception) -> str:
     return " ".join(message.split())[:500]
 
 
+def retry_settings(retry_total: int, retry_backoff_factor: float, retry_backoff_max: float, max_retry_after: float,
+                   retry_timeout: float) -> dict[str, Any]:
+    """An ARM adapter's retry options as ``BoundedRetryPolicy`` takes them (a status retry counts
+    against the same total)."""
+    return dict(retry_total=retry_total, retry_status=retry_total, retry_backoff_factor=retry_backoff_factor,
+                retry_backoff_max=retry_backoff_max, max_retry_after=max_retry_after, timeout=retry_timeout)
+
+
 def subscription_client(client_class: Callable[..., Any], credential: Any, subscription_id: str, base_url: str,
                         retry: dict[str, Any], client_kwargs: dict[str, Any], **options: Any) -> Any:
     """A management client for one subscription, as every ARM adapter builds it: the cloud's
@@ -155,8 +163,7 @@ class AppServicePlanAdapter:
     ) -> None:
         self.credential = credential
         self.base_url = base_url.rstrip("/")
-        self.retry = dict(retry_total=retry_total, retry_status=retry_total, retry_backoff_factor=retry_backoff_factor,
-                          retry_backoff_max=retry_backoff_max, max_retry_after=max_retry_after, timeout=retry_timeout)
+        self.retry = retry_settings(retry_total, retry_backoff_factor, retry_backoff_max, max_retry_after, retry_timeout)
         self.polling_interval = polling_interval
         self.lro_timeout = lro_timeout
         self.sleep = sleep

@@ -30,6 +30,7 @@ from scaling.plans.appservice import (
     DEFAULT_ARM_ENDPOINT,
     AppServicePlanAdapter,
     _may_have_landed,
+    retry_settings,
     subscription_client,
 )
 from scaling.plans.base import PlanError, PlanInfo, PlanNotFoundError, UnsupportedPlanError
@@ -65,8 +66,7 @@ class EventHubsNamespaceAdapter:
                  retry_timeout: float = 120.0, sleep: Callable[[float], None] = time.sleep, **client_kwargs: Any) -> None:
         self.credential = credential
         self.base_url = base_url.rstrip("/")
-        self.retry = dict(retry_total=retry_total, retry_status=retry_total, retry_backoff_factor=retry_backoff_factor,
-                          retry_backoff_max=retry_backoff_max, max_retry_after=max_retry_after, timeout=retry_timeout)
+        self.retry = retry_settings(retry_total, retry_backoff_factor, retry_backoff_max, max_retry_after, retry_timeout)
         self.sleep = sleep
         self.client_kwargs = client_kwargs
         self._clients: dict[str, Any] = {}
