@@ -38,15 +38,15 @@ def app_function(name: str) -> Any:
     return function
 
 
-def drive_plans(kernel, plans: list[dict[int, int]]) -> None:
-    """Drive ``kernel`` to the end: candidate ``c`` requests ``plans[c][m]`` after minute ``m``
+def drive_plans(physics, plans: list[dict[int, int]]) -> None:
+    """Drive ``physics`` to the end: candidate ``c`` requests ``plans[c][m]`` after minute ``m``
     (counted from 1, as observations are)."""
-    while not kernel.done:
-        kernel.advance()
-        wanted = np.array([plan.get(kernel.minute, kernel.requested[column]) for column, plan in enumerate(plans)])
-        rows = np.flatnonzero(wanted != kernel.requested)
+    while not physics.done:
+        physics.advance()
+        wanted = np.array([plan.get(physics.minute, physics.requested[column]) for column, plan in enumerate(plans)])
+        rows = np.flatnonzero(wanted != physics.requested)
         if rows.size:
-            kernel.request(rows, wanted[rows])
+            physics.request(rows, wanted[rows])
 
 
 def flat(minutes: int = 1440) -> np.ndarray:
@@ -94,7 +94,7 @@ JOB_SHAPED_CASES = {
 
 def assert_same_run(engine, batched, label: str) -> None:
     """Every number of a batched simulator's run equals the engine-driven run's, bit for bit
-    (both run the one ``Kernel``)."""
+    (both run the one ``Physics``)."""
     assert batched.cost == engine.cost, label
     assert batched.slo_violation_minutes == engine.slo_violation_minutes, label
     assert batched.scale_actions == engine.scale_actions, label

@@ -82,7 +82,7 @@ def job_scenario(job: Job):
 PROJECT_PAIR = ("project-tuned", "project-default")
 
 
-#: Peers whose whole sweep runs as columns of one ``Kernel`` (peers/batched.py): one work unit per
+#: Peers whose whole sweep runs as columns of one ``Physics`` (peers/batched.py): one work unit per
 #: trace and scenario, since a step of the world costs nearly as much for one column as for many.
 PEER_UNITS = (("keda-hpa", "functions-target", "azure-monitor", "clairvoyant", "flink"),)
 #: Rough relative cost per minute of trace of each kind of work unit (for scheduling the longest first).
@@ -95,7 +95,7 @@ SCENARIO_WEIGHTS = {"standard": 1.0, COLD: 0.05}
 #: ``run_project_pair``) or lone project-default runs (a run limited to it: ``--algorithm``)
 #: run as columns of one step (the family's members): a step costs about the same for a few
 #: columns as for a few hundred, so ten members' peers (180 settings) take about what two or three
-#: take one by one (``Kernel``'s ``trace_of``).
+#: take one by one (``Physics``'s ``trace_of``).
 TRACES_PER_UNIT = 10
 
 

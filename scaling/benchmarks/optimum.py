@@ -238,21 +238,7 @@ def cheapest_schedule(arrivals: np.ndarray, model: FluidModel, *, action_price: 
             backlog = np.minimum(backlog, FORGET_ABOVE * model.limits[minute])
             parent, choice, follow, objective, backlog = (parent.ravel(), choice.ravel(), follow.ravel(),
                                                          objective.ravel(), backlog.ravel())
-        # per (state, objective level) the least backlog, then keep a cell only if its backlog
-        # is below every cheaper level's of the same state (a dense table: no sort)
-        base = objective.min()
-        spread = int(objective.max() - base) + 1
-        cell = follow * spread + (objective - base)
-        least = np.full(states * spread, np.inf)
-        np.minimum.at(least, cell, backlog)
-        winner = np.full(states * spread, -1, dtype=np.int64)
-        best_here = backlog == least[cell]
-        winner[cell[best_here]] = np.flatnonzero(best_here)
-        grid = least.reshape(states, spread)
-        before = np.minimum.accumulate(grid, axis=1)
-        useful = np.isfinite(grid)
-        useful[:, 1:] &= grid[:, 1:] < before[:, :-1]
-        order = winner[np.flatnonzero(useful.ravel())]
+        order = _front(follow, objective, backlog, states)
         follow, objective, backlog = follow[order], objective[order], backlog[order]
         label_state, label_objective, label_backlog = follow, objective, backlog
         if across_states and table.pairs is not None and len(label_state) > 64:
@@ -269,6 +255,24 @@ def cheapest_schedule(arrivals: np.ndarray, model: FluidModel, *, action_price: 
         index = parents[minute][index]
     cost, actions, violations = score(arrivals, model, requested)
     return Schedule(requested, cost, actions, violations, float(label_objective[best]))
+
+
+def _front(state: np.ndarray, objective: np.ndarray, backlog: np.ndarray, states: int) -> np.ndarray:
+    """The labels worth keeping: per (state, objective level) the least backlog, then a cell only
+    if its backlog is below every cheaper level's of the same state (a dense table: no sort)."""
+    base = objective.min()
+    spread = int(objective.max() - base) + 1
+    cell = state * spread + (objective - base)
+    least = np.full(states * spread, np.inf)
+    np.minimum.at(least, cell, backlog)
+    winner = np.full(states * spread, -1, dtype=np.int64)
+    best_here = backlog == least[cell]
+    winner[cell[best_here]] = np.flatnonzero(best_here)
+    grid = least.reshape(states, spread)
+    before = np.minimum.accumulate(grid, axis=1)
+    useful = np.isfinite(grid)
+    useful[:, 1:] &= grid[:, 1:] < before[:, :-1]
+    return winner[np.flatnonzero(useful.ravel())]
 
 
 def serving_counts(requested: np.ndarray, delay: int, initial: int) -> np.ndarray:

@@ -4,7 +4,6 @@ Service Bus queue or subscription, KEDA's field names accepted) and what it resi
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -21,6 +20,7 @@ from scaling.domain.policy_fields import (
     document_keys,
     invalid,
 )
+from scaling.domain.resource_ids import SERVICE_BUS, NamespaceId, namespace_id_shape, parse_namespace_id
 
 
 def _alias(name: str) -> AliasChoices:
@@ -28,30 +28,7 @@ def _alias(name: str) -> AliasChoices:
 
 
 SERVICE_BUS_NAMESPACE = "/providers/microsoft.servicebus/namespaces/"
-NAMESPACE_ID_SHAPE = "/subscriptions/SUB/resourceGroups/RG/providers/Microsoft.ServiceBus/namespaces/NAME"
-_NAMESPACE_ID = re.compile(r"^/subscriptions/(?P<subscription>[^/]+)/resourceGroups/(?P<group>[^/]+)"
-                           r"/providers/Microsoft\.ServiceBus/namespaces/(?P<name>[^/]+)/?$", re.IGNORECASE)
-
-
-@dataclass(frozen=True, slots=True)
-class ServiceBusNamespaceId:
-    """The parts of a Service Bus namespace's resource id a management-plane read needs."""
-
-    subscription_id: str
-    resource_group: str
-    name: str
-
-    @property
-    def resource_id(self) -> str:
-        return (f"/subscriptions/{self.subscription_id}/resourceGroups/{self.resource_group}"
-                f"/providers/Microsoft.ServiceBus/namespaces/{self.name}")
-
-
-def parse_namespace_id(resource_id: str | None) -> ServiceBusNamespaceId | None:
-    """``/subscriptions/SUB/resourceGroups/RG/providers/Microsoft.ServiceBus/namespaces/NAME``
-    (a trailing slash is tolerated) in parts; ``None`` for anything else."""
-    match = _NAMESPACE_ID.match(resource_id or "")
-    return ServiceBusNamespaceId(match["subscription"], match["group"], match["name"]) if match else None
+NAMESPACE_ID_SHAPE = namespace_id_shape(SERVICE_BUS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +78,10 @@ class SourceSettings:
     _document = document_keys()
 
     @property
-    def service_bus_namespace(self) -> ServiceBusNamespaceId | None:
+    def service_bus_namespace(self) -> NamespaceId | None:
         """The namespace whose management plane gives this source's counts: ``namespace_resource_id``,
         else ``metrics_resource_id`` (the same namespace); ``None`` when neither is a namespace id."""
-        return parse_namespace_id(self.namespace_resource_id or self.metrics_resource_id)
+        return parse_namespace_id(self.namespace_resource_id or self.metrics_resource_id, SERVICE_BUS)
 
     @model_validator(mode="after")
     def _complete(self) -> SourceSettings:
@@ -137,11 +114,11 @@ class SourceSettings:
         """Counts come from the management plane (a reader role, not Data Owner), which needs the
         namespace's subscription and resource group: required with identity. Only a source that
         reads with a connection string (local use) may go without, and keeps the data-plane count."""
-        namespace = parse_namespace_id(self.namespace_resource_id)
+        namespace = parse_namespace_id(self.namespace_resource_id, SERVICE_BUS)
         if self.namespace_resource_id and namespace is None:
             raise invalid("namespace_resource_id", f"must be a Service Bus namespace resource id ({NAMESPACE_ID_SHAPE})")
         if namespace and self.metrics_resource_id:
-            metrics = parse_namespace_id(self.metrics_resource_id)
+            metrics = parse_namespace_id(self.metrics_resource_id, SERVICE_BUS)
             if metrics is None or metrics.resource_id.lower() != namespace.resource_id.lower():
                 raise invalid("metrics_resource_id", "must name the same namespace as {0}", "namespace_resource_id")
         if self.connection_from_env:

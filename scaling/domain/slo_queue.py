@@ -263,7 +263,6 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     otherwise scale in to the smallest count expected to hold ``min_dwell_seconds``."""
     samples, capacity = situation.samples, situation.capacity
     slo, throughput, counts = target.slo, situation.throughput, situation.counts
-    latest = samples[-1]
     schedule = readiness(samples, capacity, slo.provisioning_delay_seconds, situation.ready_capacity)
     outlook = queue_outlook(samples, slo.rate_window_seconds, slo.scale_in_peak_seconds, schedule, throughput)
     if outlook is None:
@@ -331,6 +330,16 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
                         (f"oldest message would be {predicted:.0f}s old in {react:.0f}s (limit {limit:.0f}s); {rates}",
                          *drain_note), metrics)
 
+    return _scale_in(target, situation, outlook, schedule, forecast, predicted, limit, interval, rates, metrics)
+
+
+def _scale_in(target: TargetPolicy, situation: Situation, outlook: QueueOutlook, schedule: Readiness, forecast: float,
+              predicted: float, limit: float, interval: float, rates: str, metrics: dict) -> Proposal:
+    """With the oldest message safe: hold without the rates, the history, an age back under the
+    limit or every instance serving; else the smallest count that holds ``min_dwell_seconds``."""
+    samples, capacity = situation.samples, situation.capacity
+    slo, throughput, counts = target.slo, situation.throughput, situation.counts
+    latest = samples[-1]
     if outlook.recent_arrival_rate is None:
         return Proposal(None, HOLD, "queue_rates_unknown",
                         ("holding: no scale-in without the latest sample's arrival rate from Azure Monitor",), metrics)

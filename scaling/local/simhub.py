@@ -178,7 +178,7 @@ class SimulatedConsumers:
         it, so what decides liveness here is the owner id, which the world keeps current."""
         if self._store is None:
             raise RuntimeError("SimulatedConsumers.open() was not awaited")
-        owners = self.world.kernel.owners(0)
+        owners = self.world.physics.owners(0)
         changed = np.flatnonzero(owners != self._claimed)
         if not changed.size:
             return 0

@@ -125,6 +125,24 @@ def _error_text(error: Exception) -> str:
     return " ".join(message.split())[:500]
 
 
+def retry_settings(retry_total: int, retry_backoff_factor: float, retry_backoff_max: float, max_retry_after: float,
+                   retry_timeout: float) -> dict[str, Any]:
+    """An ARM adapter's retry options as ``BoundedRetryPolicy`` takes them (a status retry counts
+    against the same total)."""
+    return dict(retry_total=retry_total, retry_status=retry_total, retry_backoff_factor=retry_backoff_factor,
+                retry_backoff_max=retry_backoff_max, max_retry_after=max_retry_after, timeout=retry_timeout)
+
+
+def subscription_client(client_class: Callable[..., Any], credential: Any, subscription_id: str, base_url: str,
+                        retry: dict[str, Any], client_kwargs: dict[str, Any], **options: Any) -> Any:
+    """A management client for one subscription, as every ARM adapter builds it: the cloud's
+    token scope, the bounded retry policy (``retry``: the adapter's settings) and its options."""
+    kwargs = {"credential_scopes": [f"{base_url}/.default"], **client_kwargs}
+    return client_class(credential, subscription_id, base_url=base_url,
+                        retry_policy=BoundedRetryPolicy(retry_on_status_codes=list(EXTRA_RETRY_STATUSES), **retry),
+                        **options, **kwargs)
+
+
 class AppServicePlanAdapter:
     """Reads and resizes App Service Plans; one management client per subscription."""
 
@@ -145,8 +163,7 @@ class AppServicePlanAdapter:
     ) -> None:
         self.credential = credential
         self.base_url = base_url.rstrip("/")
-        self.retry = dict(retry_total=retry_total, retry_status=retry_total, retry_backoff_factor=retry_backoff_factor,
-                          retry_backoff_max=retry_backoff_max, max_retry_after=max_retry_after, timeout=retry_timeout)
+        self.retry = retry_settings(retry_total, retry_backoff_factor, retry_backoff_max, max_retry_after, retry_timeout)
         self.polling_interval = polling_interval
         self.lro_timeout = lro_timeout
         self.sleep = sleep
@@ -163,15 +180,8 @@ class AppServicePlanAdapter:
         with self._lock:
             client = self._clients.get(subscription_id)
             if client is None:
-                kwargs = {"credential_scopes": [f"{self.base_url}/.default"], **self.client_kwargs}
-                client = WebSiteManagementClient(
-                    self.credential,
-                    subscription_id,
-                    base_url=self.base_url,
-                    retry_policy=BoundedRetryPolicy(retry_on_status_codes=list(EXTRA_RETRY_STATUSES), **self.retry),
-                    polling_interval=self.polling_interval,
-                    **kwargs,
-                )
+                client = subscription_client(WebSiteManagementClient, self.credential, subscription_id, self.base_url,
+                                             self.retry, self.client_kwargs, polling_interval=self.polling_interval)
                 self._clients[subscription_id] = client
             return client
 

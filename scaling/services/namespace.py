@@ -207,16 +207,12 @@ class NamespaceEvaluateService:
 
     def _plan(self, target: EventHubsNamespaceTarget, stored: StoredState, sample: NamespaceSample,
               now: datetime) -> tuple[StoredState, list[DecisionRecord], Decision, ActionMessage | None]:
+        """One sample's next state, log rows, decision and action, in the plan targets' order
+        (``domain/evaluation.py``): expiries, a late sample, reconciliation, the sizing, a pause's
+        hold, then one of: send a pin, log a pause, act, log a change of reason; a re-issue last."""
         old = stored.state
         decision_id = decision_id_for(target.name, sample.sample_id)
-        records: list[DecisionRecord] = []
-        if stored.unreadable:
-            records.append(unreadable_record(target.name, stored, sample.sample_id, now, old.capacity))
-            stored = replace(stored, unreadable=())
-        pause = stored.pause
-        if pause is not None and not pause.active(now):
-            records.append(pause_expired_record(target.name, pause, sample.sample_id, now, old.capacity))
-            stored, pause = replace(stored, pause=None), None
+        stored, pause, records = self._expired(target, stored, sample, now)
         if old.last_sample_at is not None and sample.collected_at < old.last_sample_at:
             # A late sample knows less than one evaluated already: remembered, never acted on.
             late = Decision(decision_id, target.name, now, sample.capacity, None, HOLD, "late_sample",
@@ -224,32 +220,15 @@ class NamespaceEvaluateService:
                              f"({old.last_sample_at.isoformat()}); not acted on",), {})
             return (replace(stored.with_evaluated(sample.collected_at, keep_after=now - timedelta(hours=2)), updated_at=now),
                     records, late, None)
-        reading = sample.reading
-        desired = stored.desired
-        reconciliation = reconcile(desired, sample.capacity, sample.collected_at, grace=self.reconcile_grace,
+        reconciliation = reconcile(stored.desired, sample.capacity, sample.collected_at, grace=self.reconcile_grace,
                                    on_external_change=target.on_external_change, clock_skew=self.clock_skew)
         desired = reconciliation.desired
         # A raise, ours or the platform's (auto-inflate), starts the scale-down hold.
         raised = old.capacity is not None and sample.capacity is not None and sample.capacity > old.capacity
         last_raise_at = sample.collected_at if raised else (old.last_action_at if old.last_direction == UP else None)
-        if reading is None:
-            tu = None
-            decision = Decision(decision_id, target.name, now, None, None, HOLD, "capacity_unknown",
-                                (f"namespace not read: {sample.error}",), {})
-        else:
-            tu = size_namespace(reading, self.consumers(target), target.tu_settings, sample.collected_at, last_raise_at)
-            notes = (f"metrics: {sample.error}",) if sample.error else ()
-            decision = Decision(decision_id, target.name, now, tu.capacity, tu.target_capacity, tu.direction,
-                                tu.reason_code, (*tu.reasons, *notes), dict(tu.metrics))
+        decision = self._sized(target, sample, now, decision_id, last_raise_at)
         if pause is not None:
-            # Paused or pinned, as a plan target is (docs/operations.md): the sizing is logged as
-            # what it would have done, never sent; a pin's count goes out once through the outbox.
-            would = decision.target_capacity if decision.acts else None
-            decision = replace(decision, direction=HOLD, target_capacity=decision.current_capacity,
-                               reason_code=pause.code,
-                               reasons=(*((paused_reason(pause, decision.current_capacity, would),) if would else ()),
-                                        pause.describe(), *decision.reasons),
-                               metrics={**decision.metrics, **({"would_scale_to": would} if would else {})})
+            decision = held_by_pause(decision, pause)
             if pause.pinned_at is None:  # nothing at all goes to scale while paused: no re-issue either
                 reconciliation, desired = replace(reconciliation, kind="held"), stored.desired
         action = None
@@ -296,6 +275,33 @@ class NamespaceEvaluateService:
         next_stored = replace(next_stored, state=state, desired=desired, updated_at=now)
         return next_stored, records, decision, action
 
+    def _expired(self, target: EventHubsNamespaceTarget, stored: StoredState, sample: NamespaceSample,
+                 now: datetime) -> tuple[StoredState, Pause | None, list[DecisionRecord]]:
+        """Stored fields that could not be read count as unset, and a pause whose time is up
+        ends: each said once in the log, as for a plan target."""
+        capacity = stored.state.capacity
+        records: list[DecisionRecord] = []
+        if stored.unreadable:
+            records.append(unreadable_record(target.name, stored, sample.sample_id, now, capacity))
+            stored = replace(stored, unreadable=())
+        pause = stored.pause
+        if pause is not None and not pause.active(now):
+            records.append(pause_expired_record(target.name, pause, sample.sample_id, now, capacity))
+            stored, pause = replace(stored, pause=None), None
+        return stored, pause, records
+
+    def _sized(self, target: EventHubsNamespaceTarget, sample: NamespaceSample, now: datetime, decision_id: str,
+               last_raise_at: datetime | None) -> Decision:
+        """The sizing's decision (``domain/namespace/sizing.py``), or a hold when the namespace was not read."""
+        reading = sample.reading
+        if reading is None:
+            return Decision(decision_id, target.name, now, None, None, HOLD, "capacity_unknown",
+                            (f"namespace not read: {sample.error}",), {})
+        tu = size_namespace(reading, self.consumers(target), target.tu_settings, sample.collected_at, last_raise_at)
+        notes = (f"metrics: {sample.error}",) if sample.error else ()
+        return Decision(decision_id, target.name, now, tu.capacity, tu.target_capacity, tu.direction,
+                        tu.reason_code, (*tu.reasons, *notes), dict(tu.metrics))
+
     def _send_reconciled(self, target, reconciliation, sample_id, now, next_stored, records):
         """A re-issue or an external change's answer, logged and put in the outbox (paused or not)."""
         action, record = self._reconciled(target, reconciliation, sample_id, now)
@@ -338,3 +344,13 @@ class NamespaceEvaluateService:
         text = body_text(body)
         self.store.dead_letter(DeadLetter(FUNCTION_NAME, text, error, now, dequeue_count, message_id, target=target_of(text)))
         return EvaluateOutcome("dead_lettered", error=error)
+
+
+def held_by_pause(decision: Decision, pause: Pause) -> Decision:
+    """Paused or pinned, as a plan target is (docs/operations.md): the sizing is logged as what it
+    would have done, never sent; a pin's count goes out once through the outbox."""
+    would = decision.target_capacity if decision.acts else None
+    return replace(decision, direction=HOLD, target_capacity=decision.current_capacity, reason_code=pause.code,
+                   reasons=(*((paused_reason(pause, decision.current_capacity, would),) if would else ()),
+                            pause.describe(), *decision.reasons),
+                   metrics={**decision.metrics, **({"would_scale_to": would} if would else {})})

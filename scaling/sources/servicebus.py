@@ -30,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from scaling.domain.policy import SourceSettings
-from scaling.domain.policy_sources import ServiceBusNamespaceId
+from scaling.domain.resource_ids import NamespaceId
 from scaling.domain.samples import SourceReading
 from scaling.sources.base import CallGate, ReadError, connection_from_env, error_text, minute_totals
 from scaling.sources.eventhub import normalize_namespace
@@ -146,7 +146,7 @@ def _status_and_code(error: BaseException) -> tuple[int | None, str]:
     return (status if isinstance(status, int) else None), str(getattr(code, "code", "") or "")
 
 
-def management_read_error(error: BaseException, what: str, namespace: ServiceBusNamespaceId) -> BaseException:
+def management_read_error(error: BaseException, what: str, namespace: NamespaceId) -> BaseException:
     """A refused or missing entity as a ``ReadError`` that says what to do; anything else as it came."""
     status, code = _status_and_code(error)
     suffix = f" {code}" if code else ""
@@ -173,7 +173,7 @@ class ServiceBusManagementCounter:
     with its ``queues.get``/``subscriptions.get``) for one namespace. The client belongs to the
     namespace's subscription and may be shared: ``ServiceBusClients`` closes it."""
 
-    def __init__(self, client: Any, namespace: ServiceBusNamespaceId) -> None:
+    def __init__(self, client: Any, namespace: NamespaceId) -> None:
         self.client = client
         self.namespace = namespace
 

@@ -62,26 +62,9 @@ from scaling.tuning.transforms import read_history_df
 
 
 def run_job(spark: Any, options: TuneOptions) -> dict:
-    """Run the whole job on ``spark``; returns the evidence document (also written next to OUT)."""
-    from scaling.domain.policy import Policy, PolicyError, load_policy_text, policy_to_dict
-    from scaling.simulation.drivers.candidates import Candidate, all_candidates
-    from scaling.tuning.folds import blocked_folds
-    from scaling.tuning.tasks import CURRENT, TargetWork
-
-    if options.grid not in GRIDS:
-        raise TuneError(f"--grid must be one of {', '.join(GRIDS)}")
-    if not 0.05 <= options.train_fraction <= 0.95:
-        raise TuneError("--train-fraction must be between 0.05 and 0.95")
-    if not 1 <= options.folds <= 10:
-        raise TuneError("--folds must be between 1 and 10")
-    current_policy = None
-    if options.policy:
-        try:
-            current_policy = load_policy_text(read_text(spark, options.policy), origin=options.policy)
-        except OSError as error:
-            raise TuneError(f"--policy {options.policy} cannot be read: {error}") from error
-        except PolicyError as error:
-            raise TuneError(f"--policy: {error}") from error
+    """Run the whole job on ``spark``; returns the evidence document (also written next to OUT).
+    The steps of the module doc, in order: validate, recover, plan, simulate, stress, choose, write."""
+    current_policy = _current_policy(spark, options)
     started = time.perf_counter()
     history_df = read_history_df(spark, options.history)
     delay_minutes = 2
@@ -94,112 +77,21 @@ def run_job(spark: Any, options: TuneOptions) -> dict:
     transform_seconds = time.perf_counter() - started
 
     evidence_targets: dict[str, dict] = {}
-    works: dict[str, TargetWork] = {}
+    works: dict[str, Any] = {}
     currents: dict[str, Any] = {}
     for history in histories:
-        current = None
-        if current_policy is not None:
-            try:
-                current = current_policy.target(history.target)
-            except KeyError:
-                current = None
-        item: dict = {
-            "status": "skipped",
-            "messages": list(history.messages),
-            "history": {"start": history.start, "end": history.end, "samples": history.samples,
-                        "minutes": len(history.arrivals), "interval_minutes": history.interval_minutes,
-                        "partitions": history.partitions, "partition_counts": history.partition_counts,
-                        "gaps": history.gaps, "gap_minutes": history.gap_minutes, "resets": history.resets,
-                        "validation": history.validation},
-            "throughput": {"saturated_minutes": history.saturated_minutes,
-                           "from_history_per_minute": _round(history.throughput_per_minute),
-                           "median_per_minute": _round(history.throughput_median_per_minute),
-                           "best_seen_per_minute": _round(history.throughput_floor_per_minute),
-                           "contradicted": history.throughput_problem},
-        }
-        evidence_targets[history.target] = item
-        planned = plan_target(history, current, options)
-        if isinstance(planned, str):
-            if planned.startswith("refused"):
-                item["status"] = "refused"
-            item["messages"].append(planned)
-            messages.append(f"{history.target}: {planned}")
-            continue
-        scenario, base, notes = planned
-        item["messages"].extend(notes)
-        current = current or default_target(history.target, history.partitions)
-        currents[history.target] = current
-        candidates = (Candidate(CURRENT, current), *all_candidates(base, options.grid))
-        try:
-            folds = blocked_folds(len(history.arrivals), options.folds, options.train_fraction)
-        except ValueError as error:
-            item["messages"].append(f"skipped: {error}")
-            messages.append(f"{history.target}: skipped: {error}")
-            continue
-        recorded = None if history.recorded is None or bool(history.recorded.all()) else history.recorded
-        works[history.target] = TargetWork(history.target, history.arrivals, scenario, folds.train_ends[0], tuple(candidates),
-                                           folds.train_ends, recorded=recorded)
-        item["throughput"]["events_per_instance_per_minute"] = round(scenario.events_per_instance_per_minute, 3)
-        item["scenario"] = {key: value for key, value in asdict(scenario).items() if key != "weights"}
-        item["split"] = {"train_minutes": folds.train_ends[0], "validation_minutes": len(history.arrivals) - folds.train_ends[0],
-                         "folds": [{"train": list(train), "validation": list(valid)}
-                                   for train, valid in zip(folds.training, folds.validation, strict=True)]}
+        _plan_history(history, current_policy, options, evidence_targets, works, currents, messages)
 
     # First pass: every candidate in the history's scenario; second: the shortlists under stress.
     rows, seconds = simulate_all(spark, works, options.tasks_per_core)
-    stress_rows: list[dict] = []
-    while True:  # stress rounds (at most two: the cheapest, then the rest if none held) until each target has its choice
-        replays = {}
-        for name, work in works.items():
-            batch = next_stress_round(work, [row for row in rows if row["target"] == name],
-                                      [row for row in stress_rows if row["target"] == name])
-            if batch:
-                replays.update(stress_works(work, batch))
-        if not replays:
-            break
-        more, more_seconds = simulate_all(spark, replays, options.tasks_per_core)
-        stress_rows += more
-        seconds += more_seconds
+    stress_rows, stress_seconds = _stress_rounds(spark, works, rows, options)
+    seconds += stress_seconds
     simulated = sum(row["simulated_minutes"] for row in (*rows, *stress_rows))
     recommended_targets = []
     report_files: dict[str, bytes] = {}
     for name, work in works.items():
-        item = evidence_targets[name]
-        target_rows = sorted((row for row in rows if row["target"] == name), key=lambda row: row["index"])
-        replayed = [row for row in stress_rows if row["target"] == name]
-        by_index = {row["index"]: row for row in target_rows}
-        selection = choose(work, target_rows, replayed)
-        index = selection.index
-        item["current"] = _evidence_numbers(by_index.get(0))
-        item["candidates"] = [{"label": row["label"], "train": row["train"], "validation": row["validation"],
-                               "folds": row["folds"], "holds": row["index"] not in selection.failures,
-                               "fails": selection.failures.get(row["index"])} for row in target_rows]
-        stressed: dict[str, dict] = {}
-        for row in replayed:
-            stressed.setdefault(row["label"], {})[row["replay"]] = {
-                "validation": row["validation"], "folds": [fold["validation"] for fold in row["folds"]]}
-        item["stress"] = {"sets": sorted({row["replay"] for row in replayed}), "candidates": stressed}
-        item["selection"] = selection_evidence(work, selection)
-        item["recommended"] = _evidence_numbers(by_index[index])
-        if selection.kept_current:
-            item["status"] = "kept current"
-            item["messages"].append(f"kept the current policy: {selection.reason}")
-            recommended_targets.append(currents[name])
-        else:
-            item["status"] = "tuned"
-            item["messages"].append(f"recommended: {work.candidates[index].label} ({selection.reason})")
-            current_numbers, chosen = by_index[0]["validation"], by_index[index]["validation"]
-            if current_numbers["cost"] > 0:
-                item["messages"].append(
-                    f"validation: cost {chosen['cost']:.0f} vs {current_numbers['cost']:.0f} instance-minutes "
-                    f"({chosen['cost'] / current_numbers['cost'] - 1:+.1%}), SLO-violation minutes "
-                    f"{chosen['slo_violation_minutes']} vs {current_numbers['slo_violation_minutes']}, "
-                    f"scale actions {chosen['scale_actions']} vs {current_numbers['scale_actions']}")
-            recommended_targets.append(work.candidates[index].target)
-        if options.report:
-            plot = f"pareto-{safe_name(name)}.png"
-            report_files[plot] = pareto_png(name, target_rows, 0, index, work.scenario)
-            item["plot"] = plot
+        recommended_targets.append(_select(name, work, rows, stress_rows, evidence_targets[name], currents, options,
+                                           report_files))
     # Targets of the current policy that could not be tuned stay as they are.
     if current_policy is not None:
         tuned = {target.name for target in recommended_targets}
@@ -225,6 +117,153 @@ def run_job(spark: Any, options: TuneOptions) -> dict:
         "targets": evidence_targets,
         "recommendations": options.out if recommended_targets else None,
     }
+    _write(spark, options, evidence, recommended_targets, report_files)
+    return evidence
+
+
+def _current_policy(spark: Any, options: TuneOptions) -> Any:
+    """The options checked and the current policy (``--policy``) read, or ``None``."""
+    from scaling.domain.policy import PolicyError, load_policy_text
+
+    if options.grid not in GRIDS:
+        raise TuneError(f"--grid must be one of {', '.join(GRIDS)}")
+    if not 0.05 <= options.train_fraction <= 0.95:
+        raise TuneError("--train-fraction must be between 0.05 and 0.95")
+    if not 1 <= options.folds <= 10:
+        raise TuneError("--folds must be between 1 and 10")
+    if not options.policy:
+        return None
+    try:
+        return load_policy_text(read_text(spark, options.policy), origin=options.policy)
+    except OSError as error:
+        raise TuneError(f"--policy {options.policy} cannot be read: {error}") from error
+    except PolicyError as error:
+        raise TuneError(f"--policy: {error}") from error
+
+
+def _plan_history(history: Any, current_policy: Any, options: TuneOptions, evidence_targets: dict[str, dict],
+                  works: dict[str, Any], currents: dict[str, Any], messages: list[str]) -> None:
+    """One recovered history's evidence item and, unless it is skipped or refused, its work (the
+    candidates and the folds) and its current target."""
+    from scaling.simulation.drivers.candidates import Candidate, all_candidates
+    from scaling.tuning.folds import blocked_folds
+    from scaling.tuning.tasks import CURRENT, TargetWork
+
+    current = None
+    if current_policy is not None:
+        try:
+            current = current_policy.target(history.target)
+        except KeyError:
+            current = None
+    item: dict = {
+        "status": "skipped",
+        "messages": list(history.messages),
+        "history": {"start": history.start, "end": history.end, "samples": history.samples,
+                    "minutes": len(history.arrivals), "interval_minutes": history.interval_minutes,
+                    "partitions": history.partitions, "partition_counts": history.partition_counts,
+                    "gaps": history.gaps, "gap_minutes": history.gap_minutes, "resets": history.resets,
+                    "validation": history.validation},
+        "throughput": {"saturated_minutes": history.saturated_minutes,
+                       "from_history_per_minute": _round(history.throughput_per_minute),
+                       "median_per_minute": _round(history.throughput_median_per_minute),
+                       "best_seen_per_minute": _round(history.throughput_floor_per_minute),
+                       "contradicted": history.throughput_problem},
+    }
+    evidence_targets[history.target] = item
+    planned = plan_target(history, current, options)
+    if isinstance(planned, str):
+        if planned.startswith("refused"):
+            item["status"] = "refused"
+        item["messages"].append(planned)
+        messages.append(f"{history.target}: {planned}")
+        return
+    scenario, base, notes = planned
+    item["messages"].extend(notes)
+    current = current or default_target(history.target, history.partitions)
+    currents[history.target] = current
+    candidates = (Candidate(CURRENT, current), *all_candidates(base, options.grid))
+    try:
+        folds = blocked_folds(len(history.arrivals), options.folds, options.train_fraction)
+    except ValueError as error:
+        item["messages"].append(f"skipped: {error}")
+        messages.append(f"{history.target}: skipped: {error}")
+        return
+    recorded = None if history.recorded is None or bool(history.recorded.all()) else history.recorded
+    works[history.target] = TargetWork(history.target, history.arrivals, scenario, folds.train_ends[0], tuple(candidates),
+                                       folds.train_ends, recorded=recorded)
+    item["throughput"]["events_per_instance_per_minute"] = round(scenario.events_per_instance_per_minute, 3)
+    item["scenario"] = {key: value for key, value in asdict(scenario).items() if key != "weights"}
+    item["split"] = {"train_minutes": folds.train_ends[0], "validation_minutes": len(history.arrivals) - folds.train_ends[0],
+                     "folds": [{"train": list(train), "validation": list(valid)}
+                               for train, valid in zip(folds.training, folds.validation, strict=True)]}
+
+
+def _stress_rounds(spark: Any, works: dict[str, Any], rows: list[dict], options: TuneOptions) -> tuple[list[dict], float]:
+    """The shortlists replayed under stress, round after round (at most two: the cheapest, then the
+    rest if none held) until each target has its choice; the rows and the seconds they took."""
+    stress_rows: list[dict] = []
+    seconds = 0.0
+    while True:
+        replays = {}
+        for name, work in works.items():
+            batch = next_stress_round(work, [row for row in rows if row["target"] == name],
+                                      [row for row in stress_rows if row["target"] == name])
+            if batch:
+                replays.update(stress_works(work, batch))
+        if not replays:
+            return stress_rows, seconds
+        more, more_seconds = simulate_all(spark, replays, options.tasks_per_core)
+        stress_rows += more
+        seconds += more_seconds
+
+
+def _select(name: str, work: Any, rows: list[dict], stress_rows: list[dict], item: dict, currents: dict[str, Any],
+            options: TuneOptions, report_files: dict[str, bytes]) -> Any:
+    """One target's choice, its evidence written into ``item`` (and its plot into ``report_files``);
+    returns the target to recommend (the current one when it is kept)."""
+    target_rows = sorted((row for row in rows if row["target"] == name), key=lambda row: row["index"])
+    replayed = [row for row in stress_rows if row["target"] == name]
+    by_index = {row["index"]: row for row in target_rows}
+    selection = choose(work, target_rows, replayed)
+    index = selection.index
+    item["current"] = _evidence_numbers(by_index.get(0))
+    item["candidates"] = [{"label": row["label"], "train": row["train"], "validation": row["validation"],
+                           "folds": row["folds"], "holds": row["index"] not in selection.failures,
+                           "fails": selection.failures.get(row["index"])} for row in target_rows]
+    stressed: dict[str, dict] = {}
+    for row in replayed:
+        stressed.setdefault(row["label"], {})[row["replay"]] = {
+            "validation": row["validation"], "folds": [fold["validation"] for fold in row["folds"]]}
+    item["stress"] = {"sets": sorted({row["replay"] for row in replayed}), "candidates": stressed}
+    item["selection"] = selection_evidence(work, selection)
+    item["recommended"] = _evidence_numbers(by_index[index])
+    if selection.kept_current:
+        item["status"] = "kept current"
+        item["messages"].append(f"kept the current policy: {selection.reason}")
+        recommended = currents[name]
+    else:
+        item["status"] = "tuned"
+        item["messages"].append(f"recommended: {work.candidates[index].label} ({selection.reason})")
+        current_numbers, chosen = by_index[0]["validation"], by_index[index]["validation"]
+        if current_numbers["cost"] > 0:
+            item["messages"].append(
+                f"validation: cost {chosen['cost']:.0f} vs {current_numbers['cost']:.0f} instance-minutes "
+                f"({chosen['cost'] / current_numbers['cost'] - 1:+.1%}), SLO-violation minutes "
+                f"{chosen['slo_violation_minutes']} vs {current_numbers['slo_violation_minutes']}, "
+                f"scale actions {chosen['scale_actions']} vs {current_numbers['scale_actions']}")
+        recommended = work.candidates[index].target
+    if options.report:
+        plot = f"pareto-{safe_name(name)}.png"
+        report_files[plot] = pareto_png(name, target_rows, 0, index, work.scenario)
+        item["plot"] = plot
+    return recommended
+
+
+def _write(spark: Any, options: TuneOptions, evidence: dict, recommended_targets: list[Any],
+           report_files: dict[str, bytes]) -> None:
+    """The recommended policy (checked as the engine would load it), the evidence and the report."""
+    from scaling.domain.policy import Policy, load_policy_text, policy_to_dict
+
     if recommended_targets:
         policy = Policy(targets=tuple(recommended_targets))
         text = json.dumps(policy_to_dict(policy), indent=2) + "\n"
@@ -235,7 +274,6 @@ def run_job(spark: Any, options: TuneOptions) -> dict:
         for file_name, data in report_files.items():
             write_bytes(spark, join_path(options.report, file_name), data)
         write_bytes(spark, join_path(options.report, "summary.md"), summary_markdown(evidence).encode("utf-8"))
-    return evidence
 
 
 def _evidence_numbers(row: dict | None) -> dict | None:

@@ -359,7 +359,7 @@ def tune_many(histories: Sequence[np.ndarray], scenario: Scenario, candidates: S
               sets: Mapping[str, Mapping] = STRESS_SETS) -> list[Selection]:
     """``tune`` for several histories of one length in one world (the benchmark's family
     members): each history's selection is the one ``tune`` makes on it alone, and the runs of all
-    of them are columns of the same simulated steps (``Kernel``'s ``trace_of``), which cost about
+    of them are columns of the same simulated steps (``Physics``'s ``trace_of``), which cost about
     what one history's do."""
     length = len(histories[0])
     if any(len(history) != length for history in histories):

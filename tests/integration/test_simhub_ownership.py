@@ -53,6 +53,6 @@ def test_the_simulated_consumers_claim_what_the_world_owns(storage_connection_st
     assert first == 8 and again == 0
     expected_then = {str(index): f"instance-{owner}" for index, owner in enumerate([0, 1, 2, 3, 0, 1, 2, 3])}
     assert owners_then == expected_then and live_then == 4
-    world_owners = world.kernel.owners(0)
+    world_owners = world.physics.owners(0)
     assert owners_now == {str(index): f"instance-{owner}" for index, owner in enumerate(world_owners)}
     assert live_now == 2 and moved == 4  # the balanced load balancer moved only the leaving instances' partitions

@@ -45,7 +45,7 @@ def test_owner_loads_read_from_samples_are_the_simulators(partitions, skew, inst
     world = World(np.full(10, float(rate)), scenario)
     samples = samples_of(world, 5)
     outlook = partition_outlooks(samples, 180.0)["hub"]
-    owners = world.kernel.owners(0)
+    owners = world.physics.owners(0)
     names = tuple(f"instance-{owner}" for owner in owners)
     assert outlook.owners == names
     weights = scenario.weights_at(np.array([4]))[0]

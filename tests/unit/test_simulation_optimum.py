@@ -1,6 +1,6 @@
 """The offline optimum (scaling/benchmarks/optimum.py): exact on its fluid models, checked against
 brute force over every schedule of short traces, and bracketing the world's own optimum (every
-schedule replayed through the kernel) between its lower bound and its schedule.
+schedule replayed through the physics) between its lower bound and its schedule.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from scaling.benchmarks import optimum
 from scaling.simulation.world.loop import World, simulate
-from scaling.simulation.world.physics import Kernel
+from scaling.simulation.world.physics import Physics
 from scaling.simulation.world.scenario import Scenario
 
 #: Five partitions: counts 1, 2, 3, 5, where 2 and 3 do not divide them (the models differ there).
@@ -76,17 +76,17 @@ def test_cheapest_schedule_is_the_brute_force_optimum_of_its_model(make, seed, d
 
 
 def world_runs(arrivals: np.ndarray, scenario: Scenario, schedules: list[tuple[int, ...]]):
-    """Every schedule through the world's kernel, in one batch."""
-    kernel = Kernel(arrivals, scenario, len(schedules))
+    """Every schedule through the world's physics, in one batch."""
+    physics = Physics(arrivals, scenario, len(schedules))
     plan = np.array(schedules)
-    while not kernel.done:
-        kernel.advance()
-        if kernel.minute < len(arrivals):
-            wanted = plan[:, kernel.minute]
-            rows = np.flatnonzero(wanted != kernel.requested)
+    while not physics.done:
+        physics.advance()
+        if physics.minute < len(arrivals):
+            wanted = plan[:, physics.minute]
+            rows = np.flatnonzero(wanted != physics.requested)
             if rows.size:
-                kernel.request(rows, wanted[rows])
-    return kernel.results(algorithm="brute", knobs=[str(s) for s in schedules], score_from=0)
+                physics.request(rows, wanted[rows])
+    return physics.results(algorithm="brute", knobs=[str(s) for s in schedules], score_from=0)
 
 
 @pytest.mark.parametrize(("seed", "fraction", "budget"), [(11, 0.0, None), (12, 0.0, 2), (13, 0.15, None), (14, 0.15, 1),

@@ -12,7 +12,7 @@ import pytest
 
 from scaling.simulation.world.arrival_curves import Curves
 from scaling.simulation.world.ownership import Ownership
-from scaling.simulation.world.physics import Kernel
+from scaling.simulation.world.physics import Physics
 from scaling.simulation.world.scenario import Scenario
 from scaling.simulation.world.service import serve, water_fill
 from tests.helpers import drive_plans
@@ -90,9 +90,9 @@ PLANS = [
 
 
 def test_provisioning_delay_and_billing_per_candidate() -> None:
-    kernel = Kernel(np.full(20, 500.0), Scenario(provisioning_delay_minutes=2), len(PLANS))
-    drive_plans(kernel, [plan for plan, _, _ in PLANS])
-    for (plan, capacity, serving), result in zip(PLANS, kernel.results(algorithm="a", knobs=["k"] * len(PLANS), score_from=0),
+    physics = Physics(np.full(20, 500.0), Scenario(provisioning_delay_minutes=2), len(PLANS))
+    drive_plans(physics, [plan for plan, _, _ in PLANS])
+    for (plan, capacity, serving), result in zip(PLANS, physics.results(algorithm="a", knobs=["k"] * len(PLANS), score_from=0),
                                                  strict=True):
         assert result.capacity.tolist() == capacity
         assert result.serving.tolist() == serving
@@ -102,10 +102,10 @@ def test_provisioning_delay_and_billing_per_candidate() -> None:
 
 @pytest.mark.parametrize(("score_from", "actions"), [(0, [2, 3]), (5, [2, 2]), (11, [1, 2]), (12, [0, 1]), (14, [0, 0])])
 def test_actions_are_counted_from_the_first_scored_minute(score_from, actions) -> None:
-    kernel = Kernel(np.full(20, 500.0), Scenario(), 2)
+    physics = Physics(np.full(20, 500.0), Scenario(), 2)
     # acting after minutes 6 and 12 (index 5, 11), and 5, 12 and 14 (index 4, 11, 13)
-    drive_plans(kernel, [{6: 3, 12: 2}, {5: 8, 12: 2, 14: 4}])
-    results = kernel.results(algorithm="a", knobs=["x", "y"], score_from=score_from)
+    drive_plans(physics, [{6: 3, 12: 2}, {5: 8, 12: 2, 14: 4}])
+    results = physics.results(algorithm="a", knobs=["x", "y"], score_from=score_from)
     assert [result.scale_actions for result in results] == actions
     assert [result.minutes for result in results] == [20 - score_from] * 2
 
@@ -116,10 +116,10 @@ def test_actions_are_counted_from_the_first_scored_minute(score_from, actions) -
 def test_oldest_event_age_per_candidate() -> None:
     # 2,000 events a minute on 4 partitions: one instance (1,000/min) falls behind, its oldest
     # waiting event arriving at (m + 1) / 2 at the end of minute m; two instances just keep up.
-    kernel = Kernel(np.full(12, 2000.0), Scenario(partitions=4, initial_capacity=1, provisioning_delay_minutes=0), 3)
-    kernel.request(np.array([1, 2]), np.array([2, 4]))  # before the first minute: serving at once, no action counted
-    drive_plans(kernel, [{}, {}, {}])
-    one, two, four = kernel.results(algorithm="a", knobs=["1", "2", "4"], score_from=0)
+    physics = Physics(np.full(12, 2000.0), Scenario(partitions=4, initial_capacity=1, provisioning_delay_minutes=0), 3)
+    physics.request(np.array([1, 2]), np.array([2, 4]))  # before the first minute: serving at once, no action counted
+    drive_plans(physics, [{}, {}, {}])
+    one, two, four = physics.results(algorithm="a", knobs=["1", "2", "4"], score_from=0)
     np.testing.assert_allclose(one.age, np.arange(1, 13) / 2)
     assert one.slo_violation_minutes == 2  # ages 5.5 and 6
     assert one.max_age_minutes == pytest.approx(6.0)
@@ -132,10 +132,10 @@ def test_oldest_event_age_per_candidate() -> None:
 
 def test_a_hot_partition_is_the_bottleneck_in_every_candidate() -> None:
     scenario = Scenario(partitions=4, skew=1.0, initial_capacity=4)  # weights 8:4:2:1 of 15
-    kernel = Kernel(np.full(5, 3000.0), scenario, 2)
-    kernel.request(np.array([1]), np.array([8]))
-    drive_plans(kernel, [{}, {}])
-    for result in kernel.results(algorithm="a", knobs=["4", "8"], score_from=0):
+    physics = Physics(np.full(5, 3000.0), scenario, 2)
+    physics.request(np.array([1]), np.array([8]))
+    drive_plans(physics, [{}, {}])
+    for result in physics.results(algorithm="a", knobs=["4", "8"], score_from=0):
         assert result.final_backlog == pytest.approx(5 * (3000.0 * 8 / 15 - 1000.0))
 
 
@@ -143,8 +143,8 @@ def test_a_hot_partition_is_the_bottleneck_in_every_candidate() -> None:
 
 
 def test_last_enqueued_follows_each_partitions_share_of_the_arrivals() -> None:
-    kernel = Kernel(np.array([10.0, 20.0, 0.0]), Scenario(partitions=4), 1)
-    assert kernel.enqueued[:, :, 0].tolist() == [[0] * 4, [2] * 4, [7] * 4, [7] * 4]  # floor(share of the cumulative)
+    physics = Physics(np.array([10.0, 20.0, 0.0]), Scenario(partitions=4), 1)
+    assert physics.enqueued[:, :, 0].tolist() == [[0] * 4, [2] * 4, [7] * 4, [7] * 4]  # floor(share of the cumulative)
 
 
 @pytest.mark.parametrize(("delay_seconds", "expected"), [
@@ -155,22 +155,22 @@ def test_last_enqueued_follows_each_partitions_share_of_the_arrivals() -> None:
 ])
 def test_checkpoints_trail_what_was_processed(delay_seconds, expected) -> None:
     # 4 partitions, 4,000 events a minute: one instance processes 250 per partition a minute, two 500
-    kernel = Kernel(np.full(3, 4000.0), Scenario(partitions=4, checkpoint_delay_seconds=delay_seconds,
+    physics = Physics(np.full(3, 4000.0), Scenario(partitions=4, checkpoint_delay_seconds=delay_seconds,
                                                 provisioning_delay_minutes=0), 2)
-    kernel.request(np.array([1]), np.array([2]))
+    physics.request(np.array([1]), np.array([2]))
     out = np.zeros((4, 2))
     seen = []
-    while not kernel.done:
-        kernel.advance()
-        seen.append(kernel.checkpoint_positions(out)[0].tolist())  # partition 0, both candidates
+    while not physics.done:
+        physics.advance()
+        seen.append(physics.checkpoint_positions(out)[0].tolist())  # partition 0, both candidates
     assert seen == expected
 
 
 def test_events_are_conserved_in_every_candidate() -> None:
     arrivals = np.array([2000.0, 9000.0, 20000.0, 500.0, 0.0, 15000.0, 3000.0] * 3)
-    kernel = Kernel(arrivals, Scenario(skew=0.3, provisioning_delay_minutes=1), 4)
-    drive_plans(kernel, [{2: 8, 9: 2}, {1: 32}, {}, {3: 16, 4: 3, 12: 40}])
-    for result in kernel.results(algorithm="a", knobs=[""] * 4, score_from=0):
+    physics = Physics(arrivals, Scenario(skew=0.3, provisioning_delay_minutes=1), 4)
+    drive_plans(physics, [{2: 8, 9: 2}, {1: 32}, {}, {3: 16, 4: 3, 12: 40}])
+    for result in physics.results(algorithm="a", knobs=[""] * 4, score_from=0):
         served = np.concatenate([[0.0], result.backlog[:-1]]) + arrivals - result.backlog
         assert (served >= -1e-6).all()
         assert (served <= result.serving * 1000 + 1e-6).all()
@@ -184,22 +184,22 @@ def test_owner_names_are_what_each_candidate_reads_alone(assignment) -> None:
     ``ownership_snapshot`` but not its name (balanced: names are never reused)."""
     scenario = Scenario(partitions=4, assignment=assignment, instance_failures_per_day=150.0, seed=4,
                         provisioning_delay_range=(1, 4), rebalance_pause_seconds=20.0)
-    kernel = Kernel(np.full(720, 2000.0), scenario, 3)
+    physics = Physics(np.full(720, 2000.0), scenario, 3)
     plans = [{}, {60 * k: 1 + k % 3 for k in range(1, 12)}, {30 * k: 1 + k % 4 for k in range(1, 24)}]
     replaced_in_place = 0
     before = None
-    while not kernel.done:
-        kernel.advance()
-        snapshot, names = kernel.ownership_snapshot(), kernel.owner_names()
+    while not physics.done:
+        physics.advance()
+        snapshot, names = physics.ownership_snapshot(), physics.owner_names()
         for column in range(3):
-            np.testing.assert_array_equal(names[:, column], kernel.owners(column))
+            np.testing.assert_array_equal(names[:, column], physics.owners(column))
         if before is not None:
             replaced_in_place += int(((snapshot == before[0]) & (names != before[1])).any())
         before = snapshot, names
-        wanted = np.array([plan.get(kernel.minute, kernel.requested[column]) for column, plan in enumerate(plans)])
-        rows = np.flatnonzero(wanted != kernel.requested)
+        wanted = np.array([plan.get(physics.minute, physics.requested[column]) for column, plan in enumerate(plans)])
+        rows = np.flatnonzero(wanted != physics.requested)
         if rows.size:
-            kernel.request(rows, wanted[rows])
+            physics.request(rows, wanted[rows])
     assert replaced_in_place if assignment == "balanced" else not replaced_in_place
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from scaling.simulation.world.loop import World
 from scaling.simulation.world.ownership import Ownership, rebalance
-from scaling.simulation.world.physics import Kernel
+from scaling.simulation.world.physics import Physics
 from scaling.simulation.world.scenario import NAMED_SCENARIOS, Scenario
 from scaling.simulation.world.service import dedicated_ages
 from tests.helpers import drive_plans
@@ -81,10 +81,10 @@ def test_the_hot_spot_moves_one_partition_every_rotation() -> None:
     assert shares[0].tolist() == base.tolist() and shares[1].tolist() == base.tolist()
     assert shares[2].tolist() == np.roll(base, 1).tolist()  # partition 1 now has partition 0's share
     assert int(np.argmax(shares[4])) == 2
-    kernel = Kernel(np.full(6, 1500.0), scenario, 1)
-    arrived = np.diff(kernel.partition_cumulative, axis=0)
+    physics = Physics(np.full(6, 1500.0), scenario, 1)
+    arrived = np.diff(physics.partition_cumulative, axis=0)
     np.testing.assert_allclose(arrived, 1500.0 * shares)
-    assert kernel.enqueued[-1, :, 0].tolist() == np.floor(kernel.partition_cumulative[-1] + 1e-6).tolist()
+    assert physics.enqueued[-1, :, 0].tolist() == np.floor(physics.partition_cumulative[-1] + 1e-6).tolist()
 
 
 def test_the_oldest_event_follows_each_partitions_own_arrival_curve_when_shares_move() -> None:
@@ -126,7 +126,7 @@ def test_a_slow_consumer_serves_less_per_instance() -> None:
     processed = []
     for _ in range(6):
         world.advance()
-        processed.append(float(world.kernel.processed.sum()))
+        processed.append(float(world.physics.processed.sum()))
     served = np.diff([0.0, *processed])
     np.testing.assert_allclose(served, [2000.0, 2000.0, 1000.0, 1000.0, 2000.0, 2000.0])
 
@@ -137,14 +137,14 @@ def test_a_slow_consumer_serves_less_per_instance() -> None:
 def test_each_scale_out_waits_its_own_drawn_delay_and_the_draws_follow_the_seed() -> None:
     def serving_after_scale_outs(seed: int) -> list[int]:
         scenario = Scenario(partitions=8, provisioning_delay_range=(1, 4), seed=seed)
-        kernel = Kernel(np.full(60, 100.0), scenario, 1)
-        drive_plans(kernel, [{minute: 1 + minute // 5 for minute in range(5, 60, 5)}])
-        return kernel.serving_series[:, 0].tolist()
+        physics = Physics(np.full(60, 100.0), scenario, 1)
+        drive_plans(physics, [{minute: 1 + minute // 5 for minute in range(5, 60, 5)}])
+        return physics.serving_series[:, 0].tolist()
 
     first, again, other = serving_after_scale_outs(3), serving_after_scale_outs(3), serving_after_scale_outs(4)
     assert first == again and first != other
-    kernel = Kernel(np.full(60, 100.0), Scenario(partitions=8, provisioning_delay_range=(1, 4), seed=3), 1)
-    delays = [kernel._next_delay(0) for _ in range(11)]
+    physics = Physics(np.full(60, 100.0), Scenario(partitions=8, provisioning_delay_range=(1, 4), seed=3), 1)
+    delays = [physics._next_delay(0) for _ in range(11)]
     assert set(delays) <= {1, 2, 3, 4} and len(set(delays)) > 1
     for step, delay in enumerate(delays):  # scale-out k, asked after minute 5 (k + 1), serves from minute 5 (k + 1) + delay
         asked = 5 * (step + 1)
@@ -176,10 +176,10 @@ def test_balanced_assignment_moves_the_fewest_partitions(partitions, before, aft
 
 def test_scaling_out_by_one_moves_few_partitions_when_balanced_and_many_when_modulo() -> None:
     def moved(assignment: str) -> int:
-        kernel = Kernel(np.full(6, 100.0), Scenario(initial_capacity=4, assignment=assignment, provisioning_delay_minutes=0), 1)
-        drive_plans(kernel, [{2: 5}])
-        first = kernel.owners(0).copy()
-        return first, kernel._owners.moved[:, 0].sum()
+        physics = Physics(np.full(6, 100.0), Scenario(initial_capacity=4, assignment=assignment, provisioning_delay_minutes=0), 1)
+        drive_plans(physics, [{2: 5}])
+        first = physics.owners(0).copy()
+        return first, physics._owners.moved[:, 0].sum()
 
     owners, balanced = moved("balanced")
     assert balanced == 6  # quotas 7, 7, 6, 6, 6 of 32: two instances give one, two give two
@@ -194,13 +194,13 @@ def test_partitions_that_change_owner_pause_and_the_others_do_not() -> None:
     moved to the new instance lose the pause's share of the minute; those that stayed do not."""
     scenario = Scenario(partitions=4, initial_capacity=1, provisioning_delay_minutes=0, assignment="balanced",
                         rebalance_pause_seconds=30.0)
-    kernel = Kernel(np.array([40000.0, 0.0, 0.0]), scenario, 1)
-    kernel.advance()
-    before = kernel.processed[:, 0].copy()
-    kernel.request(np.array([0]), np.array([2]))
-    kernel.advance()
-    gained = kernel.processed[:, 0] - before
-    moved = kernel._owners.moved[:, 0]
+    physics = Physics(np.array([40000.0, 0.0, 0.0]), scenario, 1)
+    physics.advance()
+    before = physics.processed[:, 0].copy()
+    physics.request(np.array([0]), np.array([2]))
+    physics.advance()
+    gained = physics.processed[:, 0] - before
+    moved = physics._owners.moved[:, 0]
     assert moved.sum() == 2
     np.testing.assert_allclose(gained[~moved], 500.0)  # each owner's 1,000 over its two partitions
     np.testing.assert_allclose(gained[moved], 250.0)  # half a minute lost to the pause
@@ -212,7 +212,7 @@ def test_partitions_that_change_owner_pause_and_the_others_do_not() -> None:
 def _seed_with_one_early_failure(scenario: Scenario, minutes: int) -> int:
     """A seed whose first failure comes after minute 3 and the next one not before the test is over."""
     for seed in range(1000):
-        plan = Kernel(np.zeros(minutes), Scenario(**{**scenario_fields(scenario), "seed": seed}), 1)._failures
+        plan = Physics(np.zeros(minutes), Scenario(**{**scenario_fields(scenario), "seed": seed}), 1)._failures
         if plan and 3 <= plan[0][0] <= 10 and (len(plan) == 1 or plan[1][0] > plan[0][0] + 6):
             return seed
     raise AssertionError("no seed found")
@@ -231,14 +231,14 @@ def test_a_failed_instance_stalls_its_partitions_then_they_move_and_the_plan_res
     base = Scenario(partitions=4, initial_capacity=2, provisioning_delay_minutes=3, assignment="balanced",
                     instance_failures_per_day=100.0, ownership_expiry_seconds=90.0)
     scenario = Scenario(**{**scenario_fields(base), "seed": _seed_with_one_early_failure(base, 30)})
-    kernel = Kernel(np.full(30, 8000.0), scenario, 1)
-    failure = kernel._failures[0][0]
+    physics = Physics(np.full(30, 8000.0), scenario, 1)
+    failure = physics._failures[0][0]
     gained, owners = {}, {}
-    while kernel.minute <= failure + 4:
-        before = kernel.processed[:, 0].copy()
-        kernel.advance()
-        gained[kernel.minute - 1] = kernel.processed[:, 0] - before
-        owners[kernel.minute - 1] = kernel.owners(0).copy()
+    while physics.minute <= failure + 4:
+        before = physics.processed[:, 0].copy()
+        physics.advance()
+        gained[physics.minute - 1] = physics.processed[:, 0] - before
+        owners[physics.minute - 1] = physics.owners(0).copy()
     np.testing.assert_allclose(gained[failure - 1], 500.0)
     stalled = owners[failure] == -1
     assert stalled.sum() == 2 and len(set(owners[failure - 1][stalled].tolist())) == 1
@@ -247,8 +247,8 @@ def test_a_failed_instance_stalls_its_partitions_then_they_move_and_the_plan_res
     np.testing.assert_allclose(gained[failure + 1][stalled], 125.0)
     np.testing.assert_allclose(gained[failure + 1][~stalled], 250.0)
     assert (owners[failure + 1] >= 0).all() and len(set(owners[failure + 1].tolist())) == 1
-    assert kernel.serving_series[failure - 1: failure + 4, 0].tolist() == [2, 1, 1, 1, 2]
-    assert (kernel.capacity_series[failure - 1: failure + 4, 0] == 2).all()  # billed throughout
+    assert physics.serving_series[failure - 1: failure + 4, 0].tolist() == [2, 1, 1, 1, 2]
+    assert (physics.capacity_series[failure - 1: failure + 4, 0] == 2).all()  # billed throughout
     assert len(set(owners[failure + 3].tolist())) == 2  # the restored instance took its share back
 
 
@@ -269,10 +269,10 @@ def test_when_an_instance_fails_only_its_partitions_change_owner(victim: int) ->
 
 def test_failures_are_drawn_from_the_seed_at_the_daily_rate() -> None:
     minutes = 1440 * 30
-    plan = Kernel(np.zeros(minutes), Scenario(instance_failures_per_day=2.0, seed=1), 1)._failures
+    plan = Physics(np.zeros(minutes), Scenario(instance_failures_per_day=2.0, seed=1), 1)._failures
     assert 40 <= len(plan) <= 80
-    assert plan == Kernel(np.zeros(minutes), Scenario(instance_failures_per_day=2.0, seed=1), 1)._failures
-    assert plan != Kernel(np.zeros(minutes), Scenario(instance_failures_per_day=2.0, seed=2), 1)._failures
+    assert plan == Physics(np.zeros(minutes), Scenario(instance_failures_per_day=2.0, seed=1), 1)._failures
+    assert plan != Physics(np.zeros(minutes), Scenario(instance_failures_per_day=2.0, seed=2), 1)._failures
 
 
 # --- every knob at once: a candidate's world does not depend on its batch -----------------------------------------
@@ -282,12 +282,12 @@ def test_a_candidate_in_a_stressed_batch_sees_the_world_it_sees_alone() -> None:
     scenario = Scenario.named("realistic", partitions=8, instance_failures_per_day=200.0, hot_spot_rotation_minutes=7)
     arrivals = 3000.0 + 2000.0 * np.sin(np.arange(240) / 20.0)
     plans = [{10: 4, 60: 2, 120: 6, 200: 3}, {5: 8, 100: 5}, {30: 3, 90: 7, 150: 4, 180: 6}]
-    batch = Kernel(arrivals, scenario, len(plans))
+    batch = Physics(arrivals, scenario, len(plans))
     drive_plans(batch, plans)
     together = batch.results(algorithm="a", knobs=["0", "1", "2"], score_from=0)
     assert sum(result.scale_actions for result in together) == 10
     for column, plan in enumerate(plans):
-        alone = Kernel(arrivals, scenario, 1)
+        alone = Physics(arrivals, scenario, 1)
         drive_plans(alone, [plan])
         result = alone.results(algorithm="a", knobs=[str(column)], score_from=0)[0]
         np.testing.assert_array_equal(result.serving, together[column].serving)
@@ -354,10 +354,10 @@ def test_avoidable_violations_count_a_partition_in_the_minutes_its_own_instance_
 )
 def test_servable_partitions_stay_within_one_instances_throughput_in_every_minute(scenario, unservable) -> None:
     arrivals = np.linspace(0.0, 1.0, 20) * scenario.peak_instances * scenario.events_per_instance_per_minute
-    kernel = Kernel(arrivals, scenario, 1)
-    assert int((~kernel.servable).sum()) == unservable
-    assert np.flatnonzero(~kernel.servable).tolist() == list(range(unservable))  # the hottest ones
-    assert (kernel.servable_age_series is None) == (unservable == 0)  # scored apart only when some cannot be served
+    physics = Physics(arrivals, scenario, 1)
+    assert int((~physics.servable).sum()) == unservable
+    assert np.flatnonzero(~physics.servable).tolist() == list(range(unservable))  # the hottest ones
+    assert (physics.servable_age_series is None) == (unservable == 0)  # scored apart only when some cannot be served
 
 
 # --- what the autoscaler observes, and the flags that set the knobs ----------------------------------------------

@@ -24,7 +24,7 @@ from azure.storage.blob.aio import ContainerClient
 
 from scaling.bootstrap import collector_for
 from scaling.domain.policy import SourceSettings, policy_from_dict
-from scaling.domain.policy_sources import parse_namespace_id
+from scaling.domain.resource_ids import SERVICE_BUS, parse_namespace_id
 from scaling.settings import Settings, SettingsError, StorageSettings
 from scaling.sources.base import CallGate, ReadError
 from scaling.sources.checkpoints import AutoCheckpointReader, AzureFunctionCheckpointReader
@@ -231,7 +231,7 @@ class FakeManagementClient:
 
 
 def management_counter(client: FakeManagementClient) -> ServiceBusManagementCounter:
-    namespace = parse_namespace_id(NAMESPACE_ID.format("sub-1", "jobs-ns"))
+    namespace = parse_namespace_id(NAMESPACE_ID.format("sub-1", "jobs-ns"), SERVICE_BUS)
     assert namespace is not None
     return ServiceBusManagementCounter(client, namespace)
 

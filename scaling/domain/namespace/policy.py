@@ -6,7 +6,6 @@ namespace whose throughput units the autoscaler sizes with its consumers
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -23,25 +22,10 @@ from scaling.domain.policy_fields import (
     document_keys,
     invalid,
 )
+from scaling.domain.resource_ids import EVENT_HUB, namespace_id_shape, parse_namespace_id
 
 NAMESPACE_KIND = "eventhubs_namespace"
-EVENT_HUBS_NAMESPACE_SHAPE = "/subscriptions/SUB/resourceGroups/RG/providers/Microsoft.EventHub/namespaces/NAME"
-_EVENT_HUBS_NAMESPACE_ID = re.compile(r"^/subscriptions/(?P<subscription>[^/]+)/resourceGroups/(?P<group>[^/]+)"
-                                      r"/providers/Microsoft\.EventHub/namespaces/(?P<name>[^/]+)/?$", re.IGNORECASE)
-
-
-@dataclass(frozen=True, slots=True)
-class EventHubsNamespaceId:
-    """The parts of an Event Hubs namespace's resource id the management client needs."""
-
-    subscription_id: str
-    resource_group: str
-    name: str
-
-
-def parse_event_hubs_namespace_id(resource_id: str | None) -> EventHubsNamespaceId | None:
-    match = _EVENT_HUBS_NAMESPACE_ID.match(resource_id or "")
-    return EventHubsNamespaceId(match["subscription"], match["group"], match["name"]) if match else None
+EVENT_HUBS_NAMESPACE_SHAPE = namespace_id_shape(EVENT_HUB)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +79,7 @@ class EventHubsNamespaceTarget:
 
     @model_validator(mode="after")
     def _consistent(self) -> EventHubsNamespaceTarget:
-        if parse_event_hubs_namespace_id(self.resource_id) is None:
+        if parse_namespace_id(self.resource_id, EVENT_HUB) is None:
             raise invalid("resource_id", f"must be an Event Hubs namespace resource id ({EVENT_HUBS_NAMESPACE_SHAPE})")
         if self.max_tus < self.min_tus:
             raise invalid("max_tus", "must not be lower than {0}", "min_tus")

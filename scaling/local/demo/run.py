@@ -111,9 +111,11 @@ class _DemoRun:
         self.phase_seconds: dict[str, float] = {}
 
     async def main(self) -> DemoResult:
+        """Wire the production services to the simulated world, run every minute, then restore
+        the Functions modules and close every client whatever happened. One function because the
+        wiring's closers and the modules' services are undone in its one ``finally``."""
         import logging
 
-        from scaling.bootstrap import collector_for, evaluate_service_for, scale_service_for
         from scaling.functions import collect as collect_module
         from scaling.functions import evaluate as evaluate_module
         from scaling.functions import poison as poison_module
@@ -122,14 +124,11 @@ class _DemoRun:
         from scaling.local.simhub import SimulatedClock, SimulatedConsumers, SimulatedHub
         from scaling.local.simqueue import NAMESPACE_ID as QUEUE_NAMESPACE_ID
         from scaling.local.simqueue import QUEUE_NAME, SimulatedQueue
-        from scaling.plans.factory import build_plan_adapter
-        from scaling.plans.local_arm import AsyncStaticTokenCredential, EntityCounts
-        from scaling.services.dead_letters import DeadLetterService
+        from scaling.plans.local_arm import EntityCounts
         from scaling.settings import Settings
         from scaling.simulation.peers.looped import EPOCH
         from scaling.simulation.queue.world import QueueWorld
         from scaling.simulation.world.loop import World
-        from scaling.storage.factory import build_table_storage
 
         arm = self.arm
         arm.arm.add_plan(PLAN_ID, capacity=self.scenario.initial_capacity, tier=PLAN_TIER)
@@ -149,38 +148,13 @@ class _DemoRun:
         previous = tuple(module.set_service(None) for module in modules)
         closers: list[Any] = [consumers.close] if consumers else []
         host = None
-        seen: set[str] = set()
-
-        def plan_adapter() -> Any:
-            adapter = build_plan_adapter(settings, arm.credential, polling_interval=0, **arm.client_kwargs())
-            closers.append(adapter.close)
-            return adapter
-
         try:
             if consumers:
                 await consumers.open()
-            # The production services, built by the real factories from the app settings, on the
-            # demo's clock; only the Event Hubs partition source (or the queue's peek and Azure
-            # Monitor rates) is simulated. The queue's count goes through the real Service Bus
-            # management client to the local ARM endpoint, as in Azure.
             if queue:
                 arm.arm.service_bus.add_queue(QUEUE_NAMESPACE_ID, QUEUE_NAME,
                                               EntityCounts(active_from=lambda: world.observe().active_messages))
-            collector = collector_for(settings, AsyncStaticTokenCredential() if queue else None,
-                                      capacity_reader=plan_adapter(), environ=app_settings, clock=clock,
-                                      partition_source_for=lambda source: hub,
-                                      peek_and_rates_for=(lambda source: queue) if queue else None,
-                                      arm_client_kwargs=arm.client_kwargs())
-            closers.append(collector.aclose)
-            evaluate_service = evaluate_service_for(settings, clock=clock)
-            closers.append(evaluate_service.store.close)
-            scale_service = scale_service_for(settings, plans=plan_adapter(), clock=clock)
-            closers.append(scale_service.store.close)
-            tables = build_table_storage(settings, ensure=False)  # reads the decision log back
-            closers.append(tables.close)
-            dead_letters = DeadLetterService(evaluate_service.store, clock=clock)
-            for module, service in zip(modules, (collector, evaluate_service, scale_service, dead_letters), strict=True):
-                module.set_service(service)
+            tables = self._install_services(settings, app_settings, clock, hub, queue, modules, closers)
             app = _function_app(app_settings)
             logging.disable(logging.WARNING)  # azure.functions warns that auth levels do not apply to non-HTTP functions
             try:
@@ -188,34 +162,7 @@ class _DemoRun:
             finally:
                 logging.disable(logging.NOTSET)
             await host.start(clock())
-            self.display.header()
-            began = time.monotonic()
-            phases = self.phase_seconds
-            for _ in range(len(self.arrivals)):
-                mark = time.perf_counter()
-                world.advance()
-                clock.minute = world.minute
-                mark = _lap(phases, "world", mark)
-                if consumers:
-                    await consumers.claim()
-                    await consumers.checkpoint()
-                    mark = _lap(phases, "checkpoints", mark)
-                await host.tick(clock())
-                mark = _lap(phases, "timer (collect)", mark)
-                await host.drain()
-                mark = _lap(phases, "queues (evaluate, scale)", mark)
-                world.request(arm.arm.capacity(PLAN_ID))
-                since = clock() - _minutes(1)
-                for record in await asyncio.to_thread(tables.decisions, self.target.name, since):
-                    if record.row_key not in seen:
-                        seen.add(record.row_key)
-                        self.display.decision(record, clock, world)
-                self.display.progress(world, clock)
-                _lap(phases, "decision log, display", mark)
-                if self.options.speed > 0:
-                    ahead = began + world.minute / self.options.speed - time.monotonic()
-                    if ahead > 0:
-                        await asyncio.sleep(ahead)
+            await self._run_minutes(world, clock, consumers, host, tables)
             records = await asyncio.to_thread(tables.decisions, self.target.name)
             poison = await asyncio.to_thread(host.poison_counts)
         finally:
@@ -235,6 +182,77 @@ class _DemoRun:
             plan_writes=len(arm.arm.writes), checkpoint_writes=consumers.writes if consumers else 0, capacity=run_result.capacity,
             phase_seconds=dict(self.phase_seconds), count_reads=len(arm.arm.service_bus.requests),
         )
+
+    def _install_services(self, settings: Any, app_settings: dict, clock: Any, hub: Any, queue: Any,
+                          modules: tuple, closers: list[Any]) -> Any:
+        """The production services, built by the real factories from the app settings, on the
+        demo's clock, set on the Functions modules; each client's close goes on ``closers``.
+        Only the Event Hubs partition source (or the queue's peek and Azure Monitor rates) is
+        simulated; the queue's count goes through the real Service Bus management client to the
+        local ARM endpoint, as in Azure. Returns the tables that read the decision log back."""
+        from scaling.bootstrap import collector_for, evaluate_service_for, scale_service_for
+        from scaling.plans.factory import build_plan_adapter
+        from scaling.plans.local_arm import AsyncStaticTokenCredential
+        from scaling.services.dead_letters import DeadLetterService
+        from scaling.storage.factory import build_table_storage
+
+        arm = self.arm
+
+        def plan_adapter() -> Any:
+            adapter = build_plan_adapter(settings, arm.credential, polling_interval=0, **arm.client_kwargs())
+            closers.append(adapter.close)
+            return adapter
+
+        collector = collector_for(settings, AsyncStaticTokenCredential() if queue else None,
+                                  capacity_reader=plan_adapter(), environ=app_settings, clock=clock,
+                                  partition_source_for=lambda source: hub,
+                                  peek_and_rates_for=(lambda source: queue) if queue else None,
+                                  arm_client_kwargs=arm.client_kwargs())
+        closers.append(collector.aclose)
+        evaluate_service = evaluate_service_for(settings, clock=clock)
+        closers.append(evaluate_service.store.close)
+        scale_service = scale_service_for(settings, plans=plan_adapter(), clock=clock)
+        closers.append(scale_service.store.close)
+        tables = build_table_storage(settings, ensure=False)
+        closers.append(tables.close)
+        dead_letters = DeadLetterService(evaluate_service.store, clock=clock)
+        for module, service in zip(modules, (collector, evaluate_service, scale_service, dead_letters), strict=True):
+            module.set_service(service)
+        return tables
+
+    async def _run_minutes(self, world: Any, clock: Any, consumers: Any, host: Any, tables: Any) -> None:
+        """The minute loop: the world steps, the consumers checkpoint, the timer collects, the
+        queues drain, the plan's count goes back to the world and new decisions are shown;
+        paced to ``--speed`` simulated minutes a second (0: as fast as it goes)."""
+        self.display.header()
+        began = time.monotonic()
+        phases = self.phase_seconds
+        seen: set[str] = set()
+        for _ in range(len(self.arrivals)):
+            mark = time.perf_counter()
+            world.advance()
+            clock.minute = world.minute
+            mark = _lap(phases, "world", mark)
+            if consumers:
+                await consumers.claim()
+                await consumers.checkpoint()
+                mark = _lap(phases, "checkpoints", mark)
+            await host.tick(clock())
+            mark = _lap(phases, "timer (collect)", mark)
+            await host.drain()
+            mark = _lap(phases, "queues (evaluate, scale)", mark)
+            world.request(self.arm.arm.capacity(PLAN_ID))
+            since = clock() - _minutes(1)
+            for record in await asyncio.to_thread(tables.decisions, self.target.name, since):
+                if record.row_key not in seen:
+                    seen.add(record.row_key)
+                    self.display.decision(record, clock, world)
+            self.display.progress(world, clock)
+            _lap(phases, "decision log, display", mark)
+            if self.options.speed > 0:
+                ahead = began + world.minute / self.options.speed - time.monotonic()
+                if ahead > 0:
+                    await asyncio.sleep(ahead)
 
 
 def _lap(phases: dict[str, float], name: str, mark: float) -> float:

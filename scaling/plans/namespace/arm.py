@@ -23,15 +23,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from scaling.domain.namespace.policy import parse_event_hubs_namespace_id
 from scaling.domain.namespace.sizing import STANDARD_MAX_TUS
+from scaling.domain.resource_ids import EVENT_HUB, parse_namespace_id
 from scaling.plans.appservice import (
     CLIENT_ERRORS,
     DEFAULT_ARM_ENDPOINT,
-    EXTRA_RETRY_STATUSES,
     AppServicePlanAdapter,
-    BoundedRetryPolicy,
     _may_have_landed,
+    retry_settings,
+    subscription_client,
 )
 from scaling.plans.base import PlanError, PlanInfo, PlanNotFoundError, UnsupportedPlanError
 
@@ -66,8 +66,7 @@ class EventHubsNamespaceAdapter:
                  retry_timeout: float = 120.0, sleep: Callable[[float], None] = time.sleep, **client_kwargs: Any) -> None:
         self.credential = credential
         self.base_url = base_url.rstrip("/")
-        self.retry = dict(retry_total=retry_total, retry_status=retry_total, retry_backoff_factor=retry_backoff_factor,
-                          retry_backoff_max=retry_backoff_max, max_retry_after=max_retry_after, timeout=retry_timeout)
+        self.retry = retry_settings(retry_total, retry_backoff_factor, retry_backoff_max, max_retry_after, retry_timeout)
         self.sleep = sleep
         self.client_kwargs = client_kwargs
         self._clients: dict[str, Any] = {}
@@ -83,11 +82,8 @@ class EventHubsNamespaceAdapter:
         with self._lock:
             client = self._clients.get(subscription_id)
             if client is None:
-                kwargs = {"credential_scopes": [f"{self.base_url}/.default"], **self.client_kwargs}
-                client = EventHubManagementClient(
-                    self.credential, subscription_id, base_url=self.base_url,
-                    retry_policy=BoundedRetryPolicy(retry_on_status_codes=list(EXTRA_RETRY_STATUSES), **self.retry),
-                    **kwargs)
+                client = subscription_client(EventHubManagementClient, self.credential, subscription_id, self.base_url,
+                                             self.retry, self.client_kwargs)
                 self._clients[subscription_id] = client
             return client
 
@@ -156,7 +152,7 @@ class EventHubsNamespaceAdapter:
 
     @staticmethod
     def _parts(resource_id: str) -> Any:
-        parts = parse_event_hubs_namespace_id(resource_id)
+        parts = parse_namespace_id(resource_id, EVENT_HUB)
         if parts is None:
             raise PlanError(f"{resource_id!r} is not an Event Hubs namespace resource id "
                             "(/subscriptions/ID/resourceGroups/RG/providers/Microsoft.EventHub/namespaces/NAME)")

@@ -3,7 +3,7 @@
 ``simulate_batch(arrivals, targets, scenario)`` gives, for every target (a ``rules``-mode
 ``TargetPolicy`` that ``supports`` accepts), the same ``RunResult`` as
 ``simulate(arrivals, EngineAutoscaler(target), scenario)``: one Python loop over minutes, numpy
-over candidates x partitions inside. The world is the same ``Kernel`` the loop runs (as a batch
+over candidates x partitions inside. The world is the same ``Physics`` the loop runs (as a batch
 of one); what is mirrored here, operation for operation where floating point matters, is what
 the autoscaler reads (the observed integer sequence numbers) and the engine's rules mode
 (``_rules_proposal``: windows by collection time, ``min_samples``, ``metric_value``, the
@@ -28,7 +28,7 @@ import numpy as np
 from scaling.domain import slo_kernel
 from scaling.domain.engine import allowed_counts, snap_down, snap_up
 from scaling.domain.policy import TargetPolicy
-from scaling.simulation.world.physics import Kernel
+from scaling.simulation.world.physics import Physics
 from scaling.simulation.world.scenario import RunResult, Scenario
 
 #: The simulated sample's only source (``observation_sample``'s default).
@@ -112,13 +112,16 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
                    score_from: int = 0, algorithm: str = "candidate", knobs: Sequence[str] | None = None,
                    trace_of: Sequence[int] | None = None) -> list[RunResult]:
     """One ``RunResult`` per target, as ``simulate(arrivals, EngineAutoscaler(target), scenario)``
-    (``arrivals`` (minutes, traces) and ``trace_of``: each target on its own trace, ``Kernel``)."""
+    (``arrivals`` (minutes, traces) and ``trace_of``: each target on its own trace, ``Physics``).
+    One function because the engine's state per candidate (the windows, the thresholds and steps
+    at the current capacity, the last action) is arrays the minute loop and ``capacity_changed``
+    update in place; the rules' aggregates are ``_window_aggregates``, the gates ``slo_kernel.gates``."""
     targets, knobs = checked_batch(targets, knobs, supports, "simulate_batch")
     if not targets:
         return []
     tables = _Tables(targets, scenario)
     count = len(targets)
-    world = Kernel(arrivals, scenario, count, trace_of)
+    world = Physics(arrivals, scenario, count, trace_of)
     minutes, interval = len(world.arrivals), scenario.collection_interval_minutes
     columns = np.arange(count)
     requested = world.requested  # updated in place by world.request
@@ -178,13 +181,7 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
 
         # --- the rules: aggregates over each rule's window, summed oldest first like Python's sum ---
         values = np.where(per_instance, window_per_instance[None], window_backlog[None])
-        masked = np.where(inside, values, 0.0)
-        running = masked[:, 0]
-        for position_in_window in range(1, history):
-            running = running + masked[:, position_in_window]
-        average = running / divisor
-        biggest = np.where(inside, values, -np.inf).max(axis=1)
-        newest = values[:, -1]
+        average, biggest, newest = _window_aggregates(values, inside, divisor)
         up_value = np.where(up_average, average, np.where(up_maximum, biggest, newest))
         down_value = np.where(down_average, average, np.where(down_maximum, biggest, newest))
         up = (enough & (up_value > up_threshold)).any(axis=0)
@@ -215,3 +212,14 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
         capacity_changed(rows)
 
     return world.results(algorithm=algorithm, knobs=knobs, score_from=score_from)
+
+
+def _window_aggregates(values: np.ndarray, inside: np.ndarray,
+                       divisor: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each rule's average (summed oldest first, as Python's ``sum`` adds), largest and newest
+    value over its window (``inside``): (rules, candidates) each."""
+    masked = np.where(inside, values, 0.0)
+    running = masked[:, 0]
+    for position_in_window in range(1, values.shape[1]):
+        running = running + masked[:, position_in_window]
+    return running / divisor, np.where(inside, values, -np.inf).max(axis=1), values[:, -1]

@@ -1,4 +1,4 @@
-"""The benchmark's peers as batches: a whole knob sweep (every setting a column of one ``Kernel``)
+"""The benchmark's peers as batches: a whole knob sweep (every setting a column of one ``Physics``)
 decided with numpy over the columns, instead of one ``simulate`` per setting.
 
 Each ``*Batch`` here is the peer of looped.py of the same name with one array slot per setting,
@@ -20,7 +20,7 @@ import numpy as np
 
 from scaling.domain.lag import balanced_counts, effective_capacity
 from scaling.simulation.peers.flink import FlinkSettings, need, next_parallelism, rate_bounds
-from scaling.simulation.world.physics import Kernel
+from scaling.simulation.world.physics import Physics
 from scaling.simulation.world.scenario import RunResult, Scenario
 
 #: What a batch's ``decide`` returns for a setting that holds (looped.py's ``None``).
@@ -274,31 +274,31 @@ class FlinkBatch:
 def simulate_peers(arrivals: np.ndarray, batches: Sequence[PeerBatch], scenario: Scenario, *,
                    score_from: int = 0, trace_of: Sequence[int] | None = None) -> list[RunResult]:
     """Every setting of every batch as ``simulate(arrivals, <its peer>, scenario)`` scores it, in
-    the batches' order: one ``Kernel``, each setting a column; each collection the observed
+    the batches' order: one ``Physics``, each setting a column; each collection the observed
     backlog (collect's integer lag rules, ``peers.observed_backlog``) of every column at once.
     ``arrivals`` (minutes, traces) and ``trace_of`` (each setting's trace, in the batches' order)
-    run several traces of one length in the same step (``Kernel``)."""
+    run several traces of one length in the same step (``Physics``)."""
     sizes = [len(batch.knobs) for batch in batches]
     count = sum(sizes)
-    kernel = Kernel(arrivals, scenario, count, trace_of)
+    physics = Physics(arrivals, scenario, count, trace_of)
     slices = [slice(start, start + size) for start, size in zip(np.cumsum([0, *sizes[:-1]]).tolist(), sizes, strict=True)]
     positions = np.zeros((scenario.partitions, count))
     interval = scenario.collection_interval_minutes
     measuring = [(batch, part) for batch, part in zip(batches, slices, strict=True) if isinstance(batch, FlinkBatch)]
-    while not kernel.done:
-        kernel.advance()
-        now = kernel.minute
+    while not physics.done:
+        physics.advance()
+        now = physics.minute
         if now % interval:
             continue
-        last = kernel.enqueued_at(now).astype(np.int64) - 1
-        checkpoint = kernel.checkpoint_positions(positions).astype(np.int64) - 1
+        last = physics.enqueued_at(now).astype(np.int64) - 1
+        checkpoint = physics.checkpoint_positions(positions).astype(np.int64) - 1
         lag = np.where(checkpoint < 0, last + 1, last - checkpoint)
         backlog = np.where(last < 0, 0, np.maximum(lag, 0)).sum(axis=0).astype(float)
-        true_backlog = kernel.total_backlog()
-        capacity = kernel.requested.copy()
+        true_backlog = physics.total_backlog()
+        capacity = physics.requested.copy()
         if measuring:
-            arrived = kernel.arrived_by(now) - kernel.arrived_by(now - interval)
-            processed, true_rates = kernel.busy_time_rates()
+            arrived = physics.arrived_by(now) - physics.arrived_by(now - interval)
+            processed, true_rates = physics.busy_time_rates()
             for batch, part in measuring:
                 batch.measure(now, arrived[part], processed[part], true_rates[part])
         wanted = np.concatenate([batch.decide(now, capacity[part], backlog[part], true_backlog[part])
@@ -306,8 +306,8 @@ def simulate_peers(arrivals: np.ndarray, batches: Sequence[PeerBatch], scenario:
         wanted = np.where(wanted == HOLD, HOLD, np.maximum(wanted, 1))  # as ``World.request``
         rows = np.flatnonzero((wanted != HOLD) & (wanted != capacity))
         if rows.size:
-            kernel.request(rows, wanted[rows])
-    results = kernel.results(algorithm="", knobs=[knob for batch in batches for knob in batch.knobs], score_from=score_from)
+            physics.request(rows, wanted[rows])
+    results = physics.results(algorithm="", knobs=[knob for batch in batches for knob in batch.knobs], score_from=score_from)
     for result, algorithm in zip(results, [batch.algorithm for batch in batches for _ in batch.knobs], strict=True):
         result.algorithm = algorithm
     return results

@@ -6,7 +6,7 @@ the partition count. Every minute (the operator evaluates every 60 s) the peer
 - collects, once ``stabilization`` minutes have passed since the last rescale (or the start), the
   arrival rate, the processed rate and the true processing rate per instance; the latter as busy
   time measures it: what an instance processes while it has backlog, the busiest instance setting
-  the busy fraction (``Kernel.busy_time_rates``);
+  the busy fraction (``Physics.busy_time_rates``);
 - decides nothing before ``window`` minutes of samples are in;
 - scales when the true processing capacity lies outside [the need at utilization
   ``target + boundary``, the need at ``target - boundary``] (``rate_bounds``), to

@@ -1,6 +1,6 @@
 """A queue-shaped simulated world: one Service Bus queue, competing consumers on a plan, a trace.
 
-The partitioned hub of ``kernel.py`` is the wrong shape for Service Bus: a queue has no
+The partitioned hub of ``physics.py`` is the wrong shape for Service Bus: a queue has no
 partitions and no owners; every instance takes the next message, so ``n`` serving instances
 complete up to ``n x mu`` messages a minute, first in, first out. The rest follows the same
 ``Scenario`` as the hub's world and is scored by ``scenario.scored_result`` like every other run:
@@ -62,7 +62,7 @@ QUEUE_IGNORES = ("partitions", "skew", "checkpoint_delay_seconds", "checkpoint_i
 
 
 def failure_plan(scenario: Scenario, minutes: int) -> list[int]:
-    """The minutes an instance fails, drawn as the hub's world draws them (``Kernel``)."""
+    """The minutes an instance fails, drawn as the hub's world draws them (``Physics``)."""
     per_day = scenario.instance_failures_per_day
     if per_day <= 0:
         return []
@@ -99,7 +99,7 @@ class QueueWorld:
         self.ready = scenario.initial_capacity
         self._pending: list[tuple[int, int]] = []  # (minute it serves from, count)
         self.speed = scenario.speed_factors(minutes)
-        # The hub's draws (``Kernel``): the k-th scale-out or restore takes the k-th delay; failures from their own seed.
+        # The hub's draws (``Physics``): the k-th scale-out or restore takes the k-th delay; failures from their own seed.
         low, high = scenario.delay_range
         draws = np.random.default_rng([int(scenario.seed), 17])
         self._delays = draws.integers(low, high + 1, size=max(minutes, 1)) if high > low else None

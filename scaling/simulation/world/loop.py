@@ -2,7 +2,7 @@
 
 A partitioned hub, consumers on a plan, and a trace: the world's rules (ownership, water-filling
 service, provisioning delay, failures, checkpoints, cost and the oldest event's age, with the
-stress knobs of docs/benchmark-contract.md) are ``Kernel``'s (physics.py), and ``World`` is a batch of one. Here
+stress knobs of docs/benchmark-contract.md) are ``Physics``'s (physics.py), and ``World`` is a batch of one. Here
 live what the loop adds: loading and scaling traces, what the autoscaler observes (what
 ``collect`` would read), and ``simulate``. See docs/benchmark.md.
 """
@@ -18,12 +18,12 @@ from typing import Protocol
 import numpy as np
 
 from scaling.simulation.world.arrival_curves import arrival_minutes
-from scaling.simulation.world.physics import Kernel
+from scaling.simulation.world.physics import Physics
 from scaling.simulation.world.scenario import RunResult, Scenario, scored_result
 from scaling.simulation.world.service import DRAINED, serve
 
 #: Importers of this module's former contents find them here too.
-__all__ = ["DRAINED", "Autoscaler", "Kernel", "Observation", "RunResult", "Scenario", "World", "arrival_minutes",
+__all__ = ["DRAINED", "Autoscaler", "Physics", "Observation", "RunResult", "Scenario", "World", "arrival_minutes",
            "load_trace", "per_minute", "scale_trace", "scored_result", "serve", "simulate"]
 
 
@@ -83,7 +83,7 @@ class Observation:
     true_backlog: float
     #: Per partition, the instance that owns it as collect reads the ownership blobs (-1: no live owner).
     owners: np.ndarray | None = None
-    #: The consumers' own metrics of the last minute (``Kernel.busy_time_rates``): events processed,
+    #: The consumers' own metrics of the last minute (``Physics.busy_time_rates``): events processed,
     #: and the true processing rate per instance as busy time measures it (nan: nothing processed).
     #: Only a peer that reads its consumers' metrics (``peers.Flink``) uses them; collect does not see them.
     processed: float | None = None
@@ -106,60 +106,60 @@ class Autoscaler(Protocol):
 class World:
     """The simulated hub and plan as a batch of one, one minute at a time: ``advance()``
     processes a minute, ``observe()`` tells what ``collect`` would read, ``request(n)`` is a
-    scale action. The physics is ``Kernel``'s, the same the batched simulators run.
+    scale action. The physics is ``Physics``'s, the same the batched simulators run.
 
     The benchmark loop (``simulate``), the peers and the local demo all drive this world.
     """
 
     def __init__(self, arrivals: np.ndarray, scenario: Scenario) -> None:
         self.scenario = scenario
-        self.kernel = kernel = Kernel(arrivals, scenario, 1)
-        self.arrivals, self.weights, self.cumulative = kernel.arrivals, kernel.weights, kernel.cumulative
-        self.capacity_series = kernel.capacity_series[:, 0]
-        self.serving_series = kernel.serving_series[:, 0]
-        self.backlog_series = kernel.backlog_series[:, 0]
-        self.age_series = kernel.age_series[:, 0]
+        self.physics = physics = Physics(arrivals, scenario, 1)
+        self.arrivals, self.weights, self.cumulative = physics.arrivals, physics.weights, physics.cumulative
+        self.capacity_series = physics.capacity_series[:, 0]
+        self.serving_series = physics.serving_series[:, 0]
+        self.backlog_series = physics.backlog_series[:, 0]
+        self.age_series = physics.age_series[:, 0]
         self._only = np.zeros(1, dtype=np.int64)
         self._checkpoints = np.zeros((scenario.partitions, 1))
 
     @property
     def minute(self) -> int:
         """Minutes processed so far (the next minute to process)."""
-        return self.kernel.minute
+        return self.physics.minute
 
     @property
     def done(self) -> bool:
-        return self.kernel.done
+        return self.physics.done
 
     @property
     def requested(self) -> int:
         """The capacity the plan was last asked for (billed from the request)."""
-        return int(self.kernel.requested[0])
+        return int(self.physics.requested[0])
 
     @property
     def backlog(self) -> np.ndarray:
         """Events waiting per partition."""
-        return self.kernel.backlog[:, 0]
+        return self.physics.backlog[:, 0]
 
     def advance(self) -> float:
         """Process one minute of arrivals; returns the oldest unprocessed event's age (minutes)."""
-        self.kernel.advance()
-        return float(self.age_series[self.kernel.minute - 1])
+        self.physics.advance()
+        return float(self.age_series[self.physics.minute - 1])
 
     def last_enqueued(self) -> np.ndarray:
         """Per-partition last enqueued sequence number (-1 for a partition that never had an event)."""
-        return self.kernel.enqueued[self.kernel.minute, :, 0].astype(np.int64) - 1
+        return self.physics.enqueued[self.physics.minute, :, 0].astype(np.int64) - 1
 
     def checkpoints(self) -> np.ndarray:
         """Per-partition checkpoint (-1 before the first event), as the scenario's consumers write
         them (a delay behind what was processed, or every checkpoint interval)."""
-        return self.kernel.checkpoint_positions(self._checkpoints)[:, 0].astype(np.int64) - 1
+        return self.physics.checkpoint_positions(self._checkpoints)[:, 0].astype(np.int64) - 1
 
     def observe(self) -> Observation:
-        processed, true_rates = self.kernel.busy_time_rates()
+        processed, true_rates = self.physics.busy_time_rates()
         return Observation(minute=self.minute, capacity=self.requested, last_enqueued=self.last_enqueued(),
-                           checkpoint=self.checkpoints(), true_backlog=float(self.kernel.total_backlog()[0]),
-                           owners=self.kernel.owners(0), processed=float(processed[0]),
+                           checkpoint=self.checkpoints(), true_backlog=float(self.physics.total_backlog()[0]),
+                           owners=self.physics.owners(0), processed=float(processed[0]),
                            true_rate_per_instance=float(true_rates[0]))
 
     def request(self, wanted: int) -> bool:
@@ -167,12 +167,12 @@ class World:
         wanted = max(int(wanted), 1)
         if wanted == self.requested:
             return False
-        self.kernel.request(self._only, np.array([wanted], dtype=np.int64))
+        self.physics.request(self._only, np.array([wanted], dtype=np.int64))
         return True
 
     def result(self, *, algorithm: str = "", knob: str = "", score_from: int = 0) -> RunResult:
         """Score the minutes run so far (from ``score_from``); checks that no event was lost."""
-        return self.kernel.results(algorithm=algorithm, knobs=[knob], score_from=score_from)[0]
+        return self.physics.results(algorithm=algorithm, knobs=[knob], score_from=score_from)[0]
 
 
 def simulate(

@@ -1,6 +1,6 @@
 """The physics of the simulated world, written once: one minute step over candidates x partitions.
 
-Every run of the simulator goes through ``Kernel``: ``World`` (``simulate``, the demo's
+Every run of the simulator goes through ``Physics``: ``World`` (``simulate``, the demo's
 simulated hub, the peers) is a batch of one driven by an autoscaler a minute at a time, and the
 batched simulators (``batched.py`` for threshold rules, ``batched_slo.py`` for the SLO mode)
 are batches of many candidates that share the arrivals but each have their own capacity.
@@ -13,7 +13,7 @@ The rules of the world, each in one place (all parameters come from ``Scenario``
 here, who owns and how an instance serves in ``ownership.py`` and ``service.py``, when an event
 arrived in ``arrival_curves.py``):
 
-- arrivals: partition ``p`` gets ``weights[p]`` of each minute's events (``Kernel.__init__``);
+- arrivals: partition ``p`` gets ``weights[p]`` of each minute's events (``Physics.__init__``);
   collect reads the last enqueued sequence number ``floor(weights * cumulative) - 1``;
   the weights shift by one partition every ``hot_spot_rotation_minutes`` (``Scenario.weights_at``);
 - ownership: partition ``p`` is owned by instance ``p mod n`` (``assignment`` ``modulo``), or
@@ -23,19 +23,19 @@ arrived in ``arrival_curves.py``):
 - serving: each instance serves at most ``mu`` events a minute times the consumers' speed factor
   (``Scenario.speed_factors``: the wave and slow-down windows), shared among its partitions
   without waste, water-filling (``service.py``: ``water_fill``); a partition that is stalled or pausing for part
-  of a minute gets that part of its service only (``Kernel._availability``);
+  of a minute gets that part of its service only (``Physics._availability``);
 - provisioning: a scale-out serves after a delay (``provisioning_delay_minutes``, or drawn per
   scale-out from ``provisioning_delay_range``), a scale-in at once, and trims scale-outs in
-  flight (``Kernel.request`` and the start of ``Kernel.advance``);
+  flight (``Physics.request`` and the start of ``Physics.advance``);
 - failures: at ``instance_failures_per_day`` (drawn from the seed) an instance dies: its
   partitions stall for ``ownership_expiry_seconds``, then move to the survivors; the plan
-  restores it after a provisioning delay (``Kernel._fail``);
+  restores it after a provisioning delay (``Physics._fail``);
 - rebalancing: every partition whose owner changes pauses for ``rebalance_pause_seconds``;
 - checkpoints: consumers checkpoint ``checkpoint_delay_seconds`` behind what they processed,
   or every ``checkpoint_interval_seconds`` per partition (phases spread evenly), processing
-  being even within a minute (``Kernel.checkpoint_positions``);
+  being even within a minute (``Physics.checkpoint_positions``);
 - cost, actions and the SLO: per minute the requested and serving counts, the backlog, and the
-  age of the oldest unprocessed event (``Kernel.advance``), scored by ``scored_result``.
+  age of the oldest unprocessed event (``Physics.advance``), scored by ``scored_result``.
 
 A new knob of the world is a ``Scenario`` field and a change to its rule here; every run,
 looped or batched, then sees it.
@@ -53,7 +53,7 @@ from scaling.simulation.world.scenario import RunResult, Scenario, scored_result
 from scaling.simulation.world.service import DRAINED, dedicated_ages, rounding_needs_full_check, water_fill
 
 
-class Kernel:
+class Physics:
     """The world for ``count`` candidates: ``advance()`` processes the next minute for all of
     them, ``enqueued`` and ``checkpoint_positions()`` tell what ``collect`` reads,
     ``request(rows, wanted)`` applies scale actions, ``results(...)`` scores each candidate."""
@@ -113,6 +113,12 @@ class Kernel:
         self.backlog_series = np.zeros((minutes, count))
         self.age_series = np.zeros((minutes, count))
         self.action_series = np.zeros((minutes, count), dtype=np.int32)  # actions decided at the end of each minute
+        self._arrival_tables(minutes, partitions, count)
+
+    def _arrival_tables(self, minutes: int, partitions: int, count: int) -> None:
+        """What the arrivals imply, worked out once: each partition's share per minute, which
+        partitions any count can serve, their cumulative curves and what collect reads."""
+        scenario, arrivals = self.scenario, self.arrivals
         weights_at = scenario.weights_at(np.arange(minutes))
         # (minute, partition), or (minute, partition, trace)
         shares = arrivals[:, None] * weights_at if self.trace_of is None else arrivals[:, None, :] * weights_at[:, :, None]

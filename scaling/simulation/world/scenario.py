@@ -1,6 +1,6 @@
 """What a simulated run is set in, and how it is scored.
 
-``Scenario`` holds every parameter of the simulated world; the one minute-step kernel
+``Scenario`` holds every parameter of the simulated world; the one minute-step physics
 (``physics.py``) reads nothing else, so a new knob of the world is a field here and its rule
 there. ``RunResult`` and ``scored_result`` turn a run's minute series into the numbers
 ``simulate``, the demo, the benchmark and the tuning job report. See docs/benchmark.md.
@@ -156,10 +156,10 @@ class RunResult:
     age: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     arrivals: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     #: SLO-violation minutes over the partitions whose arrivals stay within one instance's
-    #: throughput in every minute (``Kernel.servable``); ``None`` when every partition is.
+    #: throughput in every minute (``Physics.servable``); ``None`` when every partition is.
     servable_partitions_violation_minutes: int | None = None
     #: Minutes in which a partition's oldest event is past the SLO while an instance of its own
-    #: would have kept it within (``Kernel``'s dedicated ages): the violations some count could
+    #: would have kept it within (``Physics``'s dedicated ages): the violations some count could
     #: have avoided. ``None`` when every partition is servable.
     avoidable_violation_minutes: int | None = None
     #: Per minute, the oldest event's age over the partitions an instance of their own would have
