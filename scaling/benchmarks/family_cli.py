@@ -105,7 +105,7 @@ noise level (`flash-seed3-noise10`).
 Every member runs in every scenario of the run with every algorithm. 30 members in two scenarios
 are 15 times the public traces' work, and a simulated minute costs about the same for one column
 as for a few hundred (numpy's per-call overhead), so members of one length run as **columns of
-one step**: the `Kernel` takes each column's trace (`trace_of`), and a work unit holds up to ten
+one step**: the `Physics` takes each column's trace (`trace_of`), and a work unit holds up to ten
 members' peers sweeps, seed sweeps, or `project-default` and `project-tuned` pairs, whose tunings
 run together too (`robust.tune_many`). Every row is the
 one the member gets alone, bit for bit (tests in `test_simulation_batched_peers.py`,

@@ -29,7 +29,7 @@ from scaling.domain.modes import mode_of
 from scaling.domain.pause import Hold, paused_reason
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.profiles import BoundsInForce, bounds_in_force, with_bounds
-from scaling.domain.proposal import Proposal, Situation, sample_interval
+from scaling.domain.proposal import Proposal, Situation, sample_interval, serving_instances
 from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample, PartitionReading, SourceReading
 
 
@@ -188,25 +188,6 @@ def serving_owners(samples: Sequence[MetricSample]) -> int | None:
             if partition.owner is not None:
                 owners.add(partition.owner)
     return len(owners)
-
-
-def serving_instances(sample: MetricSample, capacity: int) -> int | None:
-    """How many of ``capacity`` instances serve, as the latest collected ownership shows: all of
-    them once a source has as many live owners (or every partition has one, when there are more
-    instances than partitions), else its live owners (the fewest over the sources). New instances
-    count as ready when they own partitions, not when the provisioning delay is assumed over, and
-    an instance that failed stops counting when the survivors take its partitions, and when no
-    instance is left (no live owner at all) none serves. ``None`` when a source with partitions
-    collects no ownership (no ownership to go by)."""
-    serving = None
-    for source in sample.sources:
-        if not source.ok or not source.partitions:
-            continue
-        if source.owners is None:
-            return None
-        count = int(slo_kernel.serving_count(capacity, source.owners, len(source.partitions)))
-        serving = count if serving is None else min(serving, count)
-    return serving
 
 
 def ready_from_owners(expected: int, serving: int | None, pending_ready_at: datetime | None, now: datetime,
@@ -380,7 +361,9 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     into a hold that says what it would have done. ``outlook`` (the arrivals the target's look-ahead
     expects; read only when its policy says ``forecast: shadow`` or ``on``) is applied after the
     mode's proposal and before the bounds and the gates. Returns a decision whose ``state`` is the
-    state to persist.
+    state to persist. One function of about a hundred lines on purpose: reading the window,
+    learning, the mode, the look-ahead, the gates (``slo_kernel.gates``) and each verdict's
+    reason are the evaluation's steps in their order, and read top to bottom.
     """
     in_force = bounds_in_force(target, now, timedelta(seconds=target.slo.provisioning_delay_seconds))
     target = with_bounds(target, in_force)

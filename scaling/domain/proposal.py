@@ -67,6 +67,27 @@ def sample_interval(samples: Sequence[MetricSample]) -> float:
     gaps = sorted((b.collected_at - a.collected_at).total_seconds() for a, b in zip(samples, samples[1:], strict=False))
     return max(gaps[len(gaps) // 2], 1.0)
 
+def serving_instances(sample: MetricSample, capacity: int) -> int | None:
+    """How many of ``capacity`` instances serve, as the latest collected ownership shows: all of
+    them once a source has as many live owners (or every partition has one, when there are more
+    instances than partitions), else its live owners (the fewest over the sources). New instances
+    count as ready when they own partitions, not when the provisioning delay is assumed over, and
+    an instance that failed stops counting when the survivors take its partitions, and when no
+    instance is left (no live owner at all) none serves. ``None`` when a source with partitions
+    collects no ownership (no ownership to go by). Here, not in the engine, so that the SLO mode
+    reads the same count."""
+    from scaling.domain import slo_kernel  # (numpy: loaded on the first evaluation, not at start-up)
+
+    serving = None
+    for source in sample.sources:
+        if not source.ok or not source.partitions:
+            continue
+        if source.owners is None:
+            return None
+        count = int(slo_kernel.serving_count(capacity, source.owners, len(source.partitions)))
+        serving = count if serving is None else min(serving, count)
+    return serving
+
 
 def timing(target: TargetPolicy, situation: Situation) -> Timing:
     from scaling.domain import slo_kernel  # (numpy: loaded on the first evaluation, not at start-up)

@@ -37,7 +37,7 @@ import numpy as np
 from scaling.domain import slo_kernel as kernel
 from scaling.domain.decisions import DOWN, HOLD, UP
 from scaling.domain.policy import TargetPolicy
-from scaling.domain.proposal import Proposal, Situation, scale_out_drain, timing
+from scaling.domain.proposal import Proposal, Situation, scale_out_drain, serving_instances, timing
 from scaling.domain.samples import MetricSample, SourceReading
 from scaling.domain.sizing import OWNER_LOAD, WORST_CASE
 
@@ -224,20 +224,6 @@ def _hub_checkpoints(sample: MetricSample) -> float:
                      if p.checkpoint is not None))
 
 
-def _serving(sample: MetricSample, capacity: int) -> int | None:
-    """How many instances serve in ``sample`` as its ownership shows (``engine.serving_instances``'s
-    rule, ``slo_kernel.serving_count``); None without ownership."""
-    serving = None
-    for source in sample.sources:
-        if not source.ok or not source.partitions:
-            continue
-        if source.owners is None:
-            return None
-        count = int(kernel.serving_count(capacity, source.owners, len(source.partitions)))
-        serving = count if serving is None else min(serving, count)
-    return serving
-
-
 def _stall(samples: Sequence[MetricSample], capacity: int, growing: bool, continuing: bool, arrivals: float,
            most: float) -> tuple | None:
     """The serving counts and processed rates (``slo_kernel.stalled``) of the history's first
@@ -245,7 +231,7 @@ def _stall(samples: Sequence[MetricSample], capacity: int, growing: bool, contin
     if not growing or len(samples) < 3:
         return None
     first, second, before_last, last = samples[0], samples[1], samples[-2], samples[-1]
-    serving = [_serving(sample, sample.capacity if sample.capacity is not None else capacity) for sample in (second, last)]
+    serving = [serving_instances(sample, sample.capacity if sample.capacity is not None else capacity) for sample in (second, last)]
     if None in serving:
         return None
     elapsed = [(b.collected_at - a.collected_at).total_seconds() for a, b in ((first, second), (before_last, last))]
@@ -259,7 +245,13 @@ def _stall(samples: Sequence[MetricSample], capacity: int, growing: bool, contin
 
 
 def propose(target: TargetPolicy, situation: Situation) -> Proposal:
-    """Scale out when the SLO is at risk, in to the cheapest count that holds (module docstring)."""
+    """Scale out when the SLO is at risk, in to the cheapest count that holds (module docstring).
+
+    One long function on purpose: it reads the samples into the kernel's arrays and writes each
+    outcome's reasons, and the order of its tests (unknown throughput, the hot set-aside, unowned
+    partitions, the stall, the risk, too little history, the growing backlog, the scale-in) is the rule that
+    ``simulation/drivers/batched_slo.py`` must follow step for step; split, that order would be
+    spread over helpers that only make sense in sequence."""
     samples, capacity, ready_capacity = situation.samples, situation.capacity, situation.ready_capacity
     state, throughput, counts = situation.state, situation.throughput, situation.counts
     slo = target.slo

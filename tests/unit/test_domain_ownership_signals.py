@@ -12,7 +12,8 @@ from datetime import timedelta
 import pytest
 
 from scaling.domain.decisions import HOLD, UP
-from scaling.domain.engine import evaluate, ready_from_owners, serving_instances
+from scaling.domain.engine import evaluate, ready_from_owners
+from scaling.domain.proposal import serving_instances
 from scaling.domain.samples import MetricSample, PartitionReading, SourceReading
 from tests.unit.test_domain_slo import T0, history, slo_target, state
 

@@ -64,7 +64,8 @@ def scale_in_counts(levels: np.ndarray, below: np.ndarray, capacity: np.ndarray,
     found by checking where the fluid model says it should be and the count below; only when
     those disagree with the estimate are all counts tried in turn (and always where a count below
     the capacity is sized by exact owner loads, which may hold where the bound of the count above
-    does not).
+    does not). One function because the three searches share the candidates' rows and the counts
+    already tried; it is the evaluation's hottest path in a sweep.
     """
     count = len(capacity)
     columns = np.arange(count)

@@ -2,7 +2,7 @@
 
 ``simulate_slo_batch(arrivals, targets, scenario)`` gives, for every target that ``supports``
 accepts, the same ``RunResult`` as ``simulate(arrivals, EngineAutoscaler(target), scenario)``:
-one Python loop over collection times on the same world ``Kernel`` the loop runs, every
+one Python loop over collection times on the same world ``Physics`` the loop runs, every
 candidate a column. The arithmetic of the decision is ``scaling.domain.slo_kernel``'s, the one
 the engine calls with a batch of one: who serves, the observed and learned throughput, rates,
 ages and the checkpoint delay, predicted ages, the scale-out and scale-in counts sized by owner
@@ -41,7 +41,7 @@ from scaling.domain.policy import TargetPolicy
 from scaling.simulation.drivers.batched import checked_batch
 from scaling.simulation.drivers.share_rows import ShareRows
 from scaling.simulation.peers.looped import EPOCH
-from scaling.simulation.world.physics import Kernel
+from scaling.simulation.world.physics import Physics
 from scaling.simulation.world.scenario import RunResult, Scenario
 
 _EPOCH_SECONDS = EPOCH.timestamp()
@@ -131,7 +131,12 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                        knobs: Sequence[str] | None = None, trace_of: Sequence[int] | None = None) -> list[RunResult]:
     """One ``RunResult`` per target, as ``simulate(arrivals, EngineAutoscaler(target), scenario)``
     (``score_from``: one minute for all, or one per target; ``arrivals`` (minutes, traces) and
-    ``trace_of``: each target on its own trace, ``Kernel``)."""
+    ``trace_of``: each target on its own trace, ``Physics``).
+
+    One loop on purpose, long as it is: every candidate's engine state lives in arrays this loop
+    updates in place minute by minute, in the order ``engine.evaluate`` and ``slo.propose`` take
+    their steps (the equivalence tests hold it to them); helpers would pass a dozen arrays each
+    way and hide that order."""
     targets, knobs = checked_batch(targets, knobs, supports, "simulate_slo_batch")
     if not targets:
         return []
@@ -139,7 +144,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         raise ValueError("simulate_slo_batch needs one window and rate window for the whole batch (see batch_key())")
     settings = _Candidates(targets, scenario)
     count, partitions = len(targets), scenario.partitions
-    world = Kernel(arrivals, scenario, count, trace_of)
+    world = Physics(arrivals, scenario, count, trace_of)
     minutes, interval = len(world.arrivals), scenario.collection_interval_minutes
     interval_seconds = 60.0 * interval
     # What the samples show per partition (row) is the trace's: shared by every candidate, or,
