@@ -271,7 +271,7 @@ def family_markdown(rows: Sequence[dict]) -> str:
 
 
 def look_ahead_share(default: float, learned: float, perfect: float) -> float | None:
-    """The share of the perfect look-ahead's saving the learned one captured (issue 52):
+    """The share of the perfect look-ahead's saving the learned one captured:
     ``(default - learned) / (default - perfect)``; ``None`` when the perfect one saves nothing."""
     saving = default - perfect
     return (default - learned) / saving if saving > 1e-9 else None

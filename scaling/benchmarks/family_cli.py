@@ -90,7 +90,7 @@ def kept_sections(markdown: str) -> str:
 
 FAMILY_INTRO = """## The trace family
 
-Two traces are too few to choose rules by (issue 32). `--family` adds 30 generated members
+Two traces are too few to choose rules by. `--family` adds 30 generated members
 (`scaling/simulation/world/trace_family.py`, pure numpy, seeded: a member is a function of its name):
 six shapes (`diurnal`: daily and weekly cycles only; `bursts`: Markov-modulated on/off at 2-4x;
 `flash`: 2-4 crowds rising 5-20x over 5-30 minutes and decaying over 1-4 hours; `growth`: 2-4x

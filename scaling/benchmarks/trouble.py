@@ -1,4 +1,4 @@
-"""The ``trouble`` stress set (issue 48): consumers that misbehave, beside the lag peers.
+"""The ``trouble`` stress set: consumers that misbehave, beside the lag peers.
 
 Operators meet these every month: a slow downstream or a stall, traffic above what the maximum
 count serves, checkpoints written late or rarely, long rebalance pauses. Each case is a cut of a

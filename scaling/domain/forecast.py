@@ -1,4 +1,4 @@
-"""The look-ahead's pure core (issue 52): what a target's own history says the next minutes bring.
+"""The look-ahead's pure core: what a target's own history says the next minutes bring.
 
 A rise that comes every hour, every morning or every Monday is met as a surprise each time by a
 decision that sees only the past minutes. This module finds such repeats in a target's per-minute

@@ -1,4 +1,4 @@
-"""A target's stored look-ahead profile (issue 52): what ``forecast.forecast`` found in its history,
+"""A target's stored look-ahead profile: what ``forecast.forecast`` found in its history,
 kept compact between hourly refits. Plain values, no numpy: the storage records import it at the
 Function App's start, where numpy must not be loaded yet (``forecast.py`` converts)."""
 

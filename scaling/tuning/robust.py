@@ -24,7 +24,7 @@ below) both the Spark tuning job (``scaling.tuning``) and the benchmark's
   policy misses the SLO on the history itself, the cheapest that meets it there and is nowhere
   riskier (``catches``), dearer or not; otherwise the current policy stays, with the reason. A
   saving the validation blocks and the stress replays do not all vouch for is none: a choice must
-  not end dearer than the default it replaces (issue 53).
+  not end dearer than the default it replaces.
   Windows are judged as the benchmark judges their world (``judged_ages``). ``shortlist`` and ``stress_round`` keep the stress
   replays cheap: only candidates that hold on the splits and cost no more than the current policy
   can be chosen, so only they are replayed: the cheapest first, the rest only if none of those holds.
@@ -68,7 +68,7 @@ class Margin:
         the SLO differ by the minute they fall on, not by risk: holding a candidate to the current
         policy's maximum there kept the default on every `diurnal` member in `realistic` (its
         maximum 5.00-5.04 minutes under `rough`, every cheaper candidate's 5.2-5.9, with no
-        violation minute; docs/policy-experiments.md, issue 53)."""
+        violation minute; docs/policy-experiments.md)."""
         checks = (("max_age_minutes", "max age", self.max_fraction), ("p99_age_minutes", "p99 age", self.p99_fraction))
         for key, name, fraction in checks:
             limit = fraction * slo_minutes
@@ -113,7 +113,7 @@ def improves(candidate: Mapping, current: Mapping) -> bool:
     misses the margin is not replaced by one that saves less: the cheapest that holds is named
     as ``safer``, for review. A saving under ``MIN_SAVING`` is within the folds' noise even there:
     on the family's spikes seed 1 in `realistic` one 1.1% cheaper on validation cost 0.4% more
-    afterwards, issue 53.)"""
+    afterwards.)"""
     return (candidate["validation"]["cost"] <= (1 - MIN_SAVING) * current["validation"]["cost"]
             and all(mine["validation"]["cost"] <= theirs["validation"]["cost"]
                     for mine, theirs in zip(candidate["folds"], current["folds"], strict=True)))

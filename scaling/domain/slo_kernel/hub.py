@@ -36,7 +36,7 @@ def hot_partitions(arrival_rate: np.ndarray, recent_rate: np.ndarray, throughput
     ``most_instances``, the instances' worth the highest allowed count serves, can do): when
     every instance is slower than a partition's arrivals (a slow downstream) or the traffic is
     beyond the maximum, no count keeps up, and setting the partitions aside would leave nothing
-    in view and the hub sized for none (issue 48: 32 -> 1 instance with millions waiting)."""
+    in view and the hub sized for none (32 -> 1 instance with millions waiting)."""
     steady = _per_candidate(np.minimum(arrival_rate, recent_rate))
     hot = (steady > throughput[None, :]) & measured[None, :]
     if most_instances is None:
@@ -133,7 +133,7 @@ def carried_age_limits(limit, forecast, rate, horizon, row_of: np.ndarray | None
     throughput. Served by an instance of its own at ``rate`` (the most any count gives it), its
     oldest event gets younger by only ``rate / forecast - 1`` seconds a second, so the age it
     carries into a scale-out stays, and the day's rise takes it past the SLO where an instance of
-    its own from the start would have kept it within (issue 53: WC98 in `hot`). It may carry what
+    its own from the start would have kept it within (WC98 in `hot`). It may carry what
     its own instance drains within the scale-out's ``horizon`` (``drain_seconds``); none at or
     past ``rate``. On an even hub the plain limit stands: there such partitions share owners with
     others at every count the limit chooses, and scaling out earlier only costs (realistic

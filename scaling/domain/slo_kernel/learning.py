@@ -75,7 +75,7 @@ def busy_partitions(start_backlog, end_backlog, arrived, lag_seconds, elapsed):
     interval (``lag_seconds``: the learned checkpoint delay), more by the arrivals over that lag.
     A consumer that keeps up shows a backlog of the arrivals over the lag: counted as busy,
     every partition of a hub whose checkpoints trail by 150 s or more reads saturated, and the
-    rate is learned as arrivals / owners (issue 48: 3.5/s where the truth is 16.7/s)."""
+    rate is learned as arrivals / owners (3.5/s where the truth is 16.7/s)."""
     return minimum(start_backlog, end_backlog) > arrived * (2.0 + where(lag_seconds > elapsed, lag_seconds, 0.0) / elapsed)
 
 
@@ -106,7 +106,7 @@ def serving_throughput(throughput, floor):
     ``UNCONFIRMED_DROP`` the learning itself doubts (one interval's checkpoints may overstate
     what was processed; where the two agree this close, the learned rate stands). A rate learned
     during a slow-down would otherwise stay low for good: an over-provisioned hub is never
-    saturated again to correct it (issue 48: the 15% slow-down row at 32 instances for hours)."""
+    saturated again to correct it (the 15% slow-down row at 32 instances for hours)."""
     bound = where(is_nan(floor), throughput, floor * (1 - UNCONFIRMED_DROP))
     return where(is_nan(throughput), throughput, maximum(throughput, bound))
 
@@ -124,7 +124,7 @@ def learned_checkpoint_delay(worst_age, previous, interval, ceiling, dense=True,
     bounds allow serves and the backlog stays flat, ``backlog_flat``) an age that stays above the
     delay is the checkpoints' (more instances are not to be had, and the backlog does not grow),
     so the delay follows it by ``CHECKPOINT_DELAY_FOLLOW`` of the gap per evaluation, up to
-    ``steady_ceiling`` (issue 48: checkpoints 180 s late read as a standing 105 s backlog)."""
+    ``steady_ceiling`` (checkpoints 180 s late read as a standing 105 s backlog)."""
     creep = where(worst_age <= previous + interval, CHECKPOINT_DELAY_DRIFT, 0.0)  # (NaN: 0)
     crept = minimum(minimum(worst_age, previous + creep), maximum(ceiling, previous))
     follows = steady & (worst_age > previous)  # (NaN: False)

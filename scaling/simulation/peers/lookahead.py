@@ -1,4 +1,4 @@
-"""The look-ahead in the simulated world (issue 52): what the engine is told of the next minutes.
+"""The look-ahead in the simulated world: what the engine is told of the next minutes.
 
 Two outlooks for ``peers.EngineAutoscaler`` (a target with ``forecast: on``):
 

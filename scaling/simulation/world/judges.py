@@ -5,7 +5,7 @@ Where partitions are uneven (``hot``, ``realistic``, any skew) some receive more
 than one instance serves, so no count meets the whole hub's SLO there: such a world is judged by
 the **avoidable** violation minutes (a partition late although an instance of its own would have
 kept it within the SLO). The servable partitions' judge alone rewarded leaving near-hot partitions
-late for hours (issue 53): it stays reported, not judged by. Elsewhere the whole hub's violation
+late for hours: it stays reported, not judged by. Elsewhere the whole hub's violation
 minutes judge. The benchmark's tables, ``mark_best``, the gate and ``make stress`` all ask here.
 """
 
