@@ -110,6 +110,22 @@ def test_ingress_keeps_a_spare_tu_where_a_percentage_is_less_than_a_burst(events
     assert decision.metrics["wanted_tus"] == wanted
 
 
+@pytest.mark.parametrize(("events_in", "step", "capacity", "direction", "target"), [
+    (1_600, 1.0, 1, UP, 3),      # 1.6 TU + 1 spare = 2.6: no step beyond it
+    (1_600, 4.0, 1, UP, 7),      # 4 x 1.6 = 6.4: a 4x step is accepted while the raise provisions
+    (1_600, 4.0, 7, HOLD, None),  # ... and 7 stays standing
+    (1_600, 4.0, 10, DOWN, 7),   # a lower count keeps the step: 7, not the 3 the need alone fits
+    (6_000, 4.0, 10, UP, 20),    # 4 x 6 = 24: within max_tus
+    (0, 4.0, 1, HOLD, None),     # an idle namespace: min_tus
+])
+def test_standing_tus_accept_an_ingress_step(events_in, step, capacity, direction, target) -> None:
+    """Producers turned away by a step are lost before any raise serves (the minute that shows
+    the step and the raise's provisioning): the count standing is what accepts them."""
+    reading = NamespaceReading(capacity, minutes=steady(60, NOW, events_in=events_in))
+    decision = size_namespace(reading, [], TuSettings(max_tus=20, ingress_step=step), NOW)
+    assert (decision.direction, decision.target_capacity) == (direction, target)
+
+
 @pytest.mark.parametrize(("now", "busy_minutes_ago", "last_raise_minutes_ago", "history_minutes", "direction", "code"), [
     (NOW, None, None, 60, DOWN, TU_SCALE_DOWN),          # quiet for the whole hold, late in the hour
     (EARLY, None, None, 60, HOLD, SCALE_DOWN_HOLD),      # would hold, but the hour is paid already: wait

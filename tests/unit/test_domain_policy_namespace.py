@@ -58,6 +58,8 @@ def test_round_trip() -> None:
     ({"spare_tus": 0}, None),
     ({"spare_tus": 10}, None),
     ({"spare_tus": 11}, "namespaces[0].spare_tus"),
+    ({"ingress_step": 4}, None),
+    ({"ingress_step": 0.5}, "namespaces[0].ingress_step"),
     ({"scale_down_from_minute": 60}, "namespaces[0].scale_down_from_minute"),
     ({"resource_id": PLAN}, "namespaces[0].resource_id must be an Event Hubs namespace resource id"),
     ({"kind": "servicebus_namespace"}, "namespaces[0].kind"),

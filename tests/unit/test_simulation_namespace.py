@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from scaling.simulation.namespace.bench import best_rows, namespace_arrivals
-from scaling.simulation.namespace.peers import run_namespace, started_for
+from scaling.simulation.namespace.peers import run_namespace, started_for, tu_settings
 from scaling.simulation.namespace.world import NamespaceScenario, NamespaceWorld, score
 from scaling.simulation.world.traces import PUBLIC_TRACES
 
@@ -120,8 +120,8 @@ def test_a_5x_ingress_step_is_sized_from_what_producers_offered_in_one_raise() -
     """Issue 51, reproduction 7: 4,800 events a minute, five times that from minute 180. On d0d07e7
     the namespace target sized ingress from the accepted events and tested the ceiling on the TUs
     asked for, not those serving: +1 TU every 2 minutes, 72,000 events rejected. Sized from
-    accepted plus turned away, on the TUs serving: one raise that carries it, two throttled minutes (the step's
-    and the raise's provisioning minute), as auto-inflate's."""
+    accepted plus turned away, on the TUs serving: one raise that carries it, two throttled minutes
+    (the step's and the raise's provisioning minute), as auto-inflate's."""
     arrivals = np.full(300, 4_800.0)
     arrivals[180:] = 24_000.0
     scenario = started_for(arrivals, NamespaceScenario())
@@ -130,4 +130,23 @@ def test_a_5x_ingress_step_is_sized_from_what_producers_offered_in_one_raise() -
     assert joint.throttled_ingress_minutes == inflate.throttled_ingress_minutes == 2
     # The first raise already carries the new ingress (later ones are the consumers' catch-up reads).
     assert world.series.tus_serving[182] * scenario.ingress_events_per_tu_minute >= 24_000
-    assert joint.rejected_events <= 30_000
+
+
+@pytest.mark.parametrize(("step", "standing", "rejected"), [
+    (None, 3, 30_000),  # the default (1): the need with headroom and a spare TU, 9,000 a minute accepted of 24,000
+    (4.0, 7, 6_000),    # ingress_step 4: 4 x 4,800 needs 6.4 TUs, 21,000 a minute accepted
+])
+def test_a_5x_ingress_step_rejects_no_more_than_auto_inflate_with_an_ingress_step(step, standing, rejected) -> None:
+    """Issue 51: no more events rejected on a 5x step than auto-inflate, which still holds the 7
+    TUs the first minutes' catch-up reads raised it to (it never lowers them). Both throttle the
+    step's minute and the raise's provisioning minute, so what differs is the count standing:
+    ``ingress_step`` 4 keeps 4x the busiest minute's ingress of the last hour standing."""
+    arrivals = np.full(300, 4_800.0)
+    arrivals[180:] = 24_000.0
+    scenario = started_for(arrivals, NamespaceScenario())
+    settings = None if step is None else tu_settings(scenario, ingress_step=step)
+    joint, world = run_namespace(arrivals, scenario, "joint", settings=settings)
+    inflate, inflated = run_namespace(arrivals, scenario, "autoinflate+project")
+    assert (world.series.tus_serving[179], inflated.series.tus_serving[179]) == (standing, 7)
+    assert (joint.rejected_events, inflate.rejected_events) == (rejected, 6_000)
+    assert (joint.rejected_events <= inflate.rejected_events) == (step is not None)

@@ -69,6 +69,11 @@ class EventHubsNamespaceTarget:
     spare_tus: Annotated[int, Field(ge=0, le=10,
         description="whole TUs kept above the ingress need besides headroom (a burst at one or two TUs is "
                     "more than a percentage)"), NUMBER] = 1
+    ingress_step: Annotated[float, Field(ge=1, le=10,
+        description="standing TUs accept this many times the busiest minute's ingress of the scale-down hold: "
+                    "a step that size loses no event while the raise it triggers provisions (1: none beyond "
+                    "headroom and spare TUs; 4 rejects no more than auto-inflate on a 5x step and costs "
+                    "more TU-hours than auto-inflate near a peak)"), NUMBER] = 1.0
     consumer_targets: Annotated[tuple[Name, ...], Field(max_length=MAX_TARGETS,
         description="the targets (App Service Plans) whose consumers read this namespace: their catch-up "
                     "reads size its egress, and they do not scale out while its egress is the bottleneck")] = ()
@@ -102,4 +107,4 @@ class EventHubsNamespaceTarget:
     @property
     def tu_settings(self) -> TuSettings:
         return TuSettings(self.min_tus, self.max_tus, self.headroom, float(self.scale_down_hold_seconds),
-                          self.scale_down_from_minute, self.spare_tus)
+                          self.scale_down_from_minute, self.spare_tus, self.ingress_step)

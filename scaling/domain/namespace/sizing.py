@@ -12,6 +12,9 @@ for never falls short). TUs are billed by the hour (the highest count in the hou
 - a raise is asked for at once (a throttled producer loses events), and ingress keeps
   ``spare_tus`` whole TUs above its need besides the headroom (a one-minute burst above the last
   hour's peak is more than 20% of one or two TUs; a spare TU costs little next to an instance);
+- ``ingress_step`` (off at 1) keeps that many times the ingress standing: events turned away by a
+  step are lost before a raise serves, so only the count standing protects them (at twice the
+  TU-hours for a 5x step, where auto-inflate protects by never lowering);
 - a lower count is asked for only when it would have carried every minute of the last
   ``scale_down_hold_seconds`` (it will hold) and only from minute ``scale_down_from_minute`` of
   the clock hour (the hour is paid at the high count already; lowering early saves nothing and
@@ -103,6 +106,10 @@ class TuSettings:
     scale_down_hold_seconds: float = 3600.0
     scale_down_from_minute: int = 50
     spare_tus: int = 1
+    #: Standing ingress TUs accept this many times the minute's offered ingress (and a lower count
+    #: must have carried that for every minute of the hold): a step of that size loses no event
+    #: while the raise it triggers provisions. 1: none beyond headroom and the spare TUs.
+    ingress_step: float = 1.0
     #: Events a throttled request is counted as (the producers' batch): the ingress a throttled
     #: minute needs is what was accepted plus what was turned away. 1: at least one each.
     events_per_throttled_request: float = 1.0
@@ -160,7 +167,8 @@ def bytes_per_event(minutes: Iterable[NamespaceMinute]) -> float:
 
 
 def minute_need(minute: NamespaceMinute, headroom: float, catch_up_events_per_second: float = 0.0,
-                event_bytes: float = 0.0, spare_tus: int = 0, turned_away: float = 0.0) -> TuNeed:
+                event_bytes: float = 0.0, spare_tus: int = 0, turned_away: float = 0.0,
+                ingress_step: float = 1.0) -> TuNeed:
     """The TUs one minute needs with headroom: what producers offered (accepted plus the
     ``turned_away`` events of a throttled minute) raised by ``headroom``, and at least
     ``spare_tus`` whole TUs above it (at one or two TUs a percentage is less than a burst), and
@@ -171,7 +179,7 @@ def minute_need(minute: NamespaceMinute, headroom: float, catch_up_events_per_se
     size = minute.incoming_bytes / minute.incoming_messages if minute.incoming_messages > 0 else event_bytes
     offered = minute.incoming_messages + turned_away
     ingress = ingress_tus((minute.incoming_bytes + turned_away * size) / 60.0, offered / 60.0)
-    return TuNeed(max(ingress * raise_by, ingress + spare_tus if ingress > 0 else 0.0),
+    return TuNeed(max(ingress * raise_by, ingress * ingress_step, ingress + spare_tus if ingress > 0 else 0.0),
                   egress_tus(egress_bytes, egress_events) * raise_by)
 
 
@@ -214,7 +222,8 @@ def size_namespace(reading: NamespaceReading, consumers: Sequence[ConsumerCatchU
     egress_bound = is_egress_bound(latest, serving)
     ingress_throttled = is_ingress_throttled(latest, serving)
     turned_away = latest.throttled_requests * settings.events_per_throttled_request if ingress_throttled else 0.0
-    need = minute_need(latest, settings.headroom, catch_up, event_bytes, settings.spare_tus, turned_away)
+    need = minute_need(latest, settings.headroom, catch_up, event_bytes, settings.spare_tus, turned_away,
+                       settings.ingress_step)
     wanted = whole_tus(need.tus, settings)
     if egress_bound or ingress_throttled:
         # What was moved is capped by the ceiling: the real demand is at least one TU more than served.
@@ -258,7 +267,8 @@ def _scale_down(reading: NamespaceReading, settings: TuSettings, now: datetime, 
     hold = timedelta(seconds=settings.scale_down_hold_seconds)
     covered = reading.minutes[-1].minute - reading.minutes[0].minute + timedelta(minutes=1)
     held = [m for m in reading.minutes if m.minute > reading.minutes[-1].minute - hold]
-    lower = whole_tus(max(minute_need(m, settings.headroom, catch_up, event_bytes, settings.spare_tus).tus for m in held), settings)
+    lower = whole_tus(max(minute_need(m, settings.headroom, catch_up, event_bytes, settings.spare_tus,
+                                      ingress_step=settings.ingress_step).tus for m in held), settings)
     metrics = {**metrics, "hold_tus": lower}
     if lower >= capacity:
         return TuDecision(capacity, None, HOLD, SCALE_DOWN_HOLD,
