@@ -112,8 +112,8 @@ def plan_namespace(target: EventHubsNamespaceTarget, prior: NamespacePrior, samp
                    consumers: Sequence[ConsumerCatchUp], now: datetime, settings: NamespaceSettings) -> NamespacePlan:
     """Everything one evaluation of ``sample`` decides (the steps in the module doc); ``consumers``
     are the consumer targets' planned reads (only the sizing reads them), ``now`` the decision
-    time. One function of ~80 lines on purpose: the order of its steps is the rule, and reads
-    top to bottom, as ``evaluation.plan_evaluation`` does for a plan target."""
+    time. One function on purpose: the order of its steps is the rule, and reads top to bottom,
+    as ``evaluation.plan_evaluation`` does for a plan target."""
     old = prior.state
     decision_id = decision_id_for(target.name, sample.sample_id)
     ended = expiries(target.name, prior.unreadable, prior.version, prior.pause, now, old.capacity)
