@@ -21,9 +21,8 @@ ETag (``services/evaluate.py``); this module decides. In order:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from scaling.domain.conflict import (
     AUTOSCALE_SETTING,
@@ -35,17 +34,16 @@ from scaling.domain.conflict import (
     external_writer,
     recent_changes,
 )
-from scaling.domain.decisions import DOWN, HOLD, UP, Decision, ScalerState, decision_id_for, restore_learning
+from scaling.domain.decisions import HOLD, Decision, ScalerState, decision_id_for, restore_learning
 from scaling.domain.engine import evaluate
 from scaling.domain.forecast import Outlook
 from scaling.domain.namespace.sizing import NamespaceStatus, egress_bound_hold
-from scaling.domain.pause import PAUSE_EXPIRED, PINNED, STATE_UNREADABLE, Pause, unreadable_reasons
+from scaling.domain.outcomes import Act, LogRow, Notice, expiries, pin_act, reconciled_act
+from scaling.domain.pause import Pause
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, DesiredCapacity, Reconciliation, reconcile
 from scaling.domain.samples import MetricSample
 
-#: Reason code of a re-issue's log row (an external change's is ``EXTERNAL_CHANGE``).
-RECONCILE = "reconcile"
 #: Reason code of the row that says what the look-ahead would have done (``forecast: shadow``).
 FORECAST_SHADOW = "forecast_shadow"
 
@@ -75,48 +73,6 @@ class EvaluationSettings:
 
 
 @dataclass(frozen=True, slots=True)
-class Act:
-    """The action to send: set the target to ``target_capacity`` (absolute)."""
-
-    decision_id: str
-    target_capacity: int
-    direction: str
-    reason: str
-    decided_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class LogRow:
-    """One decision-log row; ``carries_action`` when it is the row of the plan's action."""
-
-    decision_id: str
-    evaluated_at: datetime
-    acts: bool
-    direction: str
-    reason_code: str
-    reasons: tuple[str, ...]
-    metrics: dict[str, Any] = field(default_factory=dict)
-    capacity_before: int | None = None
-    capacity_after: int | None = None
-    carries_action: bool = False
-
-    @classmethod
-    def of(cls, decision: Decision, *, acting: bool = False) -> LogRow:
-        """The row of an engine decision (held unless ``acting``)."""
-        return cls(decision.decision_id, decision.evaluated_at, acting, decision.direction if acting else HOLD,
-                   decision.reason_code, tuple(decision.reasons), dict(decision.metrics), decision.current_capacity,
-                   decision.target_capacity if acting else decision.current_capacity, carries_action=acting)
-
-
-@dataclass(frozen=True, slots=True)
-class Notice:
-    """Something the operator's log should say (``level``: ``info``, ``warning`` or ``error``)."""
-
-    level: str
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
 class EvaluationPlan:
     """What to commit: the fields of the next stored state, the log rows and the action."""
 
@@ -131,22 +87,6 @@ class EvaluationPlan:
     reconciliation: Reconciliation | None
     previous: MetricSample | None
     notices: tuple[Notice, ...] = ()
-
-
-def unreadable_row(target: str, prior: Prior, now: datetime, capacity: int | None) -> tuple[LogRow, Notice]:
-    """The row of stored fields that could not be read and count as unset."""
-    notice = Notice("error", f"evaluate {target}: the stored state has unreadable fields "
-                             f"({'; '.join(prior.unreadable)}); they count as unset")
-    return LogRow(decision_id_for(target, f"unreadable|{prior.version}"), now, False, HOLD, STATE_UNREADABLE,
-                  unreadable_reasons(prior.unreadable), {}, capacity, capacity), notice
-
-
-def pause_expired_row(target: str, pause: Pause, now: datetime, capacity: int | None) -> tuple[LogRow, Notice]:
-    """The row of a pause that ended by itself (plan and namespace targets alike)."""
-    notice = Notice("warning", f"evaluate {target}: the pause ended at {pause.until.isoformat()} ({pause.describe()}); "
-                               "the autoscaler acts again")
-    return LogRow(decision_id_for(target, f"expired|{pause.pause_id}"), now, False, HOLD, PAUSE_EXPIRED,
-                  (f"ended by itself: {pause.describe()}",), {}, capacity, capacity), notice
 
 
 def layout_notes(sample: MetricSample) -> tuple[str, ...]:
@@ -191,37 +131,6 @@ def conflict_hold(prior: Prior, newest: MetricSample, reconciliation: Reconcilia
     return None, prior, notice
 
 
-def pin_act(target: str, pause: Pause, now: datetime, capacity: int | None) -> tuple[Act, LogRow]:
-    """The one action of a pin and its row (the id is the pause's: a retry or a redelivery asks
-    for the same decision, which ``scale`` applies at most once)."""
-    assert pause.pinned_at is not None
-    decision_id = decision_id_for(target, f"pin|{pause.pause_id}")
-    direction = DOWN if capacity is not None and pause.pinned_at < capacity else UP
-    act = Act(decision_id, pause.pinned_at, direction, f"{PINNED}: {pause.describe()}", now)
-    row = LogRow(decision_id, now, True, direction, PINNED, (pause.describe(),),
-                 {"pinned_at": pause.pinned_at, "until": pause.until.isoformat()}, capacity, pause.pinned_at,
-                 carries_action=True)
-    return act, row
-
-
-def reconciled_act(reconciliation: Reconciliation, now: datetime) -> tuple[Act | None, LogRow]:
-    """The row of a re-issue or an external change, and the action to send (if any)."""
-    desired = reconciliation.desired
-    assert desired is not None and reconciliation.observed is not None
-    code = RECONCILE if reconciliation.kind == REISSUE else EXTERNAL_CHANGE
-    metrics = {"observed_capacity": reconciliation.observed, "desired_capacity": desired.capacity,
-               "desired_decision_id": desired.decision_id, "reissues": desired.reissues}
-    act = None
-    if reconciliation.acts:
-        assert reconciliation.reissue_id is not None
-        act = Act(reconciliation.reissue_id, desired.capacity, reconciliation.direction or UP,
-                  f"{code}: {'; '.join(reconciliation.reasons)}", now)
-    row = LogRow(reconciliation.reissue_id or desired.decision_id, now, act is not None,
-                 act.direction if act else HOLD, code, reconciliation.reasons, metrics, reconciliation.observed,
-                 desired.capacity, carries_action=act is not None)
-    return act, row
-
-
 def superseded_change_row(reconciliation: Reconciliation, now: datetime, decision_id: str) -> LogRow:
     """The row of an external change that a new decision of the same evaluation supersedes: the
     operator still sees that someone resized the plan."""
@@ -258,22 +167,10 @@ def plan_evaluation(target: TargetPolicy, prior: Prior, sample: MetricSample, hi
     old = prior.state
     if not any(item.sample_id == sample.sample_id for item in history):
         history = [*history, sample]
-    rows: list[LogRow] = []
-    notices: list[Notice] = []
-    if prior.unreadable:
-        # Out-of-band edits or an older writer: what could not be read counts as unset (an
-        # unreadable pause as expired), said once in the log; the commit writes it cleanly.
-        row, notice = unreadable_row(target.name, prior, now, old.capacity)
-        rows.append(row)
-        notices.append(notice)
-        prior = replace(prior, unreadable=())
-    pause = prior.pause
-    if pause is not None and not pause.active(now):
-        # A forgotten pause ends by itself; its end is a row of the decision log.
-        row, notice = pause_expired_row(target.name, pause, now, old.capacity)
-        rows.append(row)
-        notices.append(notice)
-        prior, pause = replace(prior, pause=None), None
+    # What could not be read counts as unset (the commit writes it cleanly); a forgotten pause ends.
+    ended = expiries(target.name, prior.unreadable, prior.version, prior.pause, now, old.capacity)
+    rows, notices, pause = list(ended.rows), list(ended.notices), ended.pause
+    prior = replace(prior, unreadable=(), pause=pause)
     previous = max((item for item in history if item.collected_at < sample.collected_at),
                    key=lambda item: item.collected_at, default=None)
     newest = max((item for item in history if item.collected_at <= now + settings.clock_skew),

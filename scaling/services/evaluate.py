@@ -29,22 +29,15 @@ from typing import TYPE_CHECKING, Protocol
 
 from scaling.domain.conflict import DEFAULT_EXTERNAL_CHANGES_LIMIT
 from scaling.domain.decisions import HOLD, Decision
-from scaling.domain.evaluation import (
-    Act,
-    EvaluationSettings,
-    LogRow,
-    Prior,
-    pause_expired_row,
-    plan_evaluation,
-    unreadable_row,
-)
+from scaling.domain.evaluation import EvaluationSettings, Prior, plan_evaluation
 from scaling.domain.forecast_record import REFIT_EVERY, StoredProfile
 from scaling.domain.knobs import SETTING
 from scaling.domain.names import safe_text
 from scaling.domain.namespace.policy import EventHubsNamespaceTarget
 from scaling.domain.namespace.samples import is_namespace_message
 from scaling.domain.namespace.sizing import EGRESS_BOUND, NamespaceStatus
-from scaling.domain.pause import STATE_UNREADABLE, Pause
+from scaling.domain.outcomes import Act, LogRow
+from scaling.domain.pause import STATE_UNREADABLE
 from scaling.domain.policy import Policy, TargetPolicy
 from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, Reconciliation
 from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample, SampleError, parse_sample
@@ -152,21 +145,6 @@ def to_record(target: str, row: LogRow, trigger: str, action: ActionMessage | No
                           reason_code=row.reason_code, reasons=row.reasons, metrics=row.metrics,
                           capacity_before=row.capacity_before, capacity_after=row.capacity_after,
                           action=action if row.carries_action else None)
-
-
-def pause_expired_record(target: str, pause: Pause, trigger: str, now: datetime, capacity: int | None) -> DecisionRecord:
-    """The decision-log row of a pause that ended by itself (plan and namespace targets alike)."""
-    row, notice = pause_expired_row(target, pause, now, capacity)
-    logger.warning("%s", notice.text)
-    return to_record(target, row, trigger)
-
-
-def unreadable_record(target: str, stored: StoredState, trigger: str, now: datetime, capacity: int | None) -> DecisionRecord:
-    """The decision-log row of stored fields that could not be read and count as unset."""
-    row, notice = unreadable_row(target, Prior(stored.state, unreadable=stored.unreadable, version=stored.etag), now,
-                                 capacity)
-    logger.error("%s", notice.text)
-    return to_record(target, row, trigger)
 
 
 def decision_time(now: datetime, stored: StoredState) -> datetime:

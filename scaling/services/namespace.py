@@ -10,7 +10,8 @@ scale service (``RoutingPlanAdapter`` sends namespace ids to the Event Hubs adap
   a redelivery re-sends its recorded action; the desired TU count is reconciled against the
   observed one (``domain/reconcile.py``: a lost write is re-issued after the grace, an external
   change adopted or reverted); an action goes out through the state's outbox, committed with the
-  decision row in one transaction. The consumer targets' planned catch-up reads come from their
+  decision row in one transaction. What to decide is the pure ``domain/namespace/planning.py``;
+  this service reads what it needs first, commits the plan and logs it. The consumer targets' planned catch-up reads come from their
   states (desired count times learned throughput per instance).
 
 The namespace's state also tells its consumer targets whether egress is the bottleneck now:
@@ -27,25 +28,16 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from scaling.domain.decisions import HOLD, UP, Decision, decision_id_for
-from scaling.domain.evaluation import pin_act, reconciled_act
+from scaling.domain.decisions import HOLD, Decision
 from scaling.domain.names import safe_text
+from scaling.domain.namespace.planning import NamespacePrior, NamespaceSettings, plan_namespace
 from scaling.domain.namespace.policy import EventHubsNamespaceTarget
 from scaling.domain.namespace.samples import NamespaceSample, parse_namespace_sample
-from scaling.domain.namespace.sizing import ConsumerCatchUp, size_namespace
-from scaling.domain.pause import Pause, paused_reason
+from scaling.domain.namespace.sizing import ConsumerCatchUp
 from scaling.domain.policy import Policy
-from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, DesiredCapacity, Reconciliation, reconcile
 from scaling.domain.samples import MAX_CLOCK_SKEW, SampleError
 from scaling.domain.telemetry import DECISIONS, SAMPLES, THROTTLED_REQUESTS, THROUGHPUT_UNITS
-from scaling.services.evaluate import (
-    RECONCILE_GRACE,
-    EvaluateOutcome,
-    pause_expired_record,
-    to_action,
-    to_record,
-    unreadable_record,
-)
+from scaling.services.evaluate import RECONCILE_GRACE, EvaluateOutcome, to_action, to_record
 from scaling.services.telemetry import NO_TELEMETRY, Telemetry
 from scaling.storage.base import EvaluateStore
 from scaling.storage.records import ActionMessage, DeadLetter, DecisionRecord, StoredState, body_text, target_of, utc_now
@@ -54,8 +46,8 @@ from scaling.storage.unit_of_work import Write, commit_state
 logger = logging.getLogger(__name__)
 
 FUNCTION_NAME = "evaluate"
-#: A namespace action's reason is cut here (a decision's reasons are a few lines).
-REASON_CHARS = 1000
+#: How long an evaluated sample's time is remembered (a redelivery within it is a duplicate).
+EVALUATED_FOR = timedelta(hours=2)
 
 
 class NamespaceReader(Protocol):
@@ -207,116 +199,26 @@ class NamespaceEvaluateService:
 
     def _plan(self, target: EventHubsNamespaceTarget, stored: StoredState, sample: NamespaceSample,
               now: datetime) -> tuple[StoredState, list[DecisionRecord], Decision, ActionMessage | None]:
-        """One sample's next state, log rows, decision and action, in the plan targets' order
-        (``domain/evaluation.py``): expiries, a late sample, reconciliation, the sizing, a pause's
-        hold, then one of: send a pin, log a pause, act, log a change of reason; a re-issue last."""
-        old = stored.state
-        decision_id = decision_id_for(target.name, sample.sample_id)
-        stored, pause, records = self._expired(target, stored, sample, now)
-        if old.last_sample_at is not None and sample.collected_at < old.last_sample_at:
-            # A late sample knows less than one evaluated already: remembered, never acted on.
-            late = Decision(decision_id, target.name, now, sample.capacity, None, HOLD, "late_sample",
-                            (f"collected at {sample.collected_at.isoformat()}, before the newest evaluated sample "
-                             f"({old.last_sample_at.isoformat()}); not acted on",), {})
-            return (replace(stored.with_evaluated(sample.collected_at, keep_after=now - timedelta(hours=2)), updated_at=now),
-                    records, late, None)
-        reconciliation = reconcile(stored.desired, sample.capacity, sample.collected_at, grace=self.reconcile_grace,
-                                   on_external_change=target.on_external_change, clock_skew=self.clock_skew)
-        desired = reconciliation.desired
-        # A raise, ours or the platform's (auto-inflate), starts the scale-down hold.
-        raised = old.capacity is not None and sample.capacity is not None and sample.capacity > old.capacity
-        last_raise_at = sample.collected_at if raised else (old.last_action_at if old.last_direction == UP else None)
-        decision = self._sized(target, sample, now, decision_id, last_raise_at)
-        if pause is not None:
-            decision = held_by_pause(decision, pause)
-            if pause.pinned_at is None:  # nothing at all goes to scale while paused: no re-issue either
-                reconciliation, desired = replace(reconciliation, kind="held"), stored.desired
+        """The domain's plan (``domain/namespace/planning.py``) as the records to commit; the
+        consumer targets' planned reads are read first (only a read namespace is sized)."""
+        consumers = self.consumers(target) if sample.reading is not None else []
+        prior = NamespacePrior(stored.state, stored.desired, stored.pause, stored.latest_decision_id, stored.unreadable,
+                               stored.etag)
+        plan = plan_namespace(target, prior, sample, consumers, now,
+                              NamespaceSettings(self.reconcile_grace, self.clock_skew))
+        for notice in plan.notices:
+            getattr(logger, notice.level)("%s", notice.text)
         action = None
-        state = replace(old, capacity=sample.capacity if sample.capacity is not None else old.capacity,
-                        last_sample_at=sample.collected_at, last_reason_code=decision.reason_code,
-                        last_decision_id=decision_id)
-        if raised:
-            state = replace(state, last_action_at=sample.collected_at, last_direction=UP)
-        next_stored = stored.with_evaluated(sample.collected_at, keep_after=now - timedelta(hours=2))
-        # A count already asked for (its write not seen yet) is reconciliation's to re-issue, not a new decision.
-        asked = desired is not None and decision.target_capacity == desired.capacity
-        if pause is not None and pause.pinned_at is not None and not pause.pin_requested:
-            action, record = self._pin(target, pause, sample, now, decision.current_capacity)
-            records.append(record)
-            pause = replace(pause, pin_requested=True)
-            next_stored = replace(next_stored.with_outbox(sample.sample_id, action), pause=pause,
-                                  latest_decision_id=action.decision_id, latest_decided_at=now)
-            desired = DesiredCapacity.decided(action.target_capacity, action.decision_id, now, decision.current_capacity,
-                                              previous=desired, clock_skew=self.clock_skew)
-            state = replace(state, last_action_at=now, last_direction=action.direction)
-        elif pause is not None:
-            would = decision.metrics.get("would_scale_to")
-            if would != pause.logged_would or decision.reason_code != old.last_reason_code:
-                records.append(DecisionRecord.from_decision(decision, sample.sample_id, None))
-                next_stored = replace(next_stored, pause=replace(pause, logged_would=would))
-            if reconciliation.kind in (REISSUE, EXTERNAL_CHANGE) and desired is not None:
-                next_stored, action = self._send_reconciled(target, reconciliation, sample.sample_id, now, next_stored, records)
-        elif decision.acts and decision_id != stored.latest_decision_id and not asked:
-            action = ActionMessage(decision_id=decision_id, target=target.name, plan_resource_id=target.resource_id,
-                                   target_capacity=decision.target_capacity or 0, direction=decision.direction,
-                                   reason=f"{decision.reason_code}: {'; '.join(decision.reasons)}"[:REASON_CHARS], decided_at=now,
-                                   traceparent=sample.traceparent)
-            records.append(DecisionRecord.from_decision(decision, sample.sample_id, action))
-            next_stored = replace(next_stored.with_outbox(sample.sample_id, action), latest_decision_id=decision_id,
-                                  latest_decided_at=now)
-            desired = DesiredCapacity.decided(action.target_capacity, decision_id, now, decision.current_capacity,
-                                              previous=desired, clock_skew=self.clock_skew)
-            state = replace(state, last_action_at=now, last_direction=decision.direction)
-        else:
-            if decision.reason_code != old.last_reason_code:
-                records.append(DecisionRecord.from_decision(decision, sample.sample_id, None))
-            if reconciliation.kind in (REISSUE, EXTERNAL_CHANGE) and desired is not None:
-                next_stored, action = self._send_reconciled(target, reconciliation, sample.sample_id, now, next_stored, records)
-        next_stored = replace(next_stored, state=state, desired=desired, updated_at=now)
-        return next_stored, records, decision, action
-
-    def _expired(self, target: EventHubsNamespaceTarget, stored: StoredState, sample: NamespaceSample,
-                 now: datetime) -> tuple[StoredState, Pause | None, list[DecisionRecord]]:
-        """Stored fields that could not be read count as unset, and a pause whose time is up
-        ends: each said once in the log, as for a plan target."""
-        capacity = stored.state.capacity
-        records: list[DecisionRecord] = []
-        if stored.unreadable:
-            records.append(unreadable_record(target.name, stored, sample.sample_id, now, capacity))
-            stored = replace(stored, unreadable=())
-        pause = stored.pause
-        if pause is not None and not pause.active(now):
-            records.append(pause_expired_record(target.name, pause, sample.sample_id, now, capacity))
-            stored, pause = replace(stored, pause=None), None
-        return stored, pause, records
-
-    def _sized(self, target: EventHubsNamespaceTarget, sample: NamespaceSample, now: datetime, decision_id: str,
-               last_raise_at: datetime | None) -> Decision:
-        """The sizing's decision (``domain/namespace/sizing.py``), or a hold when the namespace was not read."""
-        reading = sample.reading
-        if reading is None:
-            return Decision(decision_id, target.name, now, None, None, HOLD, "capacity_unknown",
-                            (f"namespace not read: {sample.error}",), {})
-        tu = size_namespace(reading, self.consumers(target), target.tu_settings, sample.collected_at, last_raise_at)
-        notes = (f"metrics: {sample.error}",) if sample.error else ()
-        return Decision(decision_id, target.name, now, tu.capacity, tu.target_capacity, tu.direction,
-                        tu.reason_code, (*tu.reasons, *notes), dict(tu.metrics))
-
-    def _send_reconciled(self, target, reconciliation, sample_id, now, next_stored, records):
-        """A re-issue or an external change's answer, logged and put in the outbox (paused or not)."""
-        action, record = self._reconciled(target, reconciliation, sample_id, now)
-        records.append(record)
+        if plan.act is not None:
+            action = to_action(plan.act, target.name, target.resource_id, sample.traceparent if plan.traced else None)
+        records = [to_record(target.name, row, sample.sample_id, action) for row in plan.rows]
+        next_stored = replace(stored.with_evaluated(sample.collected_at, keep_after=now - EVALUATED_FOR), unreadable=(),
+                              pause=plan.pause)
         if action is not None:
-            next_stored = replace(next_stored.with_outbox(sample_id, action), latest_decision_id=action.decision_id,
-                                  latest_decided_at=now)
-        return next_stored, action
-
-    def _pin(self, target: EventHubsNamespaceTarget, pause: Pause, sample: NamespaceSample, now: datetime,
-             capacity: int | None) -> tuple[ActionMessage, DecisionRecord]:
-        """The one action of a pin (its id is the pause's: ``scale`` applies it at most once)."""
-        act, row = pin_act(target.name, pause, now, capacity)
-        action = to_action(act, target.name, target.resource_id, sample.traceparent)
-        return action, to_record(target.name, row, sample.sample_id, action)
+            next_stored = replace(next_stored.with_outbox(sample.sample_id, action), latest_decision_id=action.decision_id,
+                                  latest_decided_at=action.decided_at)
+        next_stored = replace(next_stored, state=plan.state, desired=plan.desired, updated_at=now)
+        return next_stored, records, plan.decision, action
 
     def _report(self, target: EventHubsNamespaceTarget, sample: NamespaceSample, decision: Decision,
                 action: ActionMessage | None) -> None:
@@ -330,13 +232,6 @@ class NamespaceEvaluateService:
         if sample.minutes:
             self.telemetry.record(THROTTLED_REQUESTS, sample.minutes[-1].throttled_requests, name)
 
-    def _reconciled(self, target: EventHubsNamespaceTarget, reconciliation: Reconciliation, trigger: str,
-                    now: datetime) -> tuple[ActionMessage | None, DecisionRecord]:
-        """The row of a re-issue or an external change, and the action to send (if any)."""
-        act, row = reconciled_act(reconciliation, now)
-        action = to_action(act, target.name, target.resource_id, None, max_reason_chars=REASON_CHARS) if act else None
-        return action, to_record(target.name, row, trigger, action)
-
     def _dead_letter(self, body: str | bytes, error: str, now: datetime, dequeue_count: int,
                      message_id: str | None) -> EvaluateOutcome:
         error = safe_text(error)
@@ -345,12 +240,3 @@ class NamespaceEvaluateService:
         self.store.dead_letter(DeadLetter(FUNCTION_NAME, text, error, now, dequeue_count, message_id, target=target_of(text)))
         return EvaluateOutcome("dead_lettered", error=error)
 
-
-def held_by_pause(decision: Decision, pause: Pause) -> Decision:
-    """Paused or pinned, as a plan target is (docs/operations.md): the sizing is logged as what it
-    would have done, never sent; a pin's count goes out once through the outbox."""
-    would = decision.target_capacity if decision.acts else None
-    return replace(decision, direction=HOLD, target_capacity=decision.current_capacity, reason_code=pause.code,
-                   reasons=(*((paused_reason(pause, decision.current_capacity, would),) if would else ()),
-                            pause.describe(), *decision.reasons),
-                   metrics={**decision.metrics, **({"would_scale_to": would} if would else {})})

@@ -55,7 +55,10 @@ def test_the_package_keeps_every_contract(tree):
     ("scaling/storage/base.py", "import scaling.plans.base", "the deployed app: entry points"),
     ("scaling/simulation/world/loop.py", "import scaling.tuning.history", "the offline stacks: entry points"),
     ("scaling/domain/decisions.py", "import scaling.domain.engine", "no import circles"),
+    ("scaling/domain/namespace/sizing.py", "import scaling.domain.namespace.planning", "no import circles"),
+    ("scaling/domain/namespace/planning.py", "import scaling.domain.evaluation", "no import circles"),
     ("scaling/domain/samples.py", "import azure.core", "talk to no SDK"),
+    ("scaling/services/telemetry.py", "import opentelemetry.metrics", "talk to no SDK"),
     ("scaling/tuning/job.py", "import scaling.benchmarks.gate", "the offline stacks: entry points"),
     ("scaling/benchmarks/gate.py", "import scaling.services.evaluate", "never reach into the deployed app"),
     ("scaling/simulation/world/scenario.py", "import scaling.storage.base", "stands on the domain alone"),
@@ -64,7 +67,8 @@ def test_the_package_keeps_every_contract(tree):
     ("scaling/simulation/peers/flink.py", "import scaling.simulation.drivers.batched", "inside the simulation"),
     ("scaling/simulation/queue/world.py", "import scaling.simulation.namespace.world", "inside the simulation"),
 ], ids=["domain-imports-a-service", "service-imports-the-root", "adapter-imports-adapter",
-        "simulation-imports-tuning", "circle", "sdk-in-the-domain", "tuning-imports-a-benchmark",
+        "simulation-imports-tuning", "circle", "circle-inside-a-package",
+        "namespace-planning-imports-the-plan-targets-evaluation", "sdk-in-the-domain", "sdk-in-a-service", "tuning-imports-a-benchmark",
         "benchmark-imports-a-service", "simulation-imports-storage", "app-imports-a-benchmark",
         "world-imports-a-peer", "peer-imports-a-driver", "queue-imports-namespace"])
 def test_a_bad_import_breaks_the_contract(tree, module, line, broken):
