@@ -133,15 +133,15 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
     for source in latest.sources:
         if not source.ok or not source.partitions:
             continue
-        ids = tuple(map(_PARTITION_ID, source.partitions))
+        ids, name = tuple(map(_PARTITION_ID, source.partitions)), source.name
         times, rows, readings = [], [], []
         for sample in samples:
-            reading = next((x for x in sample.sources if x.name == source.name and x.ok), None)
-            if reading is None:
-                continue
-            rows.append(_positions(reading, ids))
-            times.append(_seconds(sample.collected_at))
-            readings.append(reading)
+            for reading in sample.sources:  # (the sample's reading of this source, if it read it)
+                if reading.name == name and reading.ok:
+                    rows.append(_positions(reading, ids))
+                    times.append(sample.collected_at.timestamp())
+                    readings.append(reading)
+                    break
         positions = np.array(rows)
         missing = np.isnan(positions)
         if missing.any():
@@ -157,7 +157,7 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
         peak = recent_rate
         if len(times) > 1:
             first = next(index for index, time in enumerate(times) if latest_time - time <= peak_seconds)
-            peak = kernel.later_peaks(times_array, positions)[max(min(first, len(times) - 2), 0)]
+            peak = kernel.later_peak(times_array, positions, max(min(first, len(times) - 2), 0))
         oldest = np.asarray([(p.checkpoint + 1) if p.checkpoint is not None and p.checkpoint >= 0 else max(p.beginning, 0)
                              for p in source.partitions], dtype=float)
         ages = kernel.oldest_event_ages(times_array, positions, oldest, np.maximum(arrival, recent_rate))
@@ -265,8 +265,8 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     state, throughput, counts = situation.state, situation.throughput, situation.counts
     slo = target.slo
     latest = samples[-1]
-    outlooks = list(partition_outlooks(samples, slo.rate_window_seconds, slo.scale_in_peak_seconds).values()) \
-        if throughput is not None and throughput > 0 else []
+    known = throughput is not None and throughput > 0
+    outlooks = list(partition_outlooks(samples, slo.rate_window_seconds, slo.scale_in_peak_seconds).values()) if known else []
     readings = [source for source in latest.sources if source.ok and source.partitions]
     clock = timing(target, situation)
     limit, interval = clock.limit, clock.interval
@@ -278,8 +278,10 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         ready=np.array([ready_capacity]), pending_seconds=np.array([clock.pending_seconds]),
         delay=np.array([math.nan if state.checkpoint_delay_seconds is None else state.checkpoint_delay_seconds]),
         stalling=np.array([state.last_reason_code == "stall"]), up_size=np.array([target.scale_up.size(capacity)]),
-        below=np.array([sum(1 for count in counts if count < capacity)]), backlog_total=np.array([latest.backlog]),
-        previous_backlog_total=np.array([samples[-2].backlog if len(samples) >= 2 else 0]),
+        below=np.array([sum(1 for count in counts if count < capacity)]),
+        # (the hub's backlog totals: read only while the throughput is unknown, the one rule that uses them)
+        backlog_total=np.array([0 if known else latest.backlog]),
+        previous_backlog_total=np.array([0 if known or len(samples) < 2 else samples[-2].backlog]),
         unowned=np.array([len(unowned)]))
     outcome = kernel.slo_step(
         [_hub_reading(samples, source, outlook, kernel.per_instance_table(outlook.partitions, top))

@@ -158,3 +158,10 @@ def test_a_sweep_with_stalls_decides_every_column_as_a_batch_of_one() -> None:
     together = step(cases)
     for index, case in enumerate(cases):
         assert _column(together, index) == _column(step([case]), 0), index
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_one_later_peak_is_that_row_of_later_peaks(index: int) -> None:
+    times = np.array([0.0, 60.0, 120.0, 120.0, 200.0, 260.0])  # (a step of no time counts for none)
+    positions = np.cumsum(np.random.default_rng(index).random((6, 3)) * 1000.0, axis=0)
+    assert np.array_equal(kernel.later_peak(times, positions, index), kernel.later_peaks(times, positions)[index])

@@ -40,6 +40,7 @@ from scaling.domain.slo_kernel.ages import (  # noqa: F401
     fifo_hold_seconds,
     head_age,
     keeps_age,
+    later_peak,
     later_peaks,
     oldest_event_ages,
     predicted_age,

@@ -52,7 +52,9 @@ REASONS = ("throughput_unknown_waiting", "throughput_unknown_backlog_growing", "
 DOWN, HOLD, UP = -1, 0, 1
 
 
-@dataclass(frozen=True, slots=True)
+# (HubReading and StepState are made at every live evaluation: not frozen, which costs a few
+# microseconds per instance; nothing changes them once made.)
+@dataclass(slots=True)
 class HubReading:
     """One source's readings over the candidates. Rows are partitions, or (``row_of``: each
     partition's row; ``equal_shares``: one group) rows standing for several (``share_rows.py``).
@@ -153,7 +155,7 @@ class StepCounts:
         return StepCounts(levels, np.ones(levels.shape, dtype=bool), levels[:, 0].copy(), levels[:, -1].copy(), top)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StepState:
     """Per candidate, what the evaluation knows besides the readings: the per-instance rate to
     plan with (NaN: unknown) and whether it is measured (learned or configured, not a lower
@@ -203,6 +205,22 @@ class StepOutcome:
     oldest_in_view: np.ndarray | None = None
 
 
+def _plain(values: np.ndarray):
+    """A batch of one's value as a plain number (``arrays``: the rules then run without numpy's
+    overhead per call, the same IEEE arithmetic); a sweep's as it is."""
+    return values.item() if values.size == 1 else values
+
+
+def _any(flags: np.ndarray) -> bool:
+    """``flags.any()``; a batch of one's single flag read directly (a tenth of the cost)."""
+    return bool(flags[0]) if flags.size == 1 else bool(flags.any())
+
+
+def _all(flags: np.ndarray) -> bool:
+    """``flags.all()``; a batch of one's single flag read directly."""
+    return bool(flags[0]) if flags.size == 1 else bool(flags.all())
+
+
 def _columns(rows: np.ndarray, count: int) -> np.ndarray | slice:
     """The chosen columns as an index: all of them as a slice (no copies then)."""
     return slice(None) if rows.size == count else rows
@@ -232,12 +250,12 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     capacity, throughput = state.capacity, state.throughput
     count = len(capacity)
     known = throughput > 0  # (NaN compares False: unknown)
-    unknown = ~known
     wanted = capacity.copy()
     direction = np.zeros(count, dtype=np.int64)
     reason = np.full(count, STEADY, dtype=np.int64)
     outcome = StepOutcome(wanted, direction, reason, state.delay.copy())
-    if unknown.any():
+    if not _all(known):
+        unknown = ~known
         rising = unknown & (state.ready >= capacity) & (state.backlog_total > 0) & (
             state.backlog_total > state.previous_backlog_total)
         reason[unknown] = np.where(state.ready[unknown] < capacity[unknown], UNKNOWN_WAITING,
@@ -247,10 +265,11 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     if not hubs:
         reason[known] = NO_DATA
         return outcome
-    if not known.any():
+    if not _any(known):
         return outcome
 
-    rate = np.where(known, throughput, 1.0)
+    every_known = _all(known)
+    rate = throughput if every_known else np.where(known, throughput, 1.0)
     # 3. Partitions that receive more than one instance serves, over the rate window and the last
     # interval alike, fall behind at any count: sized for the rest of the hub (while the hub as a
     # whole can be served at the highest count).
@@ -260,41 +279,48 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     if any_hot:
         outcome.hot = hot
 
-    def in_view(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        return np.where(mask, 0.0, values[:, None] if values.ndim == 1 else values) if any_hot else values
-
-    arrivals = [in_view(hub.arrival_rate, mask) for hub, mask in zip(hubs, hot, strict=True)]
-    recents = [in_view(hub.recent_rate, mask) for hub, mask in zip(hubs, hot, strict=True)]
-    ages = [in_view(hub.ages, mask) for hub, mask in zip(hubs, hot, strict=True)]
-    waiting = [in_view(hub.backlog, mask) for hub, mask in zip(hubs, hot, strict=True)]
+    # What the rest of the step sees: the set-aside partitions idle and caught up.
     partition_backlogs = [hub.backlog if hub.partition_backlog is None else hub.partition_backlog for hub in hubs]
-    hot_by_partition = [hub.by_partition(mask) for hub, mask in zip(hubs, hot, strict=True)]
-    backlogs_in_view = [in_view(backlog, mask) for backlog, mask in zip(partition_backlogs, hot_by_partition, strict=True)]
-    earlier = [None if hub.earlier_backlog is None else in_view(hub.earlier_backlog, mask)
-               for hub, mask in zip(hubs, hot_by_partition, strict=True)]
-    by_partition = [np.broadcast_to(hub.by_partition(arrival)[:, None], backlog.shape) if arrival.ndim == 1
-                    else hub.by_partition(arrival) for hub, arrival, backlog in zip(hubs, arrivals, partition_backlogs,
-                                                                                    strict=True)]
+    arrivals, recents = [hub.arrival_rate for hub in hubs], [hub.recent_rate for hub in hubs]
+    ages, waiting = [hub.ages for hub in hubs], [hub.backlog for hub in hubs]
+    backlogs_in_view, earlier = partition_backlogs, [hub.earlier_backlog for hub in hubs]
+    if any_hot:
+        def in_view(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+            return np.where(mask, 0.0, values[:, None] if values.ndim == 1 else values)
+
+        hot_by_partition = [hub.by_partition(mask) for hub, mask in zip(hubs, hot, strict=True)]
+        arrivals = [in_view(values, mask) for values, mask in zip(arrivals, hot, strict=True)]
+        recents = [in_view(values, mask) for values, mask in zip(recents, hot, strict=True)]
+        ages = [in_view(values, mask) for values, mask in zip(ages, hot, strict=True)]
+        waiting = [in_view(values, mask) for values, mask in zip(waiting, hot, strict=True)]
+        backlogs_in_view = [in_view(values, mask) for values, mask in zip(partition_backlogs, hot_by_partition, strict=True)]
+        earlier = [None if values is None else in_view(values, mask) for values, mask in zip(earlier, hot_by_partition,
+                                                                                              strict=True)]
+    by_partition = [hub.by_partition(arrival)[:, None] if arrival.ndim == 1 else hub.by_partition(arrival)
+                    for hub, arrival in zip(hubs, arrivals, strict=True)]  # (shared: one column for all)
 
     # 4. Checkpoints trail the consumers, so even idle consumers show an oldest event as old as
     # the checkpoint delay: learned as the floor of the ages (a quiet spell teaches nothing;
     # while every instance the bounds allow serves and the backlog stays flat it follows them).
+    # (a batch of one runs these per-candidate rules on plain numbers, as ``arrays`` lets them)
+    previous = _plain(state.delay)
     worst = functools.reduce(np.maximum, [age.max(axis=0) for age in ages])
-    dense = functools.reduce(np.logical_and, [dense_arrivals(arrival, recent, state.delay, interval, hub.row_of)
+    dense = functools.reduce(np.logical_and, [dense_arrivals(arrival, recent, previous, interval, hub.row_of)
                                               for hub, arrival, recent in zip(hubs, arrivals, recents, strict=True)])
-    enough = np.broadcast_to(np.asarray(enough_history, dtype=bool), (count,))
-    steady = enough & (state.ready >= capacity) & (capacity >= counts.highest)
+    enough = enough_history if isinstance(enough_history, np.ndarray) else bool(enough_history)
+    steady = (state.ready >= capacity) & (capacity >= counts.highest) & enough
     for hub, backlog in zip(hubs, backlogs_in_view, strict=True):
-        if not steady.any():
+        if not _any(steady):
             break
         read = hub.checkpoints()
         steady = steady & (checkpoints_keep_pace(read[0], read[1], backlog) if read is not None else False)
     for backlog, before, arrival in zip(backlogs_in_view, earlier, by_partition, strict=True):
-        if before is not None and steady.any():
+        if before is not None and _any(steady):
             steady = steady & backlog_flat(backlog, before, arrival, interval * FLAT_TOLERANCE)
-    delay = learned_checkpoint_delay(worst, state.delay, interval, knobs.delay_ceiling, dense, steady,
-                                     knobs.delay_steady_ceiling)
-    outcome.delay = np.where(known, delay, state.delay)
+    delay = learned_checkpoint_delay(_plain(worst), previous, interval, _plain(knobs.delay_ceiling), _plain(dense),
+                                     _plain(steady), _plain(knobs.delay_steady_ceiling))
+    delay = np.array([delay]) if count == 1 else delay
+    outcome.delay = delay if every_known else np.where(known, delay, state.delay)
     since = since_latest + delay
     react = since + interval + knobs.provisioning
     forecasts = [forecast_rates(hub.arrival_rate, hub.recent_rate, knobs.headroom_factor) for hub in hubs]
@@ -329,17 +355,18 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     # 5. Partitions without a live owner while others have one: a consumer that stalled or is
     # rebalancing, which no count fixes until they are claimed again.
     unowned = known & (state.unowned > 0)
-    reason[unowned] = UNOWNED
-    undecided = known & ~unowned
+    undecided = known
+    if _any(unowned):
+        reason[unowned] = UNOWNED
+        undecided = known & ~unowned
 
     # 6. A stall: more instances did not raise the processed rate while the backlog in view grows
     # (or one recognised before goes on); more instances do not help, fewer leave the recovery short.
-    growing = np.zeros(count, dtype=bool)
-    for backlog, before, arrival in zip(backlogs_in_view, earlier, by_partition, strict=True):
-        if before is not None:
-            growing |= backlog_growing(backlog, before, arrival, interval)
+    growing = functools.reduce(np.logical_or, [backlog_growing(backlog, before, arrival, interval) for backlog, before, arrival
+                                               in zip(backlogs_in_view, earlier, by_partition, strict=True)
+                                               if before is not None], np.zeros(count, dtype=bool))
     stall = np.zeros(count, dtype=bool)
-    if (growing & undecided).any():
+    if _any(growing & undecided):
         readings = stall_readings()
         if readings is not None:
             (serving_before, serving_now), (done_before, done_now) = readings
@@ -349,17 +376,18 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
                                                  for hub in hubs])
             stall = undecided & stalled(serving_before, serving_now, done_before, done_now, growing, state.stalling,
                                         arriving, most)
-            if stall.any():
+            if _any(stall):
                 outcome.stall_readings = readings
                 reason[stall] = STALL
                 to_minimum = stall & knobs.stall_to_minimum
                 wanted[to_minimum], direction[to_minimum] = counts.lowest[to_minimum], DOWN
-    undecided &= ~stall
+    if _any(stall):
+        undecided = undecided & ~stall
 
     # 7. At risk: serve the forecast and drain, over ``drain_seconds``, what will have piled up
     # by the time new instances serve: the smallest allowed count that serves every partition's need.
-    risk &= undecided
-    if risk.any():
+    risk = risk & undecided
+    if _any(risk):
         rows = np.flatnonzero(risk)
         columns = _columns(rows, count)
         drain = drain_seconds(knobs.dwell[columns], knobs.max_age[columns], state.measured[columns], predicted[columns])
@@ -388,21 +416,27 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
         if explain:
             outcome.busiest_wanted = np.full(count, np.nan)
             outcome.busiest_wanted[rows] = functools.reduce(np.maximum, [load.busiest(chosen, columns) for load in loads])
-    undecided &= ~risk
+    if _any(risk):
+        undecided = undecided & ~risk
 
     # 8. No scale-in without the rate window's history, nor while the backlog in view grows (the
     # instances serve less than arrives, and fewer would serve less still).
-    reason[undecided & ~enough] = TOO_FEW_SAMPLES
-    undecided &= enough
-    reason[undecided & growing] = GROWING
-    undecided &= ~growing
+    if isinstance(enough, np.ndarray):
+        reason[undecided & ~enough] = TOO_FEW_SAMPLES
+        undecided = undecided & enough
+    elif not enough:
+        reason[undecided] = TOO_FEW_SAMPLES
+        return outcome
+    if _any(growing):
+        reason[undecided & growing] = GROWING
+        undecided = undecided & ~growing
     if any_hot:
         reason[undecided & functools.reduce(np.logical_or, [mask.any(axis=0) for mask in hot])] = STEADY_HOT
 
     # 9. The smallest count that holds for the dwell, at the forecast or the busiest recent
     # interval (on noisy arrivals), raised while the arrivals clearly rise (``calm_rates``).
     eligible = undecided if may_scale_in is None else undecided & may_scale_in
-    if not eligible.any():
+    if not _any(eligible):
         return outcome
     rows = np.flatnonzero(eligible)
     columns = _columns(rows, count)
