@@ -133,15 +133,15 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
     for source in latest.sources:
         if not source.ok or not source.partitions:
             continue
-        ids = tuple(map(_PARTITION_ID, source.partitions))
+        ids, name = tuple(map(_PARTITION_ID, source.partitions)), source.name
         times, rows, readings = [], [], []
         for sample in samples:
-            reading = next((x for x in sample.sources if x.name == source.name and x.ok), None)
-            if reading is None:
-                continue
-            rows.append(_positions(reading, ids))
-            times.append(_seconds(sample.collected_at))
-            readings.append(reading)
+            for reading in sample.sources:  # (the sample's reading of this source, if it read it)
+                if reading.name == name and reading.ok:
+                    rows.append(_positions(reading, ids))
+                    times.append(sample.collected_at.timestamp())
+                    readings.append(reading)
+                    break
         positions = np.array(rows)
         missing = np.isnan(positions)
         if missing.any():
@@ -157,7 +157,7 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
         peak = recent_rate
         if len(times) > 1:
             first = next(index for index, time in enumerate(times) if latest_time - time <= peak_seconds)
-            peak = kernel.later_peaks(times_array, positions)[max(min(first, len(times) - 2), 0)]
+            peak = kernel.later_peak(times_array, positions, max(min(first, len(times) - 2), 0))
         oldest = np.asarray([(p.checkpoint + 1) if p.checkpoint is not None and p.checkpoint >= 0 else max(p.beginning, 0)
                              for p in source.partitions], dtype=float)
         ages = kernel.oldest_event_ages(times_array, positions, oldest, np.maximum(arrival, recent_rate))
@@ -199,23 +199,19 @@ def _set_aside(outlook: SourceOutlook, hot: np.ndarray) -> SourceOutlook:
                    earlier_backlog=earlier)
 
 
-def _checkpoints_keep_pace(samples: Sequence[MetricSample], outlooks: Sequence[SourceOutlook]) -> bool:
-    """Whether every partition in view that holds a backlog moved its checkpoint over the last
-    interval (``slo_kernel.checkpoints_keep_pace``), source by source."""
+def _checkpoint_readings(samples: Sequence[MetricSample], source: SourceReading) -> tuple[np.ndarray, np.ndarray] | None:
+    """The source's checkpoints at the latest sample and at the one before (partitions x 1; -1: no
+    checkpoint yet), for ``slo_kernel.checkpoints_keep_pace``; ``None`` without the one before."""
     if len(samples) < 2:
-        return False
-    earlier = {source.name: source for source in samples[-2].sources if source.ok}
-    for outlook, source in zip(outlooks, (s for s in samples[-1].sources if s.ok and s.partitions), strict=True):
-        before = earlier.get(source.name)
-        if before is None:
-            return False
-        by_id = {p.partition_id: p.checkpoint for p in before.partitions}
-        now = np.array([-1.0 if p.checkpoint is None else float(p.checkpoint) for p in source.partitions])
-        then = np.array([-1.0 if by_id.get(p.partition_id) is None else float(by_id[p.partition_id])
-                         for p in source.partitions])  # (-1: no checkpoint yet)
-        if not kernel.checkpoints_keep_pace(now[:, None], then[:, None], outlook.backlog[:, None])[0]:
-            return False
-    return True
+        return None
+    before = next((s for s in samples[-2].sources if s.ok and s.name == source.name), None)
+    if before is None:
+        return None
+    by_id = {p.partition_id: p.checkpoint for p in before.partitions}
+    now = np.array([-1.0 if p.checkpoint is None else float(p.checkpoint) for p in source.partitions])
+    then = np.array([-1.0 if by_id.get(p.partition_id) is None else float(by_id[p.partition_id])
+                     for p in source.partitions])
+    return now[:, None], then[:, None]
 
 
 def _hub_checkpoints(sample: MetricSample) -> float:
@@ -224,11 +220,10 @@ def _hub_checkpoints(sample: MetricSample) -> float:
                      if p.checkpoint is not None))
 
 
-def _stall(samples: Sequence[MetricSample], capacity: int, growing: bool, continuing: bool, arrivals: float,
-           most: float) -> tuple | None:
+def _stall_readings(samples: Sequence[MetricSample], capacity: int) -> tuple | None:
     """The serving counts and processed rates (``slo_kernel.stalled``) of the history's first
-    interval and its last, when they show a stall (or one recognised before goes on); else None."""
-    if not growing or len(samples) < 3:
+    interval and its last; None where the history cannot tell them."""
+    if len(samples) < 3:
         return None
     first, second, before_last, last = samples[0], samples[1], samples[-2], samples[-1]
     serving = [serving_instances(sample, sample.capacity if sample.capacity is not None else capacity) for sample in (second, last)]
@@ -239,112 +234,106 @@ def _stall(samples: Sequence[MetricSample], capacity: int, growing: bool, contin
         return None
     done = [(_hub_checkpoints(b) - _hub_checkpoints(a)) / seconds
             for (a, b), seconds in zip(((first, second), (before_last, last)), elapsed, strict=True)]
-    if not kernel.stalled(serving[0], serving[1], done[0], done[1], True, continuing, arrivals, most):
-        return None
     return (serving[0], serving[1]), (done[0], done[1])
+
+
+def _hub_reading(samples: Sequence[MetricSample], source: SourceReading, outlook: SourceOutlook, per_instance: np.ndarray
+                 ) -> kernel.HubReading:
+    """One source's outlook as the step reads it: a batch of one (partitions x 1)."""
+    backlog = outlook.backlog[:, None]
+    peak = outlook.peak_arrival_rate
+    return kernel.HubReading(
+        arrival_rate=outlook.arrival_rate, recent_rate=outlook.recent_arrival_rate, ages=outlook.age_seconds[:, None],
+        backlog=backlog, owners=kernel.Owners.of(outlook.owners, outlook.partitions), per_instance=per_instance,
+        checkpoints=lambda: _checkpoint_readings(samples, source),
+        scale_in_rates=lambda: (np.zeros_like(backlog) if peak is None else peak[:, None], outlook.rise, outlook.noise),
+        earlier_backlog=None if outlook.earlier_backlog is None else outlook.earlier_backlog[:, None])
+
+
+def _unowned(outlooks: Sequence[SourceOutlook]) -> list[str]:
+    """The partitions without a live owner in sources where others have one."""
+    return [key for outlook in outlooks if outlook.owners is not None
+            for key, owner in zip(outlook.keys, outlook.owners, strict=True) if owner is None]
 
 
 def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     """Scale out when the SLO is at risk, in to the cheapest count that holds (module docstring).
 
-    One long function on purpose: it reads the samples into the kernel's arrays and writes each
-    outcome's reasons, and the order of its tests (unknown throughput, the hot set-aside, unowned
-    partitions, the stall, the risk, too little history, the growing backlog, the scale-in) is the rule that
-    ``simulation/drivers/batched_slo.py`` must follow step for step; split, that order would be
-    spread over helpers that only make sense in sequence."""
+    It reads the samples into the arrays of ``slo_kernel.slo_step`` (a batch of one), which
+    decides, and writes the outcome's reasons and metrics."""
     samples, capacity, ready_capacity = situation.samples, situation.capacity, situation.ready_capacity
     state, throughput, counts = situation.state, situation.throughput, situation.counts
     slo = target.slo
     latest = samples[-1]
-    if throughput is None or throughput <= 0:
-        previous = samples[-2].backlog if len(samples) >= 2 else 0
-        if ready_capacity < capacity:
-            return Proposal(None, HOLD, "throughput_unknown_waiting",
-                            (f"per-instance throughput not known yet; waiting for {capacity - ready_capacity} new instances",), {})
-        if latest.backlog > 0 and latest.backlog > previous:
-            return Proposal(capacity + target.scale_up.size(capacity), UP, "throughput_unknown_backlog_growing",
-                            (f"per-instance throughput not learned yet; backlog grew {previous} -> {latest.backlog}",), {})
-        return Proposal(None, HOLD, "throughput_unknown",
-                        ("per-instance throughput not learned yet (needs an interval with backlog on every partition)",), {})
-
-    outlooks = list(partition_outlooks(samples, slo.rate_window_seconds, slo.scale_in_peak_seconds).values())
-    if not outlooks:
-        return Proposal(None, HOLD, "no_partition_data", ("no Event Hubs source with partitions in the latest sample",), {})
-
+    known = throughput is not None and throughput > 0
+    outlooks = list(partition_outlooks(samples, slo.rate_window_seconds, slo.scale_in_peak_seconds).values()) if known else []
+    readings = [source for source in latest.sources if source.ok and source.partitions]
     clock = timing(target, situation)
-    limit, interval, since_latest, pending_seconds = clock.limit, clock.interval, clock.since_latest, clock.pending_seconds
-    enough_history = (latest.collected_at - samples[0].collected_at).total_seconds() >= slo.rate_window_seconds
-
-    # A partition that receives more than one instance can serve (its owner's whole rate) over
-    # the rate window and the last interval alike falls behind at any count: size for the rest
-    # of the hub and say so, instead of chasing it. (Not against a lower bound of the throughput,
-    # and not while the hub as a whole cannot be served at the highest count: then it is a
-    # hub-wide shortage, and every partition stays in view.)
-    total_rate = float(sum(o.arrival_rate.sum() for o in outlooks))
-    measured = situation.throughput_measured
-    true_worst = max(float(o.age_seconds.max()) for o in outlooks)
-    hot = [kernel.hot_partitions(o.arrival_rate, o.recent_arrival_rate, np.array([throughput]), np.array([measured]),
-                                 kernel.most_instances(o.partitions, counts[-1], kernel.per_instance_table(o.partitions, counts[-1])))[:, 0]
-           for o in outlooks]
-    hot_notes = [f"{key} receives {rate:.1f}/s, more than one instance serves ({throughput:.1f}/s)"
-                 for outlook, mask in zip(outlooks, hot, strict=True)
-                 if mask.any() for key, rate in zip(np.asarray(outlook.keys)[mask], outlook.arrival_rate[mask], strict=True)]
-    if hot_notes:
-        outlooks = [_set_aside(outlook, mask) for outlook, mask in zip(outlooks, hot, strict=True)]
-        hot_notes.append(f"sized for the other {sum(o.partitions for o in outlooks) - len(hot_notes)} partitions")
-
-    # Checkpoints trail the consumers, so even idle consumers show an oldest event as old as the
-    # checkpoint delay. Learn that delay as the floor of observed ages and read ages net of it.
-    observed_worst = max(float(o.age_seconds.max()) for o in outlooks)
-    previous_delay = math.nan if state.checkpoint_delay_seconds is None else state.checkpoint_delay_seconds
-    dense = all(bool(kernel.dense_arrivals(o.arrival_rate, o.recent_arrival_rate, previous_delay, interval)[0]) for o in outlooks)
-    steady = (enough_history and ready_capacity >= capacity >= counts[-1] and _checkpoints_keep_pace(samples, outlooks)
-              and all(bool(kernel.backlog_flat(o.backlog[:, None], o.earlier_backlog[:, None], o.arrival_rate[:, None],
-                                               interval * kernel.FLAT_TOLERANCE)[0])
-                      for o in outlooks if o.earlier_backlog is not None))
-    delay = float(kernel.learned_checkpoint_delay(observed_worst, previous_delay, interval,
-                                                  slo.max_event_age_seconds * kernel.CHECKPOINT_DELAY_CEILING, dense, steady,
-                                                  slo.max_event_age_seconds * kernel.CHECKPOINT_DELAY_STEADY_CEILING))
-    new_state = replace(state, checkpoint_delay_seconds=delay)
-    since_latest += delay
-    react = since_latest + interval + slo.provisioning_delay_seconds
-
-    # The kernel's arithmetic on a batch of one candidate (column), source by source.
-    forecasts = [kernel.forecast_rates(o.arrival_rate, o.recent_arrival_rate, np.array([1.0 + slo.headroom])) for o in outlooks]
-    ages = [np.maximum(o.age_seconds - delay, 0.0)[:, None] for o in outlooks]
-    backlogs = [o.backlog[:, None] for o in outlooks]
-    worst_now = max(float(a.max()) for a in ages)
+    limit, interval = clock.limit, clock.interval
     top = max(capacity, counts[-1]) + 1
-    rate = np.array([throughput])
-    levels = np.array([counts], dtype=np.int64)
-    owners = [kernel.Owners.of(o.owners, o.partitions) for o in outlooks]
-    tables = [kernel.per_instance_table(o.partitions, top) for o in outlooks]
-    by_draw = [kernel.distinct_shares(forecast) for forecast in forecasts]
+    unowned = _unowned(outlooks)
+    step_state = kernel.StepState(
+        throughput=np.array([math.nan if throughput is None else float(throughput)]),
+        measured=np.array([situation.throughput_measured]), capacity=np.array([capacity]),
+        ready=np.array([ready_capacity]), pending_seconds=np.array([clock.pending_seconds]),
+        delay=np.array([math.nan if state.checkpoint_delay_seconds is None else state.checkpoint_delay_seconds]),
+        stalling=np.array([state.last_reason_code == "stall"]), up_size=np.array([target.scale_up.size(capacity)]),
+        below=np.array([sum(1 for count in counts if count < capacity)]),
+        # (the hub's backlog totals: read only while the throughput is unknown, the one rule that uses them)
+        backlog_total=np.array([0 if known else latest.backlog]),
+        previous_backlog_total=np.array([0 if known or len(samples) < 2 else samples[-2].backlog]),
+        unowned=np.array([len(unowned)]))
+    outcome = kernel.slo_step(
+        [_hub_reading(samples, source, outlook, kernel.per_instance_table(outlook.partitions, top))
+         for source, outlook in zip(readings, outlooks, strict=False)],
+        step_state, kernel.StepKnobs.one(slo), kernel.StepCounts.one(tuple(counts), top), interval=interval,
+        since_latest=clock.since_latest, enough_history=(latest.collected_at - samples[0].collected_at).total_seconds()
+        >= slo.rate_window_seconds, stall_readings=lambda: _stall_readings(samples, capacity), explain=True)
+    return _proposal(target, situation, outlooks, unowned, outcome, limit, interval)
 
-    def owner_loads(values: Sequence[np.ndarray]) -> list[kernel.OwnerLoads]:
-        return [kernel.OwnerLoads(value, None if o.set_aside is None else o.set_aside[:, None], owned, rate, table, draw)
-                for value, o, owned, table, draw in zip(values, outlooks, owners, tables, by_draw, strict=True)]
 
-    def busiest(loads: Sequence[kernel.OwnerLoads], instances: int) -> float:
-        """The busiest owner's forecast load (events/s) at ``instances``, over the sources."""
-        return max(float(load.busiest(np.array([instances]))[0]) for load in loads)
+def _proposal(target: TargetPolicy, situation: Situation, outlooks: list[SourceOutlook], unowned: list[str],
+              outcome: kernel.StepOutcome, limit: float, interval: float) -> Proposal:
+    """The step's outcome for one candidate as a proposal: the count, the reasons, the metrics.
 
-    loads = owner_loads(forecasts)
-    first = min(pending_seconds, react)
-    worst_predicted = 0.0
-    at_risk = False
-    both = np.array([ready_capacity, capacity])  # the ready count, then the requested one (one column each)
-    horizon = kernel.drain_seconds(slo.min_dwell_seconds, slo.max_event_age_seconds, True, 0.0)
-    for load, forecast, age, backlog in zip(loads, forecasts, ages, backlogs, strict=True):
-        served = load.service(forecast[:, [0, 0]], both, np.array([0, 0]))
-        then = kernel.age_at_reaction(age, backlog, forecast, served[:, :1], served[:, 1:], first, react)
-        worst_predicted = max(worst_predicted, float(then.max()))
-        at_risk = at_risk or bool((then > kernel.carried_age_limits(limit, forecast, rate, horizon)).any())
-    owned = all(bool(reading.ownership[0]) for reading in owners)
-    busiest_now = busiest(loads, capacity)
+    Long for the words: each outcome says why in its own sentence."""
+    slo, capacity, throughput, counts = target.slo, situation.capacity, situation.throughput, situation.counts
+    code = int(outcome.reason[0])
+    reason_code = kernel.REASONS[code]
+    direction = (DOWN, HOLD, UP)[int(outcome.direction[0]) + 1]  # (the step's -1, 0, 1)
+    wanted = None if direction == HOLD else int(outcome.wanted[0])
+    samples = situation.samples
+    if code == kernel.UNKNOWN_WAITING:
+        return Proposal(None, HOLD, reason_code, (f"per-instance throughput not known yet; waiting for "
+                                                  f"{capacity - situation.ready_capacity} new instances",), {})
+    if code == kernel.UNKNOWN_GROWING:
+        previous = samples[-2].backlog if len(samples) >= 2 else 0
+        return Proposal(wanted, UP, reason_code, (f"per-instance throughput not learned yet; backlog grew {previous} -> "
+                                                  f"{samples[-1].backlog}",), {})
+    if code == kernel.UNKNOWN:
+        return Proposal(None, HOLD, reason_code,
+                        ("per-instance throughput not learned yet (needs an interval with backlog on every partition)",), {})
+    if code == kernel.NO_DATA:
+        return Proposal(None, HOLD, reason_code, ("no Event Hubs source with partitions in the latest sample",), {})
+
+    delay = float(outcome.delay[0])
+    new_state = replace(situation.state, checkpoint_delay_seconds=delay)
+    total_rate = float(sum(o.arrival_rate.sum() for o in outlooks))
+    true_worst = max(float(o.age_seconds.max()) for o in outlooks)
+    worst_predicted, react = float(outcome.predicted_age[0]), float(outcome.react[0])
+    busiest_now = float(outcome.busiest_now[0])
+    hot_notes = []
+    if outcome.hot is not None:
+        hot_notes = [f"{key} receives {rate:.1f}/s, more than one instance serves ({throughput:.1f}/s)"
+                     for outlook, mask in zip(outlooks, outcome.hot, strict=True)
+                     if mask[:, 0].any() for key, rate in zip(np.asarray(outlook.keys)[mask[:, 0]],
+                                                                 outlook.arrival_rate[mask[:, 0]], strict=True)]
+        if hot_notes:
+            hot_notes.append(f"sized for the other {sum(o.partitions for o in outlooks) - len(hot_notes)} partitions")
+    hot_reasons = tuple(["hot_partition: " + "; ".join(hot_notes)] if hot_notes else [])
     sizing_note = (f"sizing: {OWNER_LOAD}, busiest owner {busiest_now:.1f}/s now "
-                   f"of {throughput:.1f}/s per instance" if owned else f"sizing: {WORST_CASE}, no ownership")
-    if ready_capacity <= 0:  # ownership collected, no claim live: the instances stopped
+                   f"of {throughput:.1f}/s per instance" if outcome.owned[0] else f"sizing: {WORST_CASE}, no ownership")
+    if situation.ready_capacity <= 0:  # ownership collected, no claim live: the instances stopped
         sizing_note = f"sizing: {WORST_CASE}, no live owner: no instance serves until one claims the partitions"
     metrics = {
         "arrival_rate": round(total_rate, 3),
@@ -356,93 +345,57 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         "busiest_load": round(busiest_now, 3),
         **({"hot_partitions": len(hot_notes) - 1} if hot_notes else {}),
     }
-    hot_reasons = tuple(["hot_partition: " + "; ".join(hot_notes)] if hot_notes else [])
 
-    # Partitions without a live owner while others have one: a consumer that stalled or is
-    # rebalancing, which no count fixes until they are claimed again. Act on the next evaluation.
-    unowned = [key for outlook in outlooks if outlook.owners is not None
-               for key, owner in zip(outlook.keys, outlook.owners, strict=True) if owner is None]
-    if unowned:
+    if code == kernel.UNOWNED:
         metrics["unowned_partitions"] = len(unowned)
         named = ", ".join(unowned[:UNOWNED_NAMED]) + (f" and {len(unowned) - UNOWNED_NAMED} more" if len(unowned) > UNOWNED_NAMED else "")
-        return Proposal(None, HOLD, "unowned_partitions",
+        return Proposal(None, HOLD, reason_code,
                         (f"{len(unowned)} partitions have no live owner ({named}): a stalled consumer, not missing "
                          "capacity; holding until they are owned again", sizing_note, *hot_reasons),
                         metrics, new_state)
-
-    # No scale-in while the backlog (of the partitions in view) grows: the instances serve less
-    # than arrives, and fewer would serve less still, whatever the model says they can do.
-    growing = [kernel.backlog_growing(o.backlog[:, None], o.earlier_backlog[:, None], o.arrival_rate[:, None], interval)[0]
-               for o in outlooks if o.earlier_backlog is not None]
-    arriving = sum(float(kernel.column_sums(o.arrival_rate[:, None])[0]) for o in outlooks)
-    most = min(float(kernel.most_instances(o.partitions, counts[-1], kernel.per_instance_table(o.partitions, counts[-1])))
-               for o in outlooks)
-    stall = _stall(samples, capacity, any(growing), state.last_reason_code == "stall", arriving, most)
-    if stall is not None:
-        (before, now), (done_before, done_now) = stall
+    if code == kernel.STALL:
+        (before, now), (done_before, done_now) = outcome.stall_readings
         metrics["stall_processed_per_second"] = round(done_now, 3)
-        if slo.stall_scale_to_minimum:
-            return Proposal(counts[0], DOWN, "stall",
-                            (f"stall: {now} instances process {done_now:.1f}/s where {before} processed {done_before:.1f}/s, "
-                             f"the backlog grows (arrivals {total_rate:.1f}/s): more instances do not help; "
-                             f"scaling to the minimum ({counts[0]}) until the consumers recover (stall_scale_to_minimum)",
-                             sizing_note, *hot_reasons),
-                            metrics, new_state)
-        return Proposal(None, HOLD, "stall",
-                        (f"stall: {now} instances process {done_now:.1f}/s where {before} processed {done_before:.1f}/s, "
-                         f"the backlog grows (arrivals {total_rate:.1f}/s): more instances do not help; holding {capacity} "
-                         "so that the recovery drains at once", sizing_note, *hot_reasons),
-                        metrics, new_state)
-
-    if at_risk:
-        # Serve the forecast and drain what will have piled up by the time new instances serve.
-        drain_seconds, drain_note = scale_out_drain(target, situation, worst_predicted)
-        needed = [kernel.scale_out_need(forecast, backlog, slo.provisioning_delay_seconds, since_latest, slo.safety_seconds,
-                                        drain_seconds) for forecast, backlog in zip(forecasts, backlogs, strict=True)]
-        wanted = int(kernel.scale_out_counts(levels, np.ones(levels.shape, dtype=bool), np.array([capacity]),
-                                             np.array([counts[-1]]), top,
-                                             list(zip(owner_loads(needed), needed, strict=True)))[0])
-        metrics["predicted_busiest_load"] = round(busiest(loads, wanted), 3)
-        metrics["drain_seconds"] = round(float(drain_seconds), 1)
-        return Proposal(wanted, UP, "slo_at_risk",
+        told = (f"stall: {now} instances process {done_now:.1f}/s where {before} processed {done_before:.1f}/s, "
+                f"the backlog grows (arrivals {total_rate:.1f}/s): more instances do not help; ")
+        if direction == DOWN:
+            return Proposal(wanted, DOWN, reason_code,
+                            (told + f"scaling to the minimum ({counts[0]}) until the consumers recover (stall_scale_to_minimum)",
+                             sizing_note, *hot_reasons), metrics, new_state)
+        return Proposal(None, HOLD, reason_code, (told + f"holding {capacity} so that the recovery drains at once",
+                                                  sizing_note, *hot_reasons), metrics, new_state)
+    if code == kernel.AT_RISK:
+        _, drain_note = scale_out_drain(target, situation, worst_predicted)
+        metrics["predicted_busiest_load"] = round(float(outcome.busiest_wanted[0]), 3)
+        metrics["drain_seconds"] = round(float(outcome.drain_seconds[0]), 1)
+        return Proposal(wanted, UP, reason_code,
                         (f"oldest event would be {worst_predicted:.0f}s old in {react:.0f}s (limit {limit:.0f}s); "
                          f"arrivals {total_rate:.1f}/s, {throughput:.2f}/s per instance", *drain_note, sizing_note,
                          *hot_reasons),
                         metrics, new_state)
-
-    if not enough_history:
-        return Proposal(None, HOLD, "too_few_samples",
+    if code == kernel.TOO_FEW_SAMPLES:
+        return Proposal(None, HOLD, reason_code,
                         (f"holding: rates need {slo.rate_window_seconds:.0f}s of history before any scale-in", *hot_reasons),
                         metrics, new_state)
-    if any(growing):
-        grown = sum(float((o.backlog - o.earlier_backlog).sum()) for o in outlooks if o.earlier_backlog is not None)
-        return Proposal(None, HOLD, "backlog_growing",
+    if code == kernel.GROWING:
+        in_view = outlooks if outcome.hot is None else [_set_aside(o, mask[:, 0]) for o, mask in zip(outlooks, outcome.hot,
+                                                                                                     strict=True)]
+        grown = sum(float((o.backlog - o.earlier_backlog).sum()) for o in in_view if o.earlier_backlog is not None)
+        return Proposal(None, HOLD, reason_code,
                         (f"holding: the backlog grew by {grown:.0f} events over the rate window, more than "
                          f"{interval:.0f}s of arrivals ({total_rate:.1f}/s): the instances serve less than arrives, "
                          "no scale-in", sizing_note, *hot_reasons),
                         metrics, new_state)
-    # A scale-in must hold at the busiest recent interval too, not only at the rate window's
-    # forecast: a lull between bursts is no reason to act (and act again at the next burst).
-    # While the arrivals clearly rise, it must hold at the rate halfway through the dwell if the
-    # rise goes on (the dwell's average under a linear rise): no scale-in into a rising edge.
-    calm = [kernel.calm_rates(forecast, np.zeros_like(forecast) if o.peak_arrival_rate is None else o.peak_arrival_rate[:, None],
-                              1.0 + slo.headroom, o.rise, slo.min_dwell_seconds, o.noise, slo.scale_in_peak_full_noise)
-            for o, forecast in zip(outlooks, forecasts, strict=True)]
-    calm_loads = owner_loads(calm)
-    reaction = np.array([interval + slo.provisioning_delay_seconds])
-    limits, dwell = np.array([limit]), np.array([slo.min_dwell_seconds])
-    sources = list(zip(calm_loads, calm, ages, strict=True))
-    chosen_counts, held = kernel.scale_in_counts(levels, np.array([sum(1 for count in counts if count < capacity)]),
-                                                 np.array([capacity]), top, limits, dwell, reaction, sources)
-    chosen, hold_seconds = int(chosen_counts[0]), float(held[0])
-    if chosen < 0:
-        return Proposal(None, HOLD, "hot_partition" if hot_reasons else "slo_steady",
+    if code in (kernel.STEADY, kernel.STEADY_HOT):
+        worst_now = float(outcome.oldest_in_view[0])
+        return Proposal(None, HOLD, reason_code,
                         (f"oldest event {worst_now:.0f}s, predicted {worst_predicted:.0f}s within the {limit:.0f}s limit; "
                          f"no smaller count would hold for {slo.min_dwell_seconds:.0f}s", sizing_note, *hot_reasons),
                         metrics, new_state)
+    hold_seconds = float(outcome.hold_seconds[0])
     holds = "indefinitely" if math.isinf(hold_seconds) else f"for about {hold_seconds:.0f}s"
-    metrics["predicted_busiest_load"] = round(busiest(calm_loads, chosen), 3)
-    return Proposal(chosen, DOWN, "slo_surplus",
-                    (f"{chosen} instances keep the oldest event under {limit:.0f}s {holds} "
+    metrics["predicted_busiest_load"] = round(float(outcome.busiest_wanted[0]), 3)
+    return Proposal(wanted, DOWN, reason_code,
+                    (f"{wanted} instances keep the oldest event under {limit:.0f}s {holds} "
                      f"(arrivals {total_rate:.1f}/s, {throughput:.2f}/s per instance)", sizing_note, *hot_reasons),
                     metrics, new_state)

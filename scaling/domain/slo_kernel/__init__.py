@@ -7,13 +7,16 @@ it with a batch of one candidate, what it reads from the samples; the batched si
 (``simulation/drivers/batched_slo.py``) and through it the tuning job call it with every candidate of a
 sweep. So a rule changes in one place, and the sweep runs the code the live app runs.
 
-What stays outside: reading the samples (de-duplication, ordering, the window, ownership by name),
-profiles, pause, reconciliation, and the decision record and its reasons (the engine); the world
-and the state arrays (the batched driver). Time is in seconds.
+The Event Hubs decision itself is assembled here once too (``slo_step``: from the readings and
+the state to the wanted count, the direction and a reason code). What stays outside: reading the
+samples (de-duplication, ordering, the window, ownership by name), profiles, pause,
+reconciliation, and the decision record and its reasons (the engine); the world and the state
+arrays (the batched driver). Time is in seconds.
 
 Its rooms: ``arrays`` (a batch of one as plain numbers), ``serving`` (who serves), ``gates``,
 ``learning``, ``ages`` (rates, ages, the fluid model), ``hub`` (the hub as a whole), ``owners``
-(owner loads), ``counts``. Callers read every rule here, as ``slo_kernel.name``.
+(owner loads), ``counts``, and ``step`` (the decision assembled from them). Callers read every
+rule here, as ``slo_kernel.name``.
 
 The rules, in the order an evaluation meets them:
 
@@ -37,6 +40,7 @@ from scaling.domain.slo_kernel.ages import (  # noqa: F401
     fifo_hold_seconds,
     head_age,
     keeps_age,
+    later_peak,
     later_peaks,
     oldest_event_ages,
     predicted_age,
@@ -124,4 +128,28 @@ from scaling.domain.slo_kernel.serving import (  # noqa: F401
     pending_seconds,
     ready_instances,
     serving_count,
+)
+from scaling.domain.slo_kernel.step import (  # noqa: F401
+    AT_RISK,
+    DOWN,
+    GROWING,
+    HOLD,
+    NO_DATA,
+    REASONS,
+    STALL,
+    STEADY,
+    STEADY_HOT,
+    SURPLUS,
+    TOO_FEW_SAMPLES,
+    UNKNOWN,
+    UNKNOWN_GROWING,
+    UNKNOWN_WAITING,
+    UNOWNED,
+    UP,
+    HubReading,
+    StepCounts,
+    StepKnobs,
+    StepOutcome,
+    StepState,
+    slo_step,
 )

@@ -34,6 +34,14 @@ def later_peaks(times: np.ndarray, positions: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(rates[::-1], axis=0)[::-1]
 
 
+def later_peak(times: np.ndarray, positions: np.ndarray, index: int) -> np.ndarray:
+    """Row ``index`` of ``later_peaks`` alone (what the engine reads: one peak window), the same
+    numbers without the rows before it."""
+    steps = times[index + 1:] - times[index:-1]
+    steps = np.where(steps > 0, steps, np.inf).reshape(-1, *[1] * (positions.ndim - 1))
+    return (np.maximum(positions[index + 1:] - positions[index:-1], 0.0) / steps).max(axis=0)
+
+
 def trend(times: np.ndarray, totals: np.ndarray) -> tuple[float, float]:
     """How fast the arrivals rise and how noisy they are, from one least-squares line through the
     intervals' rates (``totals``: events enqueued so far, all partitions, at ``times``); both

@@ -3,19 +3,20 @@
 ``simulate_slo_batch(arrivals, targets, scenario)`` gives, for every target that ``supports``
 accepts, the same ``RunResult`` as ``simulate(arrivals, EngineAutoscaler(target), scenario)``:
 one Python loop over collection times on the same world ``Physics`` the loop runs, every
-candidate a column. The arithmetic of the decision is ``scaling.domain.slo_kernel``'s, the one
-the engine calls with a batch of one: who serves, the observed and learned throughput, rates,
-ages and the checkpoint delay, predicted ages, the scale-out and scale-in counts sized by owner
-load, the action budget. What this driver does itself is what the engine does per message:
+candidate a column. The decision is ``scaling.domain.slo_kernel``'s, the one the engine calls
+with a batch of one: who serves, the observed and learned throughput, the SLO step
+(``slo_kernel.slo_step``: the checkpoint delay, predicted ages, the holds, the scale-out and
+scale-in counts sized by owner load) and the gates. What this driver does itself is what the
+engine does per message:
 
-- read the world as ``collect`` would (the sequence numbers, checkpoints, ownership by name),
-  keep each candidate's state as arrays (NaN for none), and work out the window of samples;
-- ``evaluate``'s order of gates: learning only once capacity has been steady for the checkpoint
-  delay (``_learns``, with timedelta's rounding), the configured prior and the lower bound, the
-  rule while the throughput is unknown, the hold while partitions have no live owner, snapping to
-  ``allowed_counts`` (tables built with the engine's ``snap_up``), then the gates in the kernel's
-  one order (``slo_kernel.gates``, the engine's batch of one): a capacity outside the bounds
-  brought inside, cooldowns, the action budget's tokens for a scale-in.
+- read the world as ``collect`` would (the sequence numbers, checkpoints, ownership by name)
+  into the step's arrays, keep each candidate's state as arrays (NaN for none), and work out
+  the window of samples;
+- ``evaluate``'s bookkeeping around the step: learning only once capacity has been steady for
+  the checkpoint delay (``_learns``, with timedelta's rounding), the configured prior and the
+  lower bound, snapping to ``allowed_counts`` (tables built with the engine's ``snap_up``), then
+  the gates in the kernel's one order (``slo_kernel.gates``, the engine's batch of one): a
+  capacity outside the bounds brought inside, cooldowns, the action budget's tokens for a scale-in.
 
 Two exact shortcuts keep it fast: partitions with equal shares of arrivals run as two rows
 (``share_rows.py``), and a scale-in is worked out only where the cooldown and the budget would
@@ -29,6 +30,7 @@ one instance, and times that are not whole seconds (provisioning delay, cooldown
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from datetime import timedelta
@@ -88,24 +90,15 @@ class _Candidates:
         #: How many allowed counts lie below each capacity.
         self.below = _rows_by(all_counts, lambda c: [sum(1 for n in c if n < x) for x in sizes])
         slo = [target.slo for target in targets]
-        self.max_age = np.array([s.max_event_age_seconds for s in slo])
-        self.safety = np.array([s.safety_seconds for s in slo])
-        self.dwell = np.array([s.min_dwell_seconds for s in slo])
-        self.headroom_factor = np.array([1.0 + s.headroom for s in slo])
+        #: The settings the SLO step reads, and the counts it chooses from.
+        self.knobs = slo_kernel.StepKnobs.of(slo)
+        self.counts = slo_kernel.StepCounts(self.levels, self.valid_level, self.lowest, self.highest, top)
         self.budget = np.array([float(s.max_actions_per_hour) for s in slo])
-        self.provisioning = np.array([float(s.provisioning_delay_seconds) for s in slo])
         self.peak = np.array([float(s.scale_in_peak_seconds) for s in slo])
-        self.peak_full_noise = np.array([float(s.scale_in_peak_full_noise) for s in slo])
         self.prior = np.array([np.nan if s.events_per_instance_per_second is None else s.events_per_instance_per_second
                                for s in slo])
         self.cooldown_up = np.array([float(t.scale_up.cooldown_seconds) for t in targets])
         self.cooldown_down = np.array([float(t.scale_down.cooldown_seconds) for t in targets])
-        self.limit = self.max_age - self.safety
-        #: Over how long a scale-out drains (``slo_kernel.drain_seconds`` with a measured rate):
-        #: the horizon of ``carried_age_limits``.
-        self.horizon = slo_kernel.drain_seconds(self.dwell, self.max_age, True, 0.0)
-        self.delay_ceiling = self.max_age * slo_kernel.CHECKPOINT_DELAY_CEILING
-        self.delay_steady_ceiling = self.max_age * slo_kernel.CHECKPOINT_DELAY_STEADY_CEILING
 
 
 def _rows_by(keys: Sequence, build) -> np.ndarray:
@@ -134,9 +127,9 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     ``trace_of``: each target on its own trace, ``Physics``).
 
     One loop on purpose, long as it is: every candidate's engine state lives in arrays this loop
-    updates in place minute by minute, in the order ``engine.evaluate`` and ``slo.propose`` take
-    their steps (the equivalence tests hold it to them); helpers would pass a dozen arrays each
-    way and hide that order."""
+    updates in place minute by minute, in the order ``engine.evaluate`` takes its steps (reading,
+    learning, ``slo_kernel.slo_step``, the gates; the equivalence tests hold it to them); helpers
+    would pass a dozen arrays each way and hide that order."""
     targets, knobs = checked_batch(targets, knobs, supports, "simulate_slo_batch")
     if not targets:
         return []
@@ -190,7 +183,6 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     stalling = np.zeros(count, dtype=bool)  # the last decision was a stall's hold (state.last_reason_code)
     owned_by: slo_kernel.Owners | None = None  # the sizing's owners, as last read
     row_of = layout.row_of if layout.groups is not None else None  # (each partition's row, where rows stand for several)
-    most = slo_kernel.most_instances(partitions, settings.highest, per_instance)  # instances' worth at the highest count
 
     for _ in range(minutes):
         world.advance()
@@ -278,154 +270,48 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                         slo_kernel.serving_throughput(throughput, floor))
         known = rate > 0  # (NaN compares False: not known)
 
-        # --- the proposal -----------------------------------------------------------------------
-        proposal = np.zeros(count, dtype=np.int64)  # wanted count; 0 holds
-        upward = np.zeros(count, dtype=bool)
-        unknown = ~known
-        if unknown.any():
-            previous_total = previous_backlog_sum if samples >= 2 else np.zeros(count)
-            rising = unknown & (ready >= capacity) & (backlog_sum > 0) & (backlog_sum > previous_total)
-            at = np.minimum(capacity, settings.top)
-            proposal = np.where(rising, capacity + settings.up_size[columns, at], proposal)
-            upward |= rising
-
-        down_rows = np.zeros(0, dtype=np.int64)
-        stall = np.zeros(count, dtype=bool)
-        if known.any():
-            rate = np.where(known, rate, 1.0)
+        # --- the proposal: the kernel's one SLO step over every candidate --------------------------
+        hubs = []
+        if known.any():  # (the readings, worked out only where some candidate may use them)
             window = positions[now - interval * (samples - 1): now + 1: interval]  # (samples, partition), oldest first
             times = _EPOCH_SECONDS + 60.0 * np.arange(now - interval * (samples - 1), now + 1, interval)
             base = samples - 1 - rate_lag if samples - 1 >= rate_lag else 0
-            recent = max(samples - 2, 0)
             arrival = slo_kernel.rate_since(times, window, base)
-            recent_rate = slo_kernel.rate_since(times, window, recent)
+            recent_rate = slo_kernel.rate_since(times, window, max(samples - 2, 0))
             candidate_window = window
             if traces is not None:  # each candidate's trace's: (row, candidate), positions (sample, row, candidate)
                 arrival, recent_rate, candidate_window = arrival[:, traces], recent_rate[:, traces], window[:, :, traces]
-            ages = slo_kernel.oldest_event_ages(times, candidate_window, oldest, np.maximum(arrival, recent_rate))
-            # Hot partitions (slo.propose): more than one instance serves, over the rate window and
-            # the last interval, against a learned or configured throughput: set aside.
-            measured = ~np.isnan(throughput) | ~np.isnan(settings.prior)
-            hot = slo_kernel.hot_partitions(arrival, recent_rate, rate, measured, most, row_of)
-            any_hot = hot.any()
-            if any_hot:
-                ages = np.where(hot, 0.0, ages)
-
-            # slo.propose: a quiet spell (too few arrivals to show the delay) changes no learned delay,
-            # and while every instance the bounds allow serves and the backlog in view stays flat over
-            # the rate window, the delay follows an age that stays above it.
-            enough_history = (samples - 1) * interval_seconds >= rate_window
-            earlier = backlog_ring[(seen - (samples - 1 - base)) % window_samples]
-            by_partition = arrival if row_of is None else arrival[row_of]
-            if by_partition.ndim == 1:  # (shared by the candidates)
-                by_partition = np.broadcast_to(by_partition[:, None], partition_backlog.shape)
-            now_backlog, arrival_in_view, recent_in_view = partition_backlog, arrival, recent_rate
-            if any_hot:
-                hot_partition = hot if row_of is None else hot[row_of]
-                now_backlog = np.where(hot_partition, 0.0, partition_backlog)
-                earlier = np.where(hot_partition, 0.0, earlier)
-                by_partition = np.where(hot_partition, 0.0, by_partition)
-                arrival_in_view = np.where(hot, 0.0, arrival[:, None] if arrival.ndim == 1 else arrival)
-                recent_in_view = np.where(hot, 0.0, recent_rate[:, None] if recent_rate.ndim == 1 else recent_rate)
-            dense = slo_kernel.dense_arrivals(arrival_in_view, recent_in_view, delay, sample_interval, row_of)
-            steady = enough_history & (ready >= capacity) & (capacity >= settings.highest)
-            if steady.any():
-                in_view = partition_backlog if not any_hot else np.where(hot if row_of is None else hot[row_of], 0.0,
-                                                                         partition_backlog)
-                steady &= slo_kernel.checkpoints_keep_pace(checkpoints, previous_checkpoints, in_view) if samples >= 2 \
-                    else np.zeros(count, dtype=bool)
-            if steady.any():
-                steady &= slo_kernel.backlog_flat(now_backlog, earlier, by_partition, sample_interval * slo_kernel.FLAT_TOLERANCE)
-            learned_delay = slo_kernel.learned_checkpoint_delay(ages.max(axis=0), delay, sample_interval, settings.delay_ceiling,
-                                                                dense, steady, settings.delay_steady_ceiling)
-            delay = np.where(known, learned_delay, delay)
-            react = learned_delay + sample_interval + settings.provisioning
-            forecast = slo_kernel.forecast_rates(arrival, recent_rate, settings.headroom_factor)
-            waiting = backlog
-            if any_hot:
-                forecast = np.where(hot, 0.0, forecast)
-                waiting = np.where(hot, 0.0, backlog)
-            age = np.maximum(ages - learned_delay, 0.0)
-            first = np.minimum(slo_kernel.pending_seconds(ready, capacity, pending_at - moment, sample_interval,
-                                                          settings.provisioning), react)
-            # sizing.distinct_shares: at least half the forecasts distinct (never with equal-share rows)
-            by_draw = np.zeros(count, dtype=bool) if layout.groups is not None else slo_kernel.distinct_shares(forecast)
-            sizing = (hot if any_hot else None, owned_by, rate, per_instance, by_draw, layout)
-            loads = _owner_loads(forecast, slice(None), *sizing)
-            served = loads.service(forecast, capacity)
-            served_ready = served  # (the same where every instance asked for serves: most candidates)
-            short_of = np.flatnonzero(ready != capacity)
-            if short_of.size:
-                served_ready = served.copy()
-                served_ready[:, short_of] = loads.service(forecast[:, short_of], ready[short_of], short_of)
-            then = slo_kernel.age_at_reaction(age, waiting, forecast, served_ready, served, first, react)
-            worst_predicted = np.maximum(0.0, then.max(axis=0))
-            # slo.propose holds while some partitions have no live owner (others have one).
-            unowned = (owners_now < 0).any(axis=0) & (live_owners > 0)
-            # slo.propose: a stall (more instances did not raise the processed rate while the
-            # backlog in view grows, or one recognised before goes on) holds the count.
-            growing = slo_kernel.backlog_growing(now_backlog, earlier, by_partition, sample_interval)
-            if samples >= 3 and (growing & known & ~unowned).any():
-                slot = seen - (samples - 1)
-                first, second = checkpointed_ring[slot % window_samples], checkpointed_ring[(slot + 1) % window_samples]
-                before_last, last = checkpointed_ring[(seen - 1) % window_samples], checkpointed_ring[seen % window_samples]
-                stall = known & ~unowned & slo_kernel.stalled(
-                    serving_ring[(slot + 1) % window_samples], serving_ring[seen % window_samples],
-                    (second - first) / interval_seconds, (last - before_last) / interval_seconds, growing, stalling,
-                    slo_kernel.column_sums(arrival_in_view[:, None] if arrival_in_view.ndim == 1 else arrival_in_view, row_of), most)
-            carried = slo_kernel.carried_age_limits(settings.limit, forecast, rate, settings.horizon, row_of)
-            risk = known & (then > carried).any(axis=0) & ~unowned & ~stall
-            if risk.any():
-                rows = np.flatnonzero(risk)
-                since = learned_delay[rows]
-                wanted_rate = forecast[:, rows]
-                drain = slo_kernel.drain_seconds(settings.dwell[rows], settings.max_age[rows], measured[rows],
-                                                 worst_predicted[rows])
-                if layout.groups is None:
-                    need = slo_kernel.scale_out_need(wanted_rate, waiting[:, rows], settings.provisioning[rows], since,
-                                                     settings.safety[rows], drain)
-                    loads = _owner_loads(need, rows, *sizing)
-                else:  # the need holds each partition's own backlog: equal shares no longer mean equal rows
-                    hot_partition = hot[row_of][:, rows] if any_hot else None
-                    held = partition_backlog[:, rows] if hot_partition is None else np.where(hot_partition, 0.0,
-                                                                                               partition_backlog[:, rows])
-                    need = slo_kernel.scale_out_need(wanted_rate[row_of], held, settings.provisioning[rows], since,
-                                                     settings.safety[rows], drain)
-                    loads = slo_kernel.OwnerLoads(need, hot_partition, owned_by.of_columns(rows), rate[rows], per_instance,
-                                                  by_draw[rows])
-                proposal[rows] = slo_kernel.scale_out_counts(settings.levels[rows], settings.valid_level[rows], capacity[rows],
-                                                             settings.highest[rows], settings.top, [(loads, need)])
-                upward[rows] = True
-
-            # Scale-in: worked out only where the cooldown and the action budget would let it act.
-            if enough_history:
-                eligible = (known & ~risk & ~unowned & ~stall & _scale_in_allowed(settings, tokens, tokens_at, last_action, moment)
-                            & (settings.lowest < capacity))
-                eligible &= ~growing  # slo.propose: no scale-in while the backlog in view grows
-                if eligible.any():
-                    # slo.propose: a scale-in holds against the busiest interval of the history too.
-                    # (each candidate's busiest interval among those ending within its scale_in_peak_seconds)
-                    start = np.clip(samples - 1 - np.floor(settings.peak / interval_seconds).astype(np.int64), 0, samples - 2)
-                    peaks = slo_kernel.later_peaks(times, window)
-                    peak = (peaks[start, :] if traces is None else peaks[start, :, traces]).T  # (rows, candidates)
-                    # ... and, while the arrivals clearly rise, at the rate halfway through the dwell.
-                    totals = enqueued_total[now - interval * (samples - 1): now + 1: interval] - partitions
-                    if traces is None:
-                        rise, noise = slo_kernel.trend(times, totals)
-                    else:  # each trace's, per candidate
-                        rise, noise = np.array([slo_kernel.trend(times, totals[:, trace]) for trace in range(totals.shape[1])]).T
-                        rise, noise = rise[traces], noise[traces]
-                    calm = slo_kernel.calm_rates(forecast, peak, settings.headroom_factor, rise, settings.dwell,
-                                                 noise, settings.peak_full_noise)
-                    if any_hot:
-                        calm = np.where(hot, 0.0, calm)
-                    rows = np.flatnonzero(eligible)  # loads and counts for these candidates only
-                    chosen, _ = slo_kernel.scale_in_counts(
-                        settings.levels[rows], settings.below[rows, np.minimum(capacity[rows], settings.top)], capacity[rows],
-                        settings.top, settings.limit[rows], settings.dwell[rows], sample_interval + settings.provisioning[rows],
-                        [(_owner_loads(calm[:, rows], rows, *sizing), calm[:, rows], age[:, rows])])
-                    down_rows = rows[chosen >= 0]
-                    proposal[down_rows] = chosen[chosen >= 0]
+            hubs.append(slo_kernel.HubReading(
+                arrival_rate=arrival, recent_rate=recent_rate,
+                ages=slo_kernel.oldest_event_ages(times, candidate_window, oldest, np.maximum(arrival, recent_rate)),
+                backlog=backlog, owners=owned_by, per_instance=per_instance,
+                checkpoints=functools.partial(_read, (checkpoints, previous_checkpoints) if samples >= 2 else None),
+                scale_in_rates=functools.partial(_scale_in_rates, settings, times, window, traces, samples, interval_seconds,
+                                                 enqueued_total[now - interval * (samples - 1): now + 1: interval] - partitions),
+                partition_backlog=partition_backlog,
+                earlier_backlog=backlog_ring[(seen - (samples - 1 - base)) % window_samples],
+                row_of=row_of, equal_shares=layout.groups is not None and len(layout.groups) == 1))
+        below = settings.below[columns, np.minimum(capacity, settings.top)]
+        outcome = slo_kernel.slo_step(
+            hubs, slo_kernel.StepState(
+                throughput=np.where(known, rate, np.nan), measured=~np.isnan(throughput) | ~np.isnan(settings.prior),
+                capacity=capacity, ready=ready,
+                pending_seconds=slo_kernel.pending_seconds(ready, capacity, pending_at - moment, sample_interval,
+                                                           settings.knobs.provisioning),
+                delay=delay, stalling=stalling, up_size=settings.up_size[columns, np.minimum(capacity, settings.top)],
+                below=below, backlog_total=backlog_sum,
+                previous_backlog_total=previous_backlog_sum if samples >= 2 else np.zeros(count),
+                unowned=(owners_now < 0).any(axis=0) & (live_owners > 0)),
+            settings.knobs, settings.counts, interval=sample_interval, since_latest=0.0,
+            enough_history=(samples - 1) * interval_seconds >= rate_window,
+            stall_readings=functools.partial(_stall_readings, checkpointed_ring, serving_ring, seen, samples, interval_seconds),
+            # (a scale-in only where the cooldown and the action budget would let it act)
+            may_scale_in=_scale_in_allowed(settings, tokens, tokens_at, last_action, moment) & (settings.lowest < capacity))
+        delay = outcome.delay
+        upward = outcome.direction == slo_kernel.UP
+        down_rows = np.flatnonzero(outcome.direction == slo_kernel.DOWN)
+        proposal = np.where(outcome.direction != slo_kernel.HOLD, outcome.wanted, 0)  # wanted count; 0 holds
+        stall = outcome.reason == slo_kernel.STALL
 
         # --- the gates, the kernel's one order (bounds, snapping, cooldowns, the budget); the request ---
         # (scale-ins were worked out only where the cooldown and the budget let them act, so the
@@ -451,7 +337,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         rows, wanted, rising, budget = rows[acting], wanted[acting], rising[acting], budget[acting]
         tokens[rows] = slo_kernel.tokens_after_action(budget)
         tokens_at[rows] = moment
-        pending_at[rows[rising]] = moment + settings.provisioning[rows[rising]]
+        pending_at[rows[rising]] = moment + settings.knobs.provisioning[rows[rising]]
         falling = rows[~rising]
         ready_state[falling] = np.minimum(ready[falling], wanted[~rising])
         last_action[rows] = moment
@@ -460,15 +346,38 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     return world.results(algorithm=algorithm, knobs=knobs, score_from=score_from)
 
 
-def _owner_loads(values: np.ndarray, columns: np.ndarray | slice, hot: np.ndarray | None, owners: slo_kernel.Owners,
-                 rate: np.ndarray, per_instance: np.ndarray, by_draw: np.ndarray, layout: ShareRows) -> slo_kernel.OwnerLoads:
-    """The kernel's owner loads of ``values`` for the chosen candidates (``values`` holds their
-    columns only), on the share rows (each group of equal shares as its extremes)."""
-    chosen = isinstance(columns, np.ndarray)
-    return slo_kernel.OwnerLoads(values, None if hot is None else hot[:, columns], owners.of_columns(columns) if chosen else owners,
-                                 rate[columns], per_instance, by_draw[columns],
-                                 row_of=layout.row_of if layout.groups is not None else None,
-                                 equal_shares=layout.groups is not None and len(layout.groups) == 1)
+def _scale_in_rates(settings: _Candidates, times: np.ndarray, window: np.ndarray, traces: np.ndarray | None, samples: int,
+                    interval_seconds: float, totals: np.ndarray) -> tuple:
+    """What a scale-in holds against (``slo_kernel.HubReading.scale_in_rates``): each candidate's
+    busiest interval among those ending within its ``scale_in_peak_seconds`` (rows, candidates),
+    and the rise and noise of each trace's arrivals (``totals``: events enqueued so far, all partitions)."""
+    start = np.clip(samples - 1 - np.floor(settings.peak / interval_seconds).astype(np.int64), 0, samples - 2)
+    peaks = slo_kernel.later_peaks(times, window)
+    peak = (peaks[start, :] if traces is None else peaks[start, :, traces]).T  # (rows, candidates)
+    if traces is None:
+        rise, noise = slo_kernel.trend(times, totals)
+    else:  # each trace's, per candidate
+        rise, noise = np.array([slo_kernel.trend(times, totals[:, trace]) for trace in range(totals.shape[1])]).T
+        rise, noise = rise[traces], noise[traces]
+    return peak, rise, noise
+
+
+def _read(value):
+    """A reading already at hand, for a field read on demand."""
+    return value
+
+
+def _stall_readings(checkpointed: np.ndarray, serving: np.ndarray, seen: int, samples: int, interval_seconds: float) -> tuple | None:
+    """The serving counts and processed rates of the window's first interval and its last
+    (``slo_kernel.stalled``), off the rings of the samples in the window; None before three samples."""
+    if samples < 3:
+        return None
+    size = len(checkpointed)
+    slot = seen - (samples - 1)
+    first, second = checkpointed[slot % size], checkpointed[(slot + 1) % size]
+    before_last, last = checkpointed[(seen - 1) % size], checkpointed[seen % size]
+    return ((serving[(slot + 1) % size], serving[seen % size]),
+            ((second - first) / interval_seconds, (last - before_last) / interval_seconds))
 
 
 def _scale_in_allowed(settings: _Candidates, tokens: np.ndarray, tokens_at: np.ndarray, last_action: np.ndarray,

@@ -1,0 +1,463 @@
+"""The SLO decision for Event Hubs, assembled once: ``slo_step`` from the readings and the state
+to the wanted count, the direction and a reason code, per candidate (column).
+
+The engine (``slo.propose``) calls it with a batch of one, what it read from the samples; the
+batched simulator (``simulation/drivers/batched_slo.py``) with every candidate of a sweep, what
+it read from the world. Each keeps what is its own: reading, the words of the reasons, the
+state it carries from one evaluation to the next, and the gates after the proposal.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from scaling.domain.slo_kernel.ages import age_at_reaction
+from scaling.domain.slo_kernel.counts import scale_in_counts, scale_out_counts
+from scaling.domain.slo_kernel.hub import (
+    FLAT_TOLERANCE,
+    backlog_flat,
+    backlog_growing,
+    calm_rates,
+    carried_age_limits,
+    checkpoints_keep_pace,
+    column_sums,
+    distinct_shares,
+    drain_seconds,
+    forecast_rates,
+    hot_partitions,
+    most_instances,
+    scale_out_need,
+    stalled,
+)
+from scaling.domain.slo_kernel.learning import (
+    CHECKPOINT_DELAY_CEILING,
+    CHECKPOINT_DELAY_STEADY_CEILING,
+    dense_arrivals,
+    learned_checkpoint_delay,
+)
+from scaling.domain.slo_kernel.owners import OwnerLoads, Owners
+
+#: The step's reason codes, in the order the step meets them (``REASONS`` names them as the
+#: decisions record them). ``STEADY_HOT``: no smaller count holds while partitions are set aside.
+(UNKNOWN_WAITING, UNKNOWN_GROWING, UNKNOWN, NO_DATA, UNOWNED, STALL, AT_RISK, TOO_FEW_SAMPLES, GROWING, STEADY,
+ STEADY_HOT, SURPLUS) = range(12)
+REASONS = ("throughput_unknown_waiting", "throughput_unknown_backlog_growing", "throughput_unknown", "no_partition_data",
+           "unowned_partitions", "stall", "slo_at_risk", "too_few_samples", "backlog_growing", "slo_steady",
+           "hot_partition", "slo_surplus")
+#: The direction per column: down, hold, up.
+DOWN, HOLD, UP = -1, 0, 1
+
+
+# (HubReading and StepState are made at every live evaluation: not frozen, which costs a few
+# microseconds per instance; nothing changes them once made.)
+@dataclass(slots=True)
+class HubReading:
+    """One source's readings over the candidates. Rows are partitions, or (``row_of``: each
+    partition's row; ``equal_shares``: one group) rows standing for several (``share_rows.py``).
+
+    ``arrival_rate`` and ``recent_rate`` are (rows,) shared by the candidates or (rows,
+    candidates); ``ages`` (checkpoint delay included) and ``backlog`` (rows, candidates);
+    ``partition_backlog`` and ``earlier_backlog`` (the rate window's base; ``None``: unknown)
+    per partition, (partitions, candidates). Two readings are read only when a rule needs them:
+    ``checkpoints()``, the checkpoints now and at the sample before (``None``: unknown), and
+    ``scale_in_rates()``, the busiest recent interval's rates (rows, candidates), the rise and
+    the noise of the arrivals (``calm_rates``)."""
+
+    arrival_rate: np.ndarray
+    recent_rate: np.ndarray
+    ages: np.ndarray
+    backlog: np.ndarray
+    owners: Owners
+    per_instance: np.ndarray
+    checkpoints: Callable[[], tuple[np.ndarray, np.ndarray] | None]
+    scale_in_rates: Callable[[], tuple[np.ndarray, np.ndarray | float, np.ndarray | float]]
+    partition_backlog: np.ndarray | None = None
+    earlier_backlog: np.ndarray | None = None
+    row_of: np.ndarray | None = None
+    equal_shares: bool = False
+
+    @property
+    def partitions(self) -> int:
+        return len(self.row_of) if self.row_of is not None else self.ages.shape[0]
+
+    def by_partition(self, values: np.ndarray) -> np.ndarray:
+        """Row values per partition."""
+        return values if self.row_of is None else values[self.row_of]
+
+    def loads(self, values: np.ndarray, columns: np.ndarray | slice, hot: np.ndarray | None, rate: np.ndarray,
+              by_draw: np.ndarray) -> OwnerLoads:
+        """The owner loads of ``values`` (the chosen columns only) on these rows."""
+        chosen = isinstance(columns, np.ndarray)
+        return OwnerLoads(values, None if hot is None else hot[:, columns], self.owners.of_columns(columns) if chosen
+                          else self.owners, rate[columns], self.per_instance, by_draw[columns], row_of=self.row_of,
+                          equal_shares=self.equal_shares)
+
+
+@dataclass(frozen=True, slots=True)
+class StepKnobs:
+    """The SLO settings per candidate, as the step reads them."""
+
+    limit: np.ndarray
+    max_age: np.ndarray
+    safety: np.ndarray
+    dwell: np.ndarray
+    headroom_factor: np.ndarray
+    provisioning: np.ndarray
+    peak_full_noise: np.ndarray
+    stall_to_minimum: np.ndarray
+    #: Over how long a scale-out drains with a measured rate: the horizon of ``carried_age_limits``.
+    horizon: np.ndarray
+    delay_ceiling: np.ndarray
+    delay_steady_ceiling: np.ndarray
+
+    @classmethod
+    def of(cls, slos: Sequence) -> StepKnobs:
+        """From each candidate's ``SloSettings``."""
+        max_age = np.array([s.max_event_age_seconds for s in slos])
+        safety = np.array([s.safety_seconds for s in slos])
+        dwell = np.array([s.min_dwell_seconds for s in slos])
+        return cls(limit=max_age - safety, max_age=max_age, safety=safety, dwell=dwell,
+                   headroom_factor=np.array([1.0 + s.headroom for s in slos]),
+                   provisioning=np.array([float(s.provisioning_delay_seconds) for s in slos]),
+                   peak_full_noise=np.array([float(s.scale_in_peak_full_noise) for s in slos]),
+                   stall_to_minimum=np.array([bool(s.stall_scale_to_minimum) for s in slos]),
+                   horizon=drain_seconds(dwell, max_age, True, 0.0),
+                   delay_ceiling=max_age * CHECKPOINT_DELAY_CEILING,
+                   delay_steady_ceiling=max_age * CHECKPOINT_DELAY_STEADY_CEILING)
+
+    @staticmethod
+    @functools.lru_cache(maxsize=64)
+    def one(slo) -> StepKnobs:
+        """A batch of one (the engine's; the same settings at every evaluation)."""
+        return StepKnobs.of([slo])
+
+
+@dataclass(frozen=True, slots=True)
+class StepCounts:
+    """The counts each candidate may choose: allowed counts ascending (candidates x counts,
+    ``valid`` marks the real ones), the lowest and highest, looked up up to ``top`` + 1."""
+
+    levels: np.ndarray
+    valid: np.ndarray
+    lowest: np.ndarray
+    highest: np.ndarray
+    top: int
+
+    @staticmethod
+    @functools.lru_cache(maxsize=64)
+    def one(counts: tuple[int, ...], top: int) -> StepCounts:
+        """A batch of one from the engine's allowed counts."""
+        levels = np.array([counts], dtype=np.int64)
+        return StepCounts(levels, np.ones(levels.shape, dtype=bool), levels[:, 0].copy(), levels[:, -1].copy(), top)
+
+
+@dataclass(slots=True)
+class StepState:
+    """Per candidate, what the evaluation knows besides the readings: the per-instance rate to
+    plan with (NaN: unknown) and whether it is measured (learned or configured, not a lower
+    bound), the capacity asked for and the part serving, how long the rest still need
+    (``pending_seconds``), the learned checkpoint delay (NaN: none yet), whether the last decision
+    was a stall's, the scale-up step's size at the capacity, how many allowed counts lie below
+    the capacity, the hub's backlog now and at the sample before, and how many partitions have
+    no live owner while others have one."""
+
+    throughput: np.ndarray
+    measured: np.ndarray
+    capacity: np.ndarray
+    ready: np.ndarray
+    pending_seconds: np.ndarray
+    delay: np.ndarray
+    stalling: np.ndarray
+    up_size: np.ndarray
+    below: np.ndarray
+    backlog_total: np.ndarray
+    previous_backlog_total: np.ndarray
+    unowned: np.ndarray
+
+
+@dataclass(slots=True)
+class StepOutcome:
+    """Per column: the count wanted (the capacity where it holds), the direction (``UP``,
+    ``HOLD``, ``DOWN``), the reason code (``REASONS``), the learned checkpoint delay, and the
+    numbers the reasons quote (NaN where a column did not get that far)."""
+
+    wanted: np.ndarray
+    direction: np.ndarray
+    reason: np.ndarray
+    delay: np.ndarray
+    predicted_age: np.ndarray | None = None
+    react: np.ndarray | None = None
+    #: Per source, the partitions set aside as hotter than one instance (rows x candidates); None: none.
+    hot: list[np.ndarray] | None = None
+    #: The serving counts and processed rates of the history's first interval and its last (``stalled``).
+    stall_readings: tuple | None = None
+    drain_seconds: np.ndarray | None = None
+    hold_seconds: np.ndarray | None = None
+    #: With ``explain``: whether every source collects ownership, the busiest owner's load now
+    #: and at the count wanted, the oldest event in view (net of the delay).
+    owned: np.ndarray | None = None
+    busiest_now: np.ndarray | None = None
+    busiest_wanted: np.ndarray | None = None
+    oldest_in_view: np.ndarray | None = None
+
+
+def _plain(values: np.ndarray):
+    """A batch of one's value as a plain number (``arrays``: the rules then run without numpy's
+    overhead per call, the same IEEE arithmetic); a sweep's as it is."""
+    return values.item() if values.size == 1 else values
+
+
+def _any(flags: np.ndarray) -> bool:
+    """``flags.any()``; a batch of one's single flag read directly (a tenth of the cost)."""
+    return bool(flags[0]) if flags.size == 1 else bool(flags.any())
+
+
+def _all(flags: np.ndarray) -> bool:
+    """``flags.all()``; a batch of one's single flag read directly."""
+    return bool(flags[0]) if flags.size == 1 else bool(flags.all())
+
+
+def _columns(rows: np.ndarray, count: int) -> np.ndarray | slice:
+    """The chosen columns as an index: all of them as a slice (no copies then)."""
+    return slice(None) if rows.size == count else rows
+
+
+def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, counts: StepCounts, *, interval: float,
+             since_latest: float, enough_history: bool | np.ndarray, stall_readings: Callable[[], tuple | None],
+             may_scale_in: np.ndarray | None = None, explain: bool = False) -> StepOutcome:
+    """The SLO mode's proposal per candidate, the tests in their one order:
+
+    1. the throughput unknown: wait for new instances, or one step up while the backlog grows;
+    2. no source with partitions: hold;
+    3. partitions hotter than one instance set aside (``hot_partitions``);
+    4. the checkpoint delay learned (``learned_checkpoint_delay``), the forecasts, the ages net
+       of it and the age predicted when a scale-out decided at the next evaluation would serve;
+    5. partitions without a live owner (``state.unowned``): hold;
+    6. a stall (``stalled``): hold, or the minimum (``stall_scale_to_minimum``);
+    7. at risk: the count that serves the need (``scale_out_counts``);
+    8. too little history, or a backlog that grows: hold;
+    9. the smallest count that holds for the dwell (``scale_in_counts``), where ``may_scale_in``
+       (the caller's: where the gates would let a scale-in act; default every column).
+
+    Long because the order is the rule: each test reads what the ones before worked out, and a
+    column leaves at the first that decides it. Work a later test needs runs only for the
+    columns still undecided, and the readings read lazily only when one needs them. With
+    ``explain`` it also works out the numbers only reasons quote."""
+    capacity, throughput = state.capacity, state.throughput
+    count = len(capacity)
+    known = throughput > 0  # (NaN compares False: unknown)
+    wanted = capacity.copy()
+    direction = np.zeros(count, dtype=np.int64)
+    reason = np.full(count, STEADY, dtype=np.int64)
+    outcome = StepOutcome(wanted, direction, reason, state.delay.copy())
+    if not _all(known):
+        unknown = ~known
+        rising = unknown & (state.ready >= capacity) & (state.backlog_total > 0) & (
+            state.backlog_total > state.previous_backlog_total)
+        reason[unknown] = np.where(state.ready[unknown] < capacity[unknown], UNKNOWN_WAITING,
+                                   np.where(rising[unknown], UNKNOWN_GROWING, UNKNOWN))
+        wanted[rising] = capacity[rising] + state.up_size[rising]
+        direction[rising] = UP
+    if not hubs:
+        reason[known] = NO_DATA
+        return outcome
+    if not _any(known):
+        return outcome
+
+    every_known = _all(known)
+    rate = throughput if every_known else np.where(known, throughput, 1.0)
+    # 3. Partitions that receive more than one instance serves, over the rate window and the last
+    # interval alike, fall behind at any count: sized for the rest of the hub (while the hub as a
+    # whole can be served at the highest count).
+    hot = [hot_partitions(hub.arrival_rate, hub.recent_rate, rate, state.measured,
+                          most_instances(hub.partitions, counts.highest, hub.per_instance), hub.row_of) for hub in hubs]
+    any_hot = any(mask.any() for mask in hot)
+    if any_hot:
+        outcome.hot = hot
+
+    # What the rest of the step sees: the set-aside partitions idle and caught up.
+    partition_backlogs = [hub.backlog if hub.partition_backlog is None else hub.partition_backlog for hub in hubs]
+    arrivals, recents = [hub.arrival_rate for hub in hubs], [hub.recent_rate for hub in hubs]
+    ages, waiting = [hub.ages for hub in hubs], [hub.backlog for hub in hubs]
+    backlogs_in_view, earlier = partition_backlogs, [hub.earlier_backlog for hub in hubs]
+    if any_hot:
+        def in_view(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+            return np.where(mask, 0.0, values[:, None] if values.ndim == 1 else values)
+
+        hot_by_partition = [hub.by_partition(mask) for hub, mask in zip(hubs, hot, strict=True)]
+        arrivals = [in_view(values, mask) for values, mask in zip(arrivals, hot, strict=True)]
+        recents = [in_view(values, mask) for values, mask in zip(recents, hot, strict=True)]
+        ages = [in_view(values, mask) for values, mask in zip(ages, hot, strict=True)]
+        waiting = [in_view(values, mask) for values, mask in zip(waiting, hot, strict=True)]
+        backlogs_in_view = [in_view(values, mask) for values, mask in zip(partition_backlogs, hot_by_partition, strict=True)]
+        earlier = [None if values is None else in_view(values, mask) for values, mask in zip(earlier, hot_by_partition,
+                                                                                              strict=True)]
+    by_partition = [hub.by_partition(arrival)[:, None] if arrival.ndim == 1 else hub.by_partition(arrival)
+                    for hub, arrival in zip(hubs, arrivals, strict=True)]  # (shared: one column for all)
+
+    # 4. Checkpoints trail the consumers, so even idle consumers show an oldest event as old as
+    # the checkpoint delay: learned as the floor of the ages (a quiet spell teaches nothing;
+    # while every instance the bounds allow serves and the backlog stays flat it follows them).
+    # (a batch of one runs these per-candidate rules on plain numbers, as ``arrays`` lets them)
+    previous = _plain(state.delay)
+    worst = functools.reduce(np.maximum, [age.max(axis=0) for age in ages])
+    dense = functools.reduce(np.logical_and, [dense_arrivals(arrival, recent, previous, interval, hub.row_of)
+                                              for hub, arrival, recent in zip(hubs, arrivals, recents, strict=True)])
+    enough = enough_history if isinstance(enough_history, np.ndarray) else bool(enough_history)
+    steady = (state.ready >= capacity) & (capacity >= counts.highest) & enough
+    for hub, backlog in zip(hubs, backlogs_in_view, strict=True):
+        if not _any(steady):
+            break
+        read = hub.checkpoints()
+        steady = steady & (checkpoints_keep_pace(read[0], read[1], backlog) if read is not None else False)
+    for backlog, before, arrival in zip(backlogs_in_view, earlier, by_partition, strict=True):
+        if before is not None and _any(steady):
+            steady = steady & backlog_flat(backlog, before, arrival, interval * FLAT_TOLERANCE)
+    delay = learned_checkpoint_delay(_plain(worst), previous, interval, _plain(knobs.delay_ceiling), _plain(dense),
+                                     _plain(steady), _plain(knobs.delay_steady_ceiling))
+    delay = np.array([delay]) if count == 1 else delay
+    outcome.delay = delay if every_known else np.where(known, delay, state.delay)
+    since = since_latest + delay
+    react = since + interval + knobs.provisioning
+    forecasts = [forecast_rates(hub.arrival_rate, hub.recent_rate, knobs.headroom_factor) for hub in hubs]
+    if any_hot:
+        forecasts = [np.where(mask, 0.0, forecast) for forecast, mask in zip(forecasts, hot, strict=True)]
+    ages = [np.maximum(age - delay, 0.0) for age in ages]
+    first = np.minimum(state.pending_seconds, react)
+    by_draw = [np.zeros(count, dtype=bool) if hub.row_of is not None else distinct_shares(forecast)
+               for hub, forecast in zip(hubs, forecasts, strict=True)]
+    every = slice(None)
+    sizing_hot = hot if any_hot else [None] * len(hubs)
+    loads = [hub.loads(forecast, every, mask, rate, draw)
+             for hub, forecast, mask, draw in zip(hubs, forecasts, sizing_hot, by_draw, strict=True)]
+    short_of = np.flatnonzero(state.ready != capacity)
+    predicted = np.zeros(count)
+    risk = np.zeros(count, dtype=bool)
+    for load, forecast, age, backlog, hub in zip(loads, forecasts, ages, waiting, hubs, strict=True):
+        served = load.service(forecast, capacity)
+        served_ready = served  # (the same where every instance asked for serves)
+        if short_of.size:
+            served_ready = served.copy()
+            served_ready[:, short_of] = load.service(forecast[:, short_of], state.ready[short_of], short_of)
+        then = age_at_reaction(age, backlog, forecast, served_ready, served, first, react)
+        predicted = np.maximum(predicted, then.max(axis=0))
+        risk |= (then > carried_age_limits(knobs.limit, forecast, rate, knobs.horizon, hub.row_of)).any(axis=0)
+    outcome.predicted_age, outcome.react = predicted, react
+    if explain:
+        outcome.owned = functools.reduce(np.logical_and, [load.ownership for load in loads])
+        outcome.busiest_now = functools.reduce(np.maximum, [load.busiest(capacity) for load in loads])
+        outcome.oldest_in_view = functools.reduce(np.maximum, [age.max(axis=0) for age in ages])
+
+    # 5. Partitions without a live owner while others have one: a consumer that stalled or is
+    # rebalancing, which no count fixes until they are claimed again.
+    unowned = known & (state.unowned > 0)
+    undecided = known
+    if _any(unowned):
+        reason[unowned] = UNOWNED
+        undecided = known & ~unowned
+
+    # 6. A stall: more instances did not raise the processed rate while the backlog in view grows
+    # (or one recognised before goes on); more instances do not help, fewer leave the recovery short.
+    growing = functools.reduce(np.logical_or, [backlog_growing(backlog, before, arrival, interval) for backlog, before, arrival
+                                               in zip(backlogs_in_view, earlier, by_partition, strict=True)
+                                               if before is not None], np.zeros(count, dtype=bool))
+    stall = np.zeros(count, dtype=bool)
+    if _any(growing & undecided):
+        readings = stall_readings()
+        if readings is not None:
+            (serving_before, serving_now), (done_before, done_now) = readings
+            arriving = functools.reduce(np.add, [column_sums(arrival[:, None] if arrival.ndim == 1 else arrival, hub.row_of)
+                                                 for hub, arrival in zip(hubs, arrivals, strict=True)])
+            most = functools.reduce(np.minimum, [most_instances(hub.partitions, counts.highest, hub.per_instance)
+                                                 for hub in hubs])
+            stall = undecided & stalled(serving_before, serving_now, done_before, done_now, growing, state.stalling,
+                                        arriving, most)
+            if _any(stall):
+                outcome.stall_readings = readings
+                reason[stall] = STALL
+                to_minimum = stall & knobs.stall_to_minimum
+                wanted[to_minimum], direction[to_minimum] = counts.lowest[to_minimum], DOWN
+    if _any(stall):
+        undecided = undecided & ~stall
+
+    # 7. At risk: serve the forecast and drain, over ``drain_seconds``, what will have piled up
+    # by the time new instances serve: the smallest allowed count that serves every partition's need.
+    risk = risk & undecided
+    if _any(risk):
+        rows = np.flatnonzero(risk)
+        columns = _columns(rows, count)
+        drain = drain_seconds(knobs.dwell[columns], knobs.max_age[columns], state.measured[columns], predicted[columns])
+        needs = []
+        for hub, forecast, backlog, partition_backlog, mask, draw in zip(hubs, forecasts, waiting, partition_backlogs,
+                                                                          sizing_hot, by_draw, strict=True):
+            if hub.row_of is None:
+                need = scale_out_need(forecast[:, columns], backlog[:, columns], knobs.provisioning[columns], since[columns],
+                                      knobs.safety[columns], drain)
+                needs.append((hub.loads(need, columns, mask, rate, draw), need))
+                continue
+            # (the need holds each partition's own backlog: equal shares no longer mean equal rows)
+            hot_partition = None if mask is None else mask[hub.row_of][:, columns]
+            held = partition_backlog[:, columns]
+            if hot_partition is not None:
+                held = np.where(hot_partition, 0.0, held)
+            need = scale_out_need(forecast[:, columns][hub.row_of], held, knobs.provisioning[columns], since[columns],
+                                  knobs.safety[columns], drain)
+            owners = hub.owners if isinstance(columns, slice) else hub.owners.of_columns(columns)
+            needs.append((OwnerLoads(need, hot_partition, owners, rate[columns], hub.per_instance, draw[columns]), need))
+        chosen = scale_out_counts(counts.levels[columns], counts.valid[columns], capacity[columns], counts.highest[columns],
+                                  counts.top, needs)
+        wanted[rows], direction[rows], reason[rows] = chosen, UP, AT_RISK
+        outcome.drain_seconds = np.full(count, np.nan)
+        outcome.drain_seconds[rows] = drain
+        if explain:
+            outcome.busiest_wanted = np.full(count, np.nan)
+            outcome.busiest_wanted[rows] = functools.reduce(np.maximum, [load.busiest(chosen, columns) for load in loads])
+    if _any(risk):
+        undecided = undecided & ~risk
+
+    # 8. No scale-in without the rate window's history, nor while the backlog in view grows (the
+    # instances serve less than arrives, and fewer would serve less still).
+    if isinstance(enough, np.ndarray):
+        reason[undecided & ~enough] = TOO_FEW_SAMPLES
+        undecided = undecided & enough
+    elif not enough:
+        reason[undecided] = TOO_FEW_SAMPLES
+        return outcome
+    if _any(growing):
+        reason[undecided & growing] = GROWING
+        undecided = undecided & ~growing
+    if any_hot:
+        reason[undecided & functools.reduce(np.logical_or, [mask.any(axis=0) for mask in hot])] = STEADY_HOT
+
+    # 9. The smallest count that holds for the dwell, at the forecast or the busiest recent
+    # interval (on noisy arrivals), raised while the arrivals clearly rise (``calm_rates``).
+    eligible = undecided if may_scale_in is None else undecided & may_scale_in
+    if not _any(eligible):
+        return outcome
+    rows = np.flatnonzero(eligible)
+    columns = _columns(rows, count)
+    sources = []
+    for hub, forecast, age, mask, draw in zip(hubs, forecasts, ages, sizing_hot, by_draw, strict=True):
+        peak, rise, noise = hub.scale_in_rates()
+        calm = calm_rates(forecast, peak, knobs.headroom_factor, rise, knobs.dwell, noise, knobs.peak_full_noise)
+        if mask is not None:
+            calm = np.where(mask, 0.0, calm)
+        calm = calm[:, columns]
+        sources.append((hub.loads(calm, columns, mask, rate, draw), calm, age[:, columns]))
+    chosen, held = scale_in_counts(counts.levels[columns], state.below[columns], capacity[columns], counts.top,
+                                   knobs.limit[columns], knobs.dwell[columns], interval + knobs.provisioning[columns],
+                                   sources)
+    down = rows[chosen >= 0]
+    wanted[down], direction[down], reason[down] = chosen[chosen >= 0], DOWN, SURPLUS
+    outcome.hold_seconds = np.full(count, np.nan)
+    outcome.hold_seconds[rows] = held
+    if explain and down.size:
+        outcome.busiest_wanted = np.full(count, np.nan) if outcome.busiest_wanted is None else outcome.busiest_wanted
+        found = chosen >= 0
+        outcome.busiest_wanted[down] = functools.reduce(
+            np.maximum, [load.busiest(chosen[found], np.flatnonzero(found)) for load, _, _ in sources])
+    return outcome

@@ -1,0 +1,167 @@
+"""The SLO step (``slo_kernel.slo_step``) at its boundaries: each test in its order decides a
+batch of one as it should, and a batch of several candidates with different readings and
+settings decides every column as that column alone does (the engine's batch of one and the
+batched simulator's sweep are the same function)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pytest
+
+from scaling.domain import slo_kernel as kernel
+from scaling.domain.policy_rules import SloSettings
+
+PARTITIONS = 4
+INTERVAL = 60.0
+TOP = 9
+
+
+@dataclass(frozen=True)
+class Case:
+    """One candidate: its readings (per partition), its state and its settings. By default a
+    calm hub of 4 partitions at 5/s each, served by 2 instances of 10/s (each owner holds 2
+    partitions: 5/s each, as much as arrives), ages well within the SLO of 300 s."""
+
+    arrival: tuple = (5.0, 5.0, 5.0, 5.0)
+    recent: tuple | None = None
+    ages: tuple = (30.0, 30.0, 30.0, 30.0)
+    backlog: tuple = (100.0, 100.0, 100.0, 100.0)
+    earlier: tuple | None = None
+    owners: tuple = (0, 0, 1, 1)
+    throughput: float = 10.0
+    measured: bool = True
+    capacity: int = 2
+    ready: int | None = None
+    delay: float = 0.0
+    enough_history: bool = True
+    unowned: int = 0
+    stalling: bool = False
+    #: ((serving before, serving now), (processed before, processed now)), or None: not known.
+    stall: tuple | None = None
+    backlog_total: float = 400.0
+    previous_backlog_total: float = 400.0
+    counts: tuple = (1, 2, 3, 4)
+    slo: SloSettings = field(default_factory=lambda: SloSettings(max_event_age_seconds=300.0, safety_seconds=30.0,
+                                                                 headroom=0.0, provisioning_delay_seconds=120.0,
+                                                                 min_dwell_seconds=600.0))
+
+
+def _stack(cases: list[Case], pick) -> np.ndarray:
+    return np.array([pick(case) for case in cases]).T  # (partitions, candidates)
+
+
+def step(cases: list[Case]) -> kernel.StepOutcome:
+    """The step over ``cases`` as columns (the readings, state and settings stacked)."""
+    count = len(cases)
+    arrival = _stack(cases, lambda c: c.arrival)
+    recent = _stack(cases, lambda c: c.recent or c.arrival)
+    backlog = _stack(cases, lambda c: c.backlog)
+    hub = kernel.HubReading(
+        arrival_rate=arrival, recent_rate=recent, ages=_stack(cases, lambda c: c.ages), backlog=backlog,
+        owners=kernel.Owners(_stack(cases, lambda c: c.owners).astype(np.int64)),
+        per_instance=kernel.per_instance_table(PARTITIONS, TOP), checkpoints=lambda: None,
+        scale_in_rates=lambda: (np.maximum(arrival, recent), 0.0, 0.0),
+        earlier_backlog=_stack(cases, lambda c: c.earlier or c.backlog))
+    width = max(len(case.counts) for case in cases)
+    levels = np.array([[*case.counts, *[TOP + 1] * (width - len(case.counts))] for case in cases], dtype=np.int64)
+    counts = kernel.StepCounts(levels, levels <= TOP, levels[:, 0].copy(),
+                               np.array([case.counts[-1] for case in cases], dtype=np.int64), TOP)
+    capacity = np.array([case.capacity for case in cases], dtype=np.int64)
+    state = kernel.StepState(
+        throughput=np.array([case.throughput for case in cases]), measured=np.array([case.measured for case in cases]),
+        capacity=capacity, ready=np.array([case.capacity if case.ready is None else case.ready for case in cases]),
+        pending_seconds=np.zeros(count), delay=np.array([case.delay for case in cases]),
+        stalling=np.array([case.stalling for case in cases]), up_size=np.ones(count, dtype=np.int64),
+        below=np.array([sum(1 for n in case.counts if n < case.capacity) for case in cases]),
+        backlog_total=np.array([case.backlog_total for case in cases]),
+        previous_backlog_total=np.array([case.previous_backlog_total for case in cases]),
+        unowned=np.array([case.unowned for case in cases]))
+
+    def stall_readings():
+        if any(case.stall is None for case in cases):
+            return None
+        return tuple(tuple(np.array([case.stall[pair][index] for case in cases]) for index in range(2)) for pair in range(2))
+
+    return kernel.slo_step([hub], state, kernel.StepKnobs.of([case.slo for case in cases]), counts, interval=INTERVAL,
+                           since_latest=0.0, enough_history=np.array([case.enough_history for case in cases]),
+                           stall_readings=stall_readings, explain=True)
+
+
+GROWING_BACKLOG = {"backlog": (2000.0,) * 4, "earlier": (0.0,) * 4}
+CASES = {
+    # the throughput unknown: wait for new instances; one step up while the backlog grows; else hold
+    "unknown, waiting": (Case(throughput=np.nan, ready=1), kernel.UNKNOWN_WAITING, kernel.HOLD, 2),
+    "unknown, backlog grows": (Case(throughput=np.nan, backlog_total=401.0), kernel.UNKNOWN_GROWING, kernel.UP, 3),
+    "unknown, backlog flat": (Case(throughput=np.nan), kernel.UNKNOWN, kernel.HOLD, 2),
+    # at risk: served as fast as it arrives, the age stays where it is: at the limit (270 s) or past it
+    "at the limit": (Case(ages=(270.0,) * 4), kernel.STEADY, kernel.HOLD, 2),
+    "past the limit": (Case(ages=(270.5,) * 4), kernel.AT_RISK, kernel.UP, 4),
+    # partitions without a live owner hold, before the risk
+    "unowned": (Case(ages=(270.5,) * 4, unowned=1), kernel.UNOWNED, kernel.HOLD, 2),
+    # a stall: more instances, the processed rate no higher (within 10%), the backlog growing
+    "stall": (Case(**GROWING_BACKLOG, stall=((1, 2), (5.0, 5.5))), kernel.STALL, kernel.HOLD, 2),
+    "no stall: processed rose": (Case(**GROWING_BACKLOG, stall=((1, 2), (5.0, 5.6))), kernel.GROWING, kernel.HOLD, 2),
+    "stall goes on": (Case(**GROWING_BACKLOG, stall=((2, 2), (5.0, 5.0)), stalling=True), kernel.STALL, kernel.HOLD, 2),
+    "stall to the minimum": (Case(**GROWING_BACKLOG, stall=((1, 2), (5.0, 5.0)), slo=SloSettings(
+        max_event_age_seconds=300.0, safety_seconds=30.0, headroom=0.0, stall_scale_to_minimum=True)),
+        kernel.STALL, kernel.DOWN, 1),
+    # no scale-in without the history, nor while the backlog grows (by more than an interval's arrivals)
+    "too few samples": (Case(arrival=(0.5,) * 4, enough_history=False), kernel.TOO_FEW_SAMPLES, kernel.HOLD, 2),
+    "backlog grows": (Case(arrival=(0.5,) * 4, backlog=(130.1,) * 4, earlier=(100.0,) * 4), kernel.GROWING,
+                      kernel.HOLD, 2),
+    "backlog grows by an interval's arrivals": (Case(arrival=(0.5,) * 4, backlog=(130.0,) * 4, earlier=(100.0,) * 4),
+                                                kernel.SURPLUS, kernel.DOWN, 1),
+    # the scale-in: a surplus, or no smaller count that holds for the dwell
+    "surplus": (Case(arrival=(1.0,) * 4, capacity=4, owners=(0, 1, 2, 3)), kernel.SURPLUS, kernel.DOWN, 1),
+    "steady": (Case(), kernel.STEADY, kernel.HOLD, 2),
+    "steady, a partition set aside": (Case(arrival=(12.0, 1.0, 1.0, 1.0), capacity=4, owners=(0, 1, 2, 3),
+                                           counts=(4,)), kernel.STEADY_HOT, kernel.HOLD, 4),
+}
+
+
+@pytest.mark.parametrize(("case", "reason", "direction", "wanted"), CASES.values(), ids=CASES.keys())
+def test_a_batch_of_one_decides_at_the_boundary(case: Case, reason: int, direction: int, wanted: int) -> None:
+    outcome = step([case])
+    assert (kernel.REASONS[int(outcome.reason[0])], int(outcome.direction[0]), int(outcome.wanted[0])) == \
+        (kernel.REASONS[reason], direction, wanted)
+
+
+def _column(outcome: kernel.StepOutcome, index: int) -> tuple:
+    """A column's decision, and where the throughput is known the numbers its reasons quote."""
+    decision = (int(outcome.reason[index]), int(outcome.direction[index]), int(outcome.wanted[index]),
+                float(outcome.delay[index]))
+    if decision[0] in (kernel.UNKNOWN_WAITING, kernel.UNKNOWN_GROWING, kernel.UNKNOWN):
+        return decision
+    numbers = (outcome.predicted_age, outcome.react, outcome.busiest_now, outcome.oldest_in_view, outcome.drain_seconds,
+               outcome.hold_seconds, outcome.busiest_wanted)
+    return (*decision, *(None if values is None or np.isnan(values[index]) else float(values[index]) for values in numbers))
+
+
+def test_a_sweep_decides_every_column_as_a_batch_of_one() -> None:
+    # every case above, and each again with other settings (SLO, headroom, counts), as one batch
+    others = [replace(case, slo=replace(case.slo, max_event_age_seconds=420.0, headroom=0.1), counts=(1, 2, 3, 4, 6, 8))
+              for case, *_ in CASES.values() if case.stall is None]
+    cases = [case for case, *_ in CASES.values() if case.stall is None] + others
+    together = step(cases)
+    for index, case in enumerate(cases):
+        assert _column(together, index) == _column(step([case]), 0), index
+    assert {int(code) for code in together.reason} >= {kernel.UNKNOWN, kernel.AT_RISK, kernel.UNOWNED, kernel.GROWING,
+                                                       kernel.TOO_FEW_SAMPLES, kernel.SURPLUS, kernel.STEADY}
+
+
+def test_a_sweep_with_stalls_decides_every_column_as_a_batch_of_one() -> None:
+    # the stall's readings are the hub's (all columns read them), so these run together
+    cases = [case for case, *_ in CASES.values() if case.stall is not None]
+    cases += [replace(case, capacity=3, counts=(1, 2, 3, 4, 5)) for case in cases]
+    together = step(cases)
+    for index, case in enumerate(cases):
+        assert _column(together, index) == _column(step([case]), 0), index
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_one_later_peak_is_that_row_of_later_peaks(index: int) -> None:
+    times = np.array([0.0, 60.0, 120.0, 120.0, 200.0, 260.0])  # (a step of no time counts for none)
+    positions = np.cumsum(np.random.default_rng(index).random((6, 3)) * 1000.0, axis=0)
+    assert np.array_equal(kernel.later_peak(times, positions, index), kernel.later_peaks(times, positions)[index])
