@@ -27,7 +27,7 @@ from scaling.simulation.world.scenario import ASSIGNMENTS, Scenario
 from scaling.simulation.world.traces import existing_trace
 
 #: The stress cells (docs/stress.md): skews under both load balancers, and realistic seeds.
-SKEWS = (0.02, 0.05)
+SKEWS = (0.02, 0.03, 0.05)
 SEEDS = (1, 2, 3)
 #: The action goal (docs/stress.md): at least this many minutes per scale action on average.
 MIN_MINUTES_PER_ACTION = 30.0
@@ -161,7 +161,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", action="append", required=True, type=existing_trace, help="per-minute trace CSV (repeatable)")
     parser.add_argument("--json", required=True, help="where to write the JSON rows (every run, with its cell)")
     parser.add_argument("--markdown", help="also write the table (with how to regenerate it) to this file")
-    parser.add_argument("--skews", type=_numbers(float), default=SKEWS, help="comma-separated skews (default: 0.02,0.05)")
+    parser.add_argument("--skews", type=_numbers(float), default=SKEWS, help="comma-separated skews (default: 0.02,0.03,0.05)")
     parser.add_argument("--assignments", type=_numbers(str, ASSIGNMENTS), default=ASSIGNMENTS,
                         help="comma-separated load balancers for the skew cells (default: modulo,balanced)")
     parser.add_argument("--seeds", type=_numbers(int), default=SEEDS, help="comma-separated realistic seeds (default: 1,2,3)")

@@ -101,21 +101,27 @@ def holds_on_splits(candidate: Mapping, slo_minutes: float, margin: Margin = MAR
 
 
 #: A candidate is recommended only for a saving that shows: at least this fraction of the current
-#: policy's validation cost overall, and no dearer on any validation block. A change costs an
+#: policy's validation cost overall, and ``KEPT_SAVING`` on every validation block. A change costs an
 #: operator's review and a new regime; a saving within the folds' noise is none (it can turn into
 #: a cost after the folds).
 MIN_SAVING = 0.02
+#: ... and at least this fraction on every validation block and under every stress replay: a
+#: saving that one window or one rougher world shows as nothing is within the noise there. On the
+#: family's steps seed 1 in `realistic` the choice saved 2.9% on validation but 1.8% on one block
+#: and 0.1% under `rough`, and cost 4.2% more than the default afterwards; flash seed 1's (7.3%,
+#: at least 5.4% everywhere) kept 6.3% afterwards.
+KEPT_SAVING = 0.01
 
 
 def improves(candidate: Mapping, current: Mapping) -> bool:
     """Whether ``candidate``'s scores save enough on the current policy's to be recommended:
-    ``MIN_SAVING`` on validation and no dearer on any validation block. (A current policy that
+    ``MIN_SAVING`` on validation and ``KEPT_SAVING`` on every validation block. (A current policy that
     misses the margin is not replaced by one that saves less: the cheapest that holds is named
     as ``safer``, for review. A saving under ``MIN_SAVING`` is within the folds' noise even there:
     on the family's spikes seed 1 in `realistic` one 1.1% cheaper on validation cost 0.4% more
     afterwards.)"""
     return (candidate["validation"]["cost"] <= (1 - MIN_SAVING) * current["validation"]["cost"]
-            and all(mine["validation"]["cost"] <= theirs["validation"]["cost"]
+            and all(mine["validation"]["cost"] <= (1 - KEPT_SAVING) * theirs["validation"]["cost"]
                     for mine, theirs in zip(candidate["folds"], current["folds"], strict=True)))
 
 
@@ -166,9 +172,10 @@ def holds_under_stress(index: int, stress: Mapping[str, Mapping[int, Mapping]], 
     all. Another candidate than the current policy (``current_index``) is held to the margin or,
     where the current policy misses it in that replay, to the SLO (``Margin.miss``); the current
     policy itself to the margin (its own risk is reported as it is). And another candidate must
-    keep its saving there: a replay in which it costs more than the current policy on validation
-    is a saving the history's world shows and a rougher one takes back (the choices that cost more
-    than the default afterwards were dearer in a rough replay: docs/policy-experiments.md)."""
+    keep its saving there: a replay in which it saves less than ``KEPT_SAVING`` on the current
+    policy's validation cost is a saving the history's world shows and a rougher one takes back
+    (the choices that cost more than the default afterwards were dearer, or no cheaper, in a rough
+    replay: docs/policy-experiments.md)."""
     for name, replay in stress.items():
         if index not in replay:
             return "not replayed under stress: fails on the splits, costs more than the current policy, or a cheaper one holds"
@@ -176,10 +183,10 @@ def holds_under_stress(index: int, stress: Mapping[str, Mapping[int, Mapping]], 
         failed = holds_on_splits(replay[index], slo_minutes, margin, name, current)
         if failed:
             return failed
-        if current is not None and replay[index]["validation"]["cost"] > current["validation"]["cost"]:
+        if current is not None and replay[index]["validation"]["cost"] > (1 - KEPT_SAVING) * current["validation"]["cost"]:
             dearer = replay[index]["validation"]["cost"] / current["validation"]["cost"] - 1
-            return (f"validation under {name}: costs {dearer:+.1%} against the current policy (the saving does not "
-                    "hold there)")
+            return (f"validation under {name}: costs {dearer:+.1%} against the current policy (a saving under "
+                    f"{KEPT_SAVING:.0%} does not hold there)")
     return None
 
 
@@ -242,7 +249,7 @@ def risk(base: Mapping, stress: Mapping[str, Mapping]) -> dict:
 def select(labels: Sequence[str], base: Sequence[Mapping], stress: Mapping[str, Mapping[int, Mapping]], current_index: int,
            slo_minutes: float, margin: Margin = MARGIN, regime: list[dict] | None = None) -> Selection:
     """The cheapest candidate that holds on every split and stress replay, if it saves enough on the
-    current policy (``improves``: ``MIN_SAVING`` on validation, no block dearer); else the current
+    current policy (``improves``: ``MIN_SAVING`` on validation, ``KEPT_SAVING`` on every block); else the current
     policy, with the reason (and, when the current policy misses the margin, the cheapest candidate
     that holds as ``safer``, for review).
 
@@ -274,7 +281,7 @@ def select(labels: Sequence[str], base: Sequence[Mapping], stress: Mapping[str, 
         change = f"{cost / ceiling - 1:+.1%}" if ceiling > 0 else "n/a"
         reason = (f"cheapest candidate that meets the SLO with margin on all {len(base[best]['folds'])} splits and "
                   f"{len(stress)} stress replays ({', '.join(stress) or 'none'}); validation cost {change} against the current "
-                  f"policy, lower on every validation block.{note}")
+                  f"policy, at least {KEPT_SAVING:.0%} lower on every validation block.{note}")
         return Selection(best, False, reason, failures, risk(base[best], stressed(best)), current_risk, regime)
     others = [index for index in holding if index != current_index]
     current_miss = failures.get(current_index)

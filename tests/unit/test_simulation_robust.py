@@ -138,7 +138,8 @@ def candidate(cost: float, folds: tuple = ((2.0, 3.0),) * 3, *, train_meets: boo
 
 
 def holding(count: int) -> dict:
-    return {index: candidate(100.0) for index in range(count)}
+    """A stress replay in which every candidate holds and keeps a saving on the current policy (index 0)."""
+    return {index: candidate(100.0 if index == 0 else 90.0) for index in range(count)}
 
 
 def past_slo(scores: dict, violations: int = 3) -> dict:
@@ -183,7 +184,7 @@ def test_a_cheaper_candidate_no_riskier_than_the_current_policy_under_stress_is_
     a cheaper candidate is held to the SLO, not to that maximum; one past the SLO is not chosen,
     and the current policy's own miss stays in its risk figures."""
     base = [candidate(300.0), candidate(240.0), candidate(260.0)]
-    rough = {0: candidate(1.0, ((2.0, 5.25),) * 3), 1: riskier, 2: candidate(1.0, ((2.0, 4.9),) * 3)}
+    rough = {0: candidate(2.0, ((2.0, 5.25),) * 3), 1: riskier, 2: candidate(1.0, ((2.0, 4.9),) * 3)}
     selection = select(["current", "riskier", "safer"], base, {"surge": holding(3), "rough": rough}, 0, SLO)
     assert (selection.index, selection.kept_current) == (chosen, False)
     if chosen == 1:
@@ -199,10 +200,13 @@ def test_a_cheaper_candidate_no_riskier_than_the_current_policy_under_stress_is_
 @pytest.mark.parametrize(
     ("rough_cost", "chosen", "failure"),
     [
-        pytest.param(300.0, 1, None, id="as-dear-under-rough-keeps-its-saving"),
-        # issue 53: with 2% of slack here, choices ended 3-4% dearer than the default in `realistic`
-        pytest.param(300.3, 2, "validation under rough: costs +0.1% against the current policy (the saving does not hold "
-                     "there)", id="dearer-under-rough-does-not"),
+        pytest.param(297.0, 1, None, id="1%-cheaper-under-rough-keeps-its-saving"),
+        # with 2% of slack here, choices ended 3-4% dearer than the default in `realistic`; with none,
+        # steps seed 1's (0.1% cheaper under rough) ended 4.2% dearer
+        pytest.param(299.7, 2, "validation under rough: costs -0.1% against the current policy (a saving under 1% does "
+                     "not hold there)", id="0.1%-cheaper-under-rough-does-not"),
+        pytest.param(300.3, 2, "validation under rough: costs +0.1% against the current policy (a saving under 1% does "
+                     "not hold there)", id="dearer-under-rough-does-not"),
         pytest.param(240.0, 1, None, id="cheaper-there-too"),
     ],
 )
@@ -235,7 +239,7 @@ def test_the_spread_across_folds_is_min_median_max() -> None:
                      "current policy: fold 2 "
                      "validation: p99 age 4.70 min > 0.9 x SLO.", None,
                      id="nothing-holds"),
-        pytest.param([candidate(300.0), candidate(320.0)], {"surge": {0: candidate(1.0, ((2.0, 6.0),) * 3), 1: candidate(1.0)}},
+        pytest.param([candidate(300.0), candidate(320.0)], {"surge": {0: candidate(2.0, ((2.0, 6.0),) * 3), 1: candidate(1.0)}},
                      "the current policy misses the margin (fold 1 validation under surge: max age 6.00 min > 0.95 x SLO); the "
                      "cheapest candidate that holds, b, costs +6.7% on validation (per block +6.7%, +6.7%, +6.7%), and a "
                      "recommendation saves at least 2% and costs no more on any block: review it.", 1,
@@ -262,6 +266,11 @@ def test_the_current_policy_stays_with_the_reason(base, stress, reason, safer) -
                      id="1.7%-cheaper-is-within-the-noise"),
         pytest.param(candidate(300.0), candidate(294.0, block_costs=(90.0, 90.0, 114.0)), 0,
                      "the current policy holds", id="cheaper-overall-dearer-on-a-block"),
+        # 2% overall, 0.5% on the first block: a saving one window shows as nothing is within the noise
+        pytest.param(candidate(300.0), candidate(294.0, block_costs=(99.5, 97.25, 97.25)), 0,
+                     "the current policy holds", id="cheaper-overall-under-1%-on-a-block"),
+        pytest.param(candidate(300.0), candidate(294.0, block_costs=(99.0, 97.5, 97.5)), 1,
+                     "cheapest candidate that meets the SLO", id="cheaper-overall-1%-on-every-block"),
         # issue 53: a saving within the noise buys no change, even from a current policy past the margin
         pytest.param(candidate(300.0, ((2.0, 5.5),) * 3), candidate(299.0), 0,
                      "the current policy misses the margin (fold 1 validation: max age 5.50 min > 0.95 x SLO); the cheapest "
@@ -295,7 +304,7 @@ def test_a_candidate_replaces_a_current_policy_past_the_margin_only_for_a_saving
     """Under a stress replay where the current policy is past the margin, a candidate is held to
     the SLO there; it replaces the current policy only for a saving of ``MIN_SAVING`` (issue 53)."""
     base = [candidate(300.0), candidate(cost)]
-    stress = {"rough": {0: candidate(1.0, ((2.0, 5.3),) * 3), 1: rough}}
+    stress = {"rough": {0: candidate(2.0, ((2.0, 5.3),) * 3), 1: rough}}
     assert select(["current", "other"], base, stress, 0, SLO).index == chosen
 
 
@@ -317,7 +326,7 @@ def test_where_the_current_policy_misses_the_slo_on_its_own_history_the_cheapest
     default cannot catch) pays for the cheapest candidate that holds everywhere, dearer or not; a
     current policy past the margin only in a stress replay keeps its place (the dearer one is named)."""
     base = [current, candidate(280.0, train_meets=False), candidate(330.0), candidate(360.0)]
-    surge = {0: candidate(1.0, ((2.0, 6.0),) * 3), 1: candidate(1.0), 2: candidate(1.0), 3: candidate(1.0)}
+    surge = {0: candidate(2.0, ((2.0, 6.0),) * 3), 1: candidate(1.0), 2: candidate(1.0), 3: candidate(1.0)}
     selection = select(["current", "cheap but missing", "safe", "safer"], base, {"surge": surge}, 0, SLO)
     assert (selection.index, selection.kept_current) == (chosen, chosen == 0)
     assert selection.reason.startswith(reason)
@@ -375,10 +384,10 @@ def test_stress_rounds_replay_the_cheapest_first_then_the_rest_unless_one_held(r
     listed = [0, 4, 3, 2, 1, 5]
 
     def scores(index: int, holds: bool | str) -> dict:
-        if holds is True:
-            return candidate(1.0)
+        if holds is True:  # (the current policy dearer there: the others keep a saving)
+            return candidate(2.0 if index == 0 else 1.0)
         if index == 0 or holds:
-            return candidate(1.0, ((2.0, 5.5),) * 3)
+            return candidate(2.0 if index == 0 else 1.0, ((2.0, 5.5),) * 3)
         return past_slo(candidate(1.0, ((2.0, 6.0),) * 3))
 
     stress = {name: {index: scores(index, holds) for index, holds in replayed.items()} for name in ("realistic", "surge")}

@@ -129,3 +129,10 @@ def test_a_bad_list_fails_naming_its_flag(flag: str, value: str, tiny_trace: Pat
     with pytest.raises(SystemExit):
         main(["stress", "--trace", str(tiny_trace), "--json", str(tmp_path / "x.json"), flag, value])
     assert f"argument {flag}" in capsys.readouterr().err
+
+
+def test_the_default_stress_set_runs_skew_0_02_and_0_03_under_both_load_balancers() -> None:
+    labels = [cell.label for cell in cells()]
+    for skew in (0.02, 0.03):
+        for assignment in ("modulo", "balanced"):
+            assert f"standard skew={skew} assignment={assignment}" in labels
