@@ -244,6 +244,38 @@ def _stall(samples: Sequence[MetricSample], capacity: int, growing: bool, contin
     return (serving[0], serving[1]), (done[0], done[1])
 
 
+def _moved_stand_still(samples: Sequence[MetricSample]) -> float:
+    """How long the partitions that changed owner in the window kept their checkpoints still
+    (``slo_kernel.moved_stand_still``; NaN: no episode ended in the last interval), over the
+    sources that read in every sample (the mean where several show one)."""
+    measured = []
+    for source in samples[-1].sources:
+        if not source.ok or not source.partitions or source.owners is None:
+            continue
+        readings = [next((x for x in sample.sources if x.name == source.name and x.ok), None) for sample in samples]
+        if any(reading is None for reading in readings):
+            continue
+        ids = tuple(map(_PARTITION_ID, source.partitions))
+        owned = [tuple(_OWNER(p) for p in reading.partitions) if tuple(map(_PARTITION_ID, reading.partitions)) == ids
+                 else None for reading in readings]
+        if None not in owned and len(set(owned)) == 1:  # no owner changed in the window: nothing to measure
+            continue
+        codes: dict[str, int] = {}
+        owners, checkpoints, backlogs = [], [], []
+        for reading in readings:
+            by_id = {p.partition_id: p for p in reading.partitions}
+            row = [by_id.get(partition_id) for partition_id in ids]
+            owners.append([-1 if p is None or p.owner is None else codes.setdefault(p.owner, len(codes)) for p in row])
+            checkpoints.append([math.nan if p is None else -1.0 if p.checkpoint is None else float(p.checkpoint) for p in row])
+            backlogs.append([0.0 if p is None else float(p.backlog) for p in row])
+        times = np.array([_seconds(sample.collected_at) for sample in samples])
+        value = kernel.moved_stand_still(times, np.array(owners)[:, :, None], np.array(checkpoints)[:, :, None],
+                                         np.array(backlogs)[:, :, None])[0]
+        if not math.isnan(value):
+            measured.append(float(value))
+    return sum(measured) / len(measured) if measured else math.nan
+
+
 def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     """Scale out when the SLO is at risk, in to the cheapest count that holds (module docstring).
 
@@ -309,6 +341,15 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     since_latest += delay
     react = since_latest + interval + slo.provisioning_delay_seconds
 
+    # Rebalance pauses (slo_kernel.rebalance): learned from the moves the window shows; where
+    # one is known, a scale-out acts that much earlier, counts the pause's arrivals and drains
+    # within the SLO.
+    pause = float(kernel.learned_rebalance_pause(math.nan if state.rebalance_pause_seconds is None
+                                                 else state.rebalance_pause_seconds, _moved_stand_still(samples)))
+    new_state = replace(new_state, rebalance_pause_seconds=None if math.isnan(pause) else pause)
+    allowance = float(kernel.pause_allowance(pause))
+    react += allowance
+
     # The kernel's arithmetic on a batch of one candidate (column), source by source.
     forecasts = [kernel.forecast_rates(o.arrival_rate, o.recent_arrival_rate, np.array([1.0 + slo.headroom])) for o in outlooks]
     ages = [np.maximum(o.age_seconds - delay, 0.0)[:, None] for o in outlooks]
@@ -355,6 +396,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         "checkpoint_delay_seconds": round(delay, 1),
         "busiest_load": round(busiest_now, 3),
         **({"hot_partitions": len(hot_notes) - 1} if hot_notes else {}),
+        **({"rebalance_pause_seconds": round(allowance, 1)} if allowance > 0 else {}),
     }
     hot_reasons = tuple(["hot_partition: " + "; ".join(hot_notes)] if hot_notes else [])
 
@@ -397,7 +439,8 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     if at_risk:
         # Serve the forecast and drain what will have piled up by the time new instances serve.
         drain_seconds, drain_note = scale_out_drain(target, situation, worst_predicted)
-        needed = [kernel.scale_out_need(forecast, backlog, slo.provisioning_delay_seconds, since_latest, slo.safety_seconds,
+        drain_seconds = float(kernel.paused_drain_seconds(drain_seconds, float(slo.max_event_age_seconds), pause))  # (pause)
+        needed = [kernel.scale_out_need(forecast, backlog, slo.provisioning_delay_seconds + allowance, since_latest, slo.safety_seconds,
                                         drain_seconds) for forecast, backlog in zip(forecasts, backlogs, strict=True)]
         wanted = int(kernel.scale_out_counts(levels, np.ones(levels.shape, dtype=bool), np.array([capacity]),
                                              np.array([counts[-1]]), top,
@@ -431,7 +474,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     calm_loads = owner_loads(calm)
     reaction = np.array([interval + slo.provisioning_delay_seconds])
     limits, dwell = np.array([limit]), np.array([slo.min_dwell_seconds])
-    sources = list(zip(calm_loads, calm, ages, strict=True))
+    sources = list(zip(calm_loads, calm, [kernel.scale_in_ages(age, pause) for age in ages], strict=True))  # (pause)
     chosen_counts, held = kernel.scale_in_counts(levels, np.array([sum(1 for count in counts if count < capacity)]),
                                                  np.array([capacity]), top, limits, dwell, reaction, sources)
     chosen, hold_seconds = int(chosen_counts[0]), float(held[0])

@@ -13,7 +13,8 @@ and the state arrays (the batched driver). Time is in seconds.
 
 Its rooms: ``arrays`` (a batch of one as plain numbers), ``serving`` (who serves), ``gates``,
 ``learning``, ``ages`` (rates, ages, the fluid model), ``hub`` (the hub as a whole), ``owners``
-(owner loads), ``counts``. Callers read every rule here, as ``slo_kernel.name``.
+(owner loads), ``counts``, ``rebalance`` (how long a moved partition stands still). Callers read
+every rule here, as ``slo_kernel.name``.
 
 The rules, in the order an evaluation meets them:
 
@@ -119,6 +120,14 @@ from scaling.domain.slo_kernel.owners import (  # noqa: F401
     _owners_of,
     _running_sums,
     per_instance_table,
+)
+from scaling.domain.slo_kernel.rebalance import (  # noqa: F401
+    PAUSE_LEARNING_RATE,
+    learned_rebalance_pause,
+    moved_stand_still,
+    pause_allowance,
+    paused_drain_seconds,
+    scale_in_ages,
 )
 from scaling.domain.slo_kernel.serving import (  # noqa: F401
     pending_seconds,

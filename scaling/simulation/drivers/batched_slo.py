@@ -172,6 +172,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     floor = np.full(count, np.nan)
     unconfirmed = np.full(count, np.nan)  # a low reading waiting for the next learning step
     delay = np.full(count, np.nan)
+    pause = np.full(count, np.nan)  # the learned rebalance pause (slo_kernel.rebalance)
     tokens = np.full(count, np.nan)
     tokens_at = np.full(count, np.nan)
     # What the sample shows (checkpoint positions and backlog per row, their sums), and the previous one's.
@@ -187,6 +188,11 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     # ... and the events checkpointed and the instances serving at each (slo._stall: a stall).
     checkpointed_ring = np.zeros((window_samples, count))
     serving_ring = np.zeros((window_samples, count), dtype=np.int64)
+    # ... and each partition's owner and checkpoint (the rebalance pause), and the last sample
+    # at which an owner changed (only candidates with a change in the window measure a pause).
+    owner_ring = np.zeros((window_samples, partitions, count), dtype=np.int64)
+    checkpoint_ring = np.zeros((window_samples, partitions, count))
+    owner_changed_at = np.full(count, -window_samples - 1, dtype=np.int64)
     stalling = np.zeros(count, dtype=bool)  # the last decision was a stall's hold (state.last_reason_code)
     owned_by: slo_kernel.Owners | None = None  # the sizing's owners, as last read
     row_of = layout.row_of if layout.groups is not None else None  # (each partition's row, where rows stand for several)
@@ -207,7 +213,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         owners_now = world.ownership_snapshot()
         names_now = world.owner_names(owners_now)
         owners_steady = ~(names_now != names_before).any(axis=0)
+        if seen > 1:
+            owner_changed_at[~owners_steady] = seen
         names_before = names_now
+        owner_ring[seen % window_samples] = names_now
         owned_by = slo_kernel.Owners.read(owners_now, owned_by)  # for the learning and the sizing
         live_owners = owned_by.live  # distinct live owners
         previous_checkpoints, previous_partition_backlog = checkpoints.copy(), partition_backlog
@@ -215,6 +224,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         enqueued_now = world.enqueued_at(now)
         partition_backlog = np.maximum(enqueued_now - checkpoints, 0.0)
         backlog_ring[seen % window_samples] = partition_backlog
+        checkpoint_ring[seen % window_samples] = checkpoints
         enqueued = (positions[now][:, None] if traces is None else positions[now][:, traces]) + 1.0
         oldest = layout.reduce(checkpoints)
         backlog = np.maximum(enqueued - oldest, 0.0)
@@ -340,6 +350,11 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                                                                 dense, steady, settings.delay_steady_ceiling)
             delay = np.where(known, learned_delay, delay)
             react = learned_delay + sample_interval + settings.provisioning
+            # slo.propose: the rebalance pause learned from the moves the window shows, allowed for where known.
+            pause = np.where(known, _learned_pause(pause, samples, seen, owner_changed_at, window_samples, times,
+                                                   owner_ring, checkpoint_ring, backlog_ring), pause)
+            allowance = slo_kernel.pause_allowance(pause)
+            react = react + allowance
             forecast = slo_kernel.forecast_rates(arrival, recent_rate, settings.headroom_factor)
             waiting = backlog
             if any_hot:
@@ -381,16 +396,16 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 wanted_rate = forecast[:, rows]
                 drain = slo_kernel.drain_seconds(settings.dwell[rows], settings.max_age[rows], measured[rows],
                                                  worst_predicted[rows])
+                drain = slo_kernel.paused_drain_seconds(drain, settings.max_age[rows], pause[rows])  # (pause)
+                lead = settings.provisioning[rows] + allowance[rows]  # (pause)
                 if layout.groups is None:
-                    need = slo_kernel.scale_out_need(wanted_rate, waiting[:, rows], settings.provisioning[rows], since,
-                                                     settings.safety[rows], drain)
+                    need = slo_kernel.scale_out_need(wanted_rate, waiting[:, rows], lead, since, settings.safety[rows], drain)
                     loads = _owner_loads(need, rows, *sizing)
                 else:  # the need holds each partition's own backlog: equal shares no longer mean equal rows
                     hot_partition = hot[row_of][:, rows] if any_hot else None
                     held = partition_backlog[:, rows] if hot_partition is None else np.where(hot_partition, 0.0,
                                                                                                partition_backlog[:, rows])
-                    need = slo_kernel.scale_out_need(wanted_rate[row_of], held, settings.provisioning[rows], since,
-                                                     settings.safety[rows], drain)
+                    need = slo_kernel.scale_out_need(wanted_rate[row_of], held, lead, since, settings.safety[rows], drain)
                     loads = slo_kernel.OwnerLoads(need, hot_partition, owned_by.of_columns(rows), rate[rows], per_instance,
                                                   by_draw[rows])
                 proposal[rows] = slo_kernel.scale_out_counts(settings.levels[rows], settings.valid_level[rows], capacity[rows],
@@ -423,7 +438,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                     chosen, _ = slo_kernel.scale_in_counts(
                         settings.levels[rows], settings.below[rows, np.minimum(capacity[rows], settings.top)], capacity[rows],
                         settings.top, settings.limit[rows], settings.dwell[rows], sample_interval + settings.provisioning[rows],
-                        [(_owner_loads(calm[:, rows], rows, *sizing), calm[:, rows], age[:, rows])])
+                        [(_owner_loads(calm[:, rows], rows, *sizing), calm[:, rows],
+                          slo_kernel.scale_in_ages(age[:, rows], pause[rows]))])  # (pause)
                     down_rows = rows[chosen >= 0]
                     proposal[down_rows] = chosen[chosen >= 0]
 
@@ -458,6 +474,22 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         world.request(rows, wanted)
 
     return world.results(algorithm=algorithm, knobs=knobs, score_from=score_from)
+
+
+def _learned_pause(pause: np.ndarray, samples: int, seen: int, owner_changed_at: np.ndarray, window_samples: int,
+                   times: np.ndarray, owners: np.ndarray, checkpoints: np.ndarray, backlogs: np.ndarray) -> np.ndarray:
+    """``slo.propose``'s learned rebalance pause: the window's moved partitions' stand-still
+    (``slo_kernel.moved_stand_still``, on the rings oldest first) folded in, for the candidates
+    whose owners changed within the window (the others measure nothing)."""
+    rows = np.flatnonzero(seen - owner_changed_at < samples - 1)  # a change between two samples of the window
+    if samples < 3 or not rows.size:
+        return pause
+    order = (seen - (samples - 1) + np.arange(samples)) % window_samples
+    measured = slo_kernel.moved_stand_still(times, owners[order][:, :, rows], checkpoints[order][:, :, rows],
+                                            backlogs[order][:, :, rows])
+    learned = pause.copy()
+    learned[rows] = slo_kernel.learned_rebalance_pause(pause[rows], measured)
+    return learned
 
 
 def _owner_loads(values: np.ndarray, columns: np.ndarray | slice, hot: np.ndarray | None, owners: slo_kernel.Owners,

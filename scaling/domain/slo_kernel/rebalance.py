@@ -1,0 +1,98 @@
+"""Rebalance pauses: how long a partition that changed owner keeps its checkpoint still, learned
+from the readings, and what a decision allows for it where the target's own history shows one.
+
+A consumer that takes over a partition first claims it and reads its checkpoint; meanwhile the
+partition stands still and its oldest event ages. Read as an ordinary shortfall, each
+scale-out's pause calls for another (4 -> 7 -> 8 -> 11 -> 16 -> 32 in 13 minutes for load that
+needs 5). Reading a moved partition's age down does not help (the SLO counts the true oldest
+event, pause included: docs/policy-experiments.md, "Trouble, third round"); what does is acting
+earlier and once, sized to drain what the pause adds. That costs where there is no pause (late
+checkpoints 30% dearer), so it applies only where a pause has been learned.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scaling.domain.slo_kernel.arrays import is_nan, minimum, where
+
+#: Weight of a new measurement in the learned pause (the first one sets it).
+PAUSE_LEARNING_RATE = 0.3
+
+
+def moved_stand_still(times: np.ndarray, owners: np.ndarray, checkpoints: np.ndarray, backlogs: np.ndarray) -> np.ndarray:
+    """Per candidate, how long (seconds) the partitions that changed owner kept their checkpoints
+    still while holding a backlog, over the episodes that end in the window's last interval (the
+    checkpoint moved again); NaN where none ends there.
+
+    Arrays are (samples, partitions, candidates), oldest sample first: each partition's live
+    owner (an integer code, negative: none), checkpoint and backlog; ``times`` (samples,) in
+    seconds. An episode starts with an owner change from one live owner to another; the still
+    run is the intervals after it in which the checkpoint did not move while a backlog waited
+    (the interval of the move itself counts when the checkpoint stood still in it too). A move
+    whose checkpoint moved in its own interval and the next measures 0. It counts only where
+    every partition whose owner stayed the same over the window, and held a backlog, moved its
+    checkpoint in each interval from the move on (at least one such partition): checkpoints that
+    stand still everywhere (written every few minutes, or late) are no pause of the moved ones."""
+    samples = len(times)
+    shape = checkpoints.shape[2:]
+    if samples < 3:
+        return np.full(shape, np.nan)
+    moved = checkpoints[1:] != checkpoints[:-1]  # interval i: samples i -> i + 1
+    held = backlogs[:-1] > 0  # a backlog at the interval's start
+    still = ~moved & held
+    live = (owners[1:] >= 0) & (owners[:-1] >= 0)
+    changed = (owners[1:] != owners[:-1]) & live
+    kept = ~(owners[1:] != owners[:-1]).any(axis=0)  # (partitions, candidates): never changed owner in the window
+    control = kept[None] & held
+    pace = (moved | ~control).all(axis=1) & control.any(axis=1)  # (intervals, candidates)
+    last = samples - 2
+    total = np.zeros(shape)
+    found = np.zeros(shape)
+    run = moved[last].copy()  # still over intervals last - k .. last - 1 (none yet), moved in the last
+    paced = pace[last].copy()
+    for k in range(last):
+        start = last - k - 1  # the interval before the run: the move's, or the one before it
+        paced = paced & pace[start]
+        ends = run & ~still[start]  # the run is exactly k intervals long
+        if k == 0:  # moved in the move's interval and in the next: no pause
+            episode = ends & changed[start] & moved[start] & held[start]
+        else:
+            episode = ends & ((changed[start] & moved[start] & held[start]) | changed[start + 1])
+        episode &= paced[None]
+        total += np.where(episode, float(times[last] - times[start + 1]), 0.0).sum(axis=0)
+        found += episode.sum(axis=0)
+        run = run & still[start]
+        if not run.any():
+            break
+    return np.where(found > 0, total / np.maximum(found, 1), np.nan)
+
+
+def learned_rebalance_pause(previous, measured):
+    """Fold a measured stand-still (NaN: none) into the learned pause (NaN ``previous``: none yet):
+    the first sets it, the next move it by ``PAUSE_LEARNING_RATE``. A move that stood still for
+    no interval measures 0, so a pause that stops is forgotten."""
+    blended = previous + PAUSE_LEARNING_RATE * (measured - previous)
+    return where(is_nan(measured), previous, where(is_nan(previous), measured, blended))
+
+
+def pause_allowance(pause):
+    """The seconds a decision allows for a rebalance pause: the learned one where it is known and
+    positive, else 0 (the decision as before)."""
+    return where(pause > 0, pause, 0.0)  # (NaN: 0)
+
+
+def paused_drain_seconds(drain, max_age, pause):
+    """Over how many seconds a scale-out drains where a pause has been learned: within the SLO
+    (``max_age``), not half the dwell; the newcomers' partitions stand still first, so draining
+    slowly leaves the oldest event past the SLO for longer."""
+    return where(pause > 0, minimum(drain, max_age), drain)
+
+
+def scale_in_ages(age, pause):
+    """The ages a scale-in must hold from where a pause has been learned: each as old as it would
+    be after the pause (a scale-in moves partitions too, and a moved one stands still however
+    many instances serve). Read as they are, the newcomers' drain right after a scale-out looks
+    like surplus: the plan scaled in five minutes after each scale-out with the oldest event at
+    200 s, and out again a minute later."""
+    return age + pause_allowance(pause)
