@@ -1,0 +1,90 @@
+"""The rebalance pause's rules (slo_kernel.rebalance) at their boundaries: what a move's stand-still
+measures, how it is learned, and what a decision allows for it (nothing where none is known)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from scaling.domain import slo_kernel
+
+MOVING = (0, 10, 20, 30, 40, 50, 60, 70)  # a checkpoint that moves every interval
+
+
+def readings(moved: tuple, control: tuple = MOVING, *, owners: tuple = (1, 2, 2, 2, 2, 2, 2, 2),
+             backlog: float = 50.0, control_backlog: float = 50.0):
+    """Two partitions over ``len(moved)`` samples a minute apart: the first changes owner from 1 to
+    ``owners``' next (its checkpoints ``moved``), the second keeps owner 9 (``control``)."""
+    samples = len(moved)
+    times = 60.0 * np.arange(samples)
+    owner = np.array([[owners[k], 9] for k in range(samples)])[:, :, None]
+    checkpoint = np.array([[moved[k], control[k]] for k in range(samples)], dtype=float)[:, :, None]
+    backlogs = np.array([[backlog, control_backlog]] * samples)[:, :, None]
+    return times, owner, checkpoint, backlogs
+
+
+@pytest.mark.parametrize(("case", "expected"), [
+    pytest.param(readings((0, 5, 5, 5, 15)), 120.0, id="still-in-the-move-interval-and-the-next-then-moved: 2 intervals"),
+    pytest.param(readings((0, 5, 5, 15)), 60.0, id="moved-partly-in-the-move-interval-then-one-still"),
+    pytest.param(readings((0, 5, 10)), 0.0, id="moved-in-the-move-interval-and-the-next: no pause"),
+    pytest.param(readings((0, 5)), math.nan, id="fewer-than-three-samples"),
+    pytest.param(readings((0, 5, 5, 5, 5)), math.nan, id="still-standing: not ended yet"),
+    pytest.param(readings((0, 10, 20), owners=(1, 1, 2)), math.nan, id="moved-in-the-last-interval: wait for the next"),
+    pytest.param(readings((5, 5, 5, 15), owners=(1, 2, 2, 2)), math.nan, id="the-run-reaches-the-window-start"),
+    pytest.param(readings((0, 5, 5, 5, 15), backlog=0.0), math.nan, id="no-backlog-waited: no evidence"),
+    pytest.param(readings((0, 5, 5, 5, 15), control=(0, 0, 0, 0, 70)), math.nan,
+                 id="the-partitions-that-kept-their-owner-stood-still-too: rare-or-late-checkpoints"),
+    pytest.param(readings((0, 5, 5, 5, 15), control_backlog=0.0), math.nan, id="no-backlogged-partition-to-compare"),
+    pytest.param(readings((0, 5, 5, 5, 15), owners=(1, -1, -1, 2, 2)), math.nan,
+                 id="to-no-owner-and-back: a failed instance's stall, not a rebalance"),
+    pytest.param(readings((0, 5, 5, 5, 15, 25)), math.nan, id="ended-an-interval-ago: measured then, not twice"),
+])
+def test_a_moves_stand_still(case, expected) -> None:
+    measured = float(slo_kernel.moved_stand_still(*case)[0])
+    assert (math.isnan(measured) and math.isnan(expected)) or measured == pytest.approx(expected)
+
+
+def test_the_stand_still_is_per_candidate_and_the_mean_of_the_episodes() -> None:
+    """Candidates are columns (here: a pause of two intervals, one of one, none); the moved
+    partitions whose episodes end together give their mean."""
+    cases = [readings((0, 5, 5, 5, 15)), readings((0, 5, 10, 10, 20), owners=(1, 1, 2, 2, 2)), readings((0, 5, 10, 20, 30))]
+    times = cases[0][0]
+    owners, checkpoints, backlogs = (np.concatenate([case[part] for case in cases], axis=2) for part in (1, 2, 3))
+    measured = slo_kernel.moved_stand_still(times, owners, checkpoints, backlogs)
+    assert measured[:2] == pytest.approx([120.0, 60.0]) and math.isnan(measured[2])
+    # both moved partitions in one candidate: 120 s and 60 s end in the same interval
+    both = (np.concatenate([cases[0][part], cases[1][part][:, :1]], axis=1) for part in (1, 2, 3))
+    assert float(slo_kernel.moved_stand_still(times, *both)[0]) == pytest.approx(90.0)
+
+
+@pytest.mark.parametrize(("previous", "measured", "learned"), [
+    pytest.param(math.nan, math.nan, math.nan, id="nothing-yet"),
+    pytest.param(math.nan, 120.0, 120.0, id="the-first-sets-it"),
+    pytest.param(120.0, math.nan, 120.0, id="no-episode-keeps-it"),
+    pytest.param(120.0, 0.0, 84.0, id="a-move-without-pause-lowers-it"),
+    pytest.param(0.0, 120.0, 36.0, id="a-pause-raises-it-by-the-learning-rate"),
+])
+def test_the_learned_pause(previous, measured, learned) -> None:
+    value = float(slo_kernel.learned_rebalance_pause(np.array([previous]), np.array([measured]))[0])
+    assert (math.isnan(value) and math.isnan(learned)) or value == pytest.approx(learned)
+    plain = slo_kernel.learned_rebalance_pause(previous, measured)  # (a batch of one as plain numbers: the same)
+    assert (math.isnan(plain) and math.isnan(learned)) or plain == pytest.approx(learned)
+
+
+@pytest.mark.parametrize(("pause", "allowance", "drain", "ages"), [
+    pytest.param(math.nan, 0.0, 1200.0, 100.0, id="none-learned: as before"),
+    pytest.param(0.0, 0.0, 1200.0, 100.0, id="learned-zero: as before"),
+    pytest.param(30.0, 30.0, 300.0, 130.0, id="learned: allowed for"),
+    pytest.param(120.0, 120.0, 300.0, 220.0, id="learned-long"),
+])
+def test_what_a_decision_allows_for_a_pause(pause, allowance, drain, ages) -> None:
+    """The allowance, the scale-out's drain (half the 2400 s dwell, within the 300 s SLO where a
+    pause is known) and the ages a scale-in holds from (100 s now)."""
+    assert float(slo_kernel.pause_allowance(np.array([pause]))[0]) == allowance
+    assert slo_kernel.pause_allowance(pause) == allowance
+    assert float(slo_kernel.paused_drain_seconds(np.array([1200.0]), np.array([300.0]), np.array([pause]))[0]) == drain
+    assert slo_kernel.paused_drain_seconds(1200.0, 300.0, pause) == drain
+    assert float(slo_kernel.paused_drain_seconds(200.0, 300.0, pause)) == 200.0  # (a shorter drain stays)
+    assert float(slo_kernel.scale_in_ages(np.array([[100.0]]), np.array([pause]))[0, 0]) == ages
