@@ -347,7 +347,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     pause = float(kernel.learned_rebalance_pause(math.nan if state.rebalance_pause_seconds is None
                                                  else state.rebalance_pause_seconds, _moved_stand_still(samples)))
     new_state = replace(new_state, rebalance_pause_seconds=None if math.isnan(pause) else pause)
-    allowance = float(kernel.pause_allowance(pause))
+    allowance = float(kernel.pause_allowance(pause, interval))
     react += allowance
 
     # The kernel's arithmetic on a batch of one candidate (column), source by source.
@@ -439,7 +439,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     if at_risk:
         # Serve the forecast and drain what will have piled up by the time new instances serve.
         drain_seconds, drain_note = scale_out_drain(target, situation, worst_predicted)
-        drain_seconds = float(kernel.paused_drain_seconds(drain_seconds, float(slo.max_event_age_seconds), pause))  # (pause)
+        drain_seconds = float(kernel.paused_drain_seconds(drain_seconds, float(slo.max_event_age_seconds), allowance))  # (pause)
         needed = [kernel.scale_out_need(forecast, backlog, slo.provisioning_delay_seconds + allowance, since_latest, slo.safety_seconds,
                                         drain_seconds) for forecast, backlog in zip(forecasts, backlogs, strict=True)]
         wanted = int(kernel.scale_out_counts(levels, np.ones(levels.shape, dtype=bool), np.array([capacity]),
@@ -474,7 +474,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     calm_loads = owner_loads(calm)
     reaction = np.array([interval + slo.provisioning_delay_seconds])
     limits, dwell = np.array([limit]), np.array([slo.min_dwell_seconds])
-    sources = list(zip(calm_loads, calm, [kernel.scale_in_ages(age, pause) for age in ages], strict=True))  # (pause)
+    sources = list(zip(calm_loads, calm, [kernel.scale_in_ages(age, allowance) for age in ages], strict=True))  # (pause)
     chosen_counts, held = kernel.scale_in_counts(levels, np.array([sum(1 for count in counts if count < capacity)]),
                                                  np.array([capacity]), top, limits, dwell, reaction, sources)
     chosen, hold_seconds = int(chosen_counts[0]), float(held[0])

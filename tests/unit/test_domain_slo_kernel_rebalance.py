@@ -40,6 +40,7 @@ def readings(moved: tuple, control: tuple = MOVING, *, owners: tuple = (1, 2, 2,
     pytest.param(readings((0, 5, 5, 5, 15), owners=(1, -1, -1, 2, 2)), math.nan,
                  id="to-no-owner-and-back: a failed instance's stall, not a rebalance"),
     pytest.param(readings((0, 5, 5, 5, 15, 25)), math.nan, id="ended-an-interval-ago: measured then, not twice"),
+    pytest.param(readings((0, 5, 5, 5, 15), control=(0, 10, 20, 30, 40)), 120.0, id="(the control below, moving)"),
 ])
 def test_a_moves_stand_still(case, expected) -> None:
     measured = float(slo_kernel.moved_stand_still(*case)[0])
@@ -55,7 +56,8 @@ def test_the_stand_still_is_per_candidate_and_the_mean_of_the_episodes() -> None
     measured = slo_kernel.moved_stand_still(times, owners, checkpoints, backlogs)
     assert measured[:2] == pytest.approx([120.0, 60.0]) and math.isnan(measured[2])
     # both moved partitions in one candidate: 120 s and 60 s end in the same interval
-    both = (np.concatenate([cases[0][part], cases[1][part][:, :1]], axis=1) for part in (1, 2, 3))
+    second = readings((0, 5, 10, 10, 20), owners=(3, 3, 4, 4, 4))  # (3 -> 4: not owner 1's, whose going would be a loss)
+    both = (np.concatenate([cases[0][part], second[part][:, :1]], axis=1) for part in (1, 2, 3))
     assert float(slo_kernel.moved_stand_still(times, *both)[0]) == pytest.approx(90.0)
 
 
@@ -76,15 +78,30 @@ def test_the_learned_pause(previous, measured, learned) -> None:
 @pytest.mark.parametrize(("pause", "allowance", "drain", "ages"), [
     pytest.param(math.nan, 0.0, 1200.0, 100.0, id="none-learned: as before"),
     pytest.param(0.0, 0.0, 1200.0, 100.0, id="learned-zero: as before"),
-    pytest.param(30.0, 30.0, 300.0, 130.0, id="learned: allowed for"),
+    pytest.param(29.9, 0.0, 1200.0, 100.0, id="under-half-an-interval: a stray stand-still, as before"),
+    pytest.param(30.0, 30.0, 300.0, 130.0, id="half-an-interval: allowed for"),
     pytest.param(120.0, 120.0, 300.0, 220.0, id="learned-long"),
 ])
 def test_what_a_decision_allows_for_a_pause(pause, allowance, drain, ages) -> None:
-    """The allowance, the scale-out's drain (half the 2400 s dwell, within the 300 s SLO where a
-    pause is known) and the ages a scale-in holds from (100 s now)."""
-    assert float(slo_kernel.pause_allowance(np.array([pause]))[0]) == allowance
-    assert slo_kernel.pause_allowance(pause) == allowance
-    assert float(slo_kernel.paused_drain_seconds(np.array([1200.0]), np.array([300.0]), np.array([pause]))[0]) == drain
-    assert slo_kernel.paused_drain_seconds(1200.0, 300.0, pause) == drain
-    assert float(slo_kernel.paused_drain_seconds(200.0, 300.0, pause)) == 200.0  # (a shorter drain stays)
-    assert float(slo_kernel.scale_in_ages(np.array([[100.0]]), np.array([pause]))[0, 0]) == ages
+    """With collections a minute apart: the allowance, the scale-out's drain (half the 2400 s
+    dwell, within the 300 s SLO where a pause is allowed for) and the ages a scale-in holds from
+    (100 s now)."""
+    assert float(slo_kernel.pause_allowance(np.array([pause]), 60.0)[0]) == allowance
+    assert slo_kernel.pause_allowance(pause, 60.0) == allowance
+    assert float(slo_kernel.paused_drain_seconds(np.array([1200.0]), np.array([300.0]), np.array([allowance]))[0]) == drain
+    assert slo_kernel.paused_drain_seconds(1200.0, 300.0, allowance) == drain
+    assert float(slo_kernel.paused_drain_seconds(200.0, 300.0, allowance)) == 200.0  # (a shorter drain stays)
+    assert float(slo_kernel.scale_in_ages(np.array([[100.0]]), np.array([allowance]))[0, 0]) == ages
+
+
+def test_a_failed_instances_partitions_are_no_rebalance() -> None:
+    """A third partition's owner (5) is gone at the move: the live owners became fewer (an
+    instance failed or was removed, its partitions stand still until its ownership expires),
+    so the move measures nothing; with owner 5 still live elsewhere it is a rebalance."""
+    times, owners, checkpoints, backlogs = readings((0, 5, 5, 5, 15))
+    gone = np.concatenate([owners, np.array([5, 2, 2, 2, 2])[:, None, None]], axis=1)  # 1 -> 2 and 5 -> 2: owners 1, 5, 9 -> 2, 9
+    kept = np.concatenate([owners, np.array([5, 5, 5, 5, 5])[:, None, None]], axis=1)
+    checkpoints = np.concatenate([checkpoints, checkpoints[:, 1:2]], axis=1)
+    backlogs = np.concatenate([backlogs, backlogs[:, 1:2]], axis=1)
+    assert math.isnan(float(slo_kernel.moved_stand_still(times, gone, checkpoints, backlogs)[0]))
+    assert float(slo_kernel.moved_stand_still(times, kept, checkpoints, backlogs)[0]) == pytest.approx(120.0)

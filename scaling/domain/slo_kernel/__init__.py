@@ -123,6 +123,7 @@ from scaling.domain.slo_kernel.owners import (  # noqa: F401
 )
 from scaling.domain.slo_kernel.rebalance import (  # noqa: F401
     PAUSE_LEARNING_RATE,
+    PAUSE_SHOWN,
     learned_rebalance_pause,
     moved_stand_still,
     pause_allowance,

@@ -353,7 +353,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             # slo.propose: the rebalance pause learned from the moves the window shows, allowed for where known.
             pause = np.where(known, _learned_pause(pause, samples, seen, owner_changed_at, window_samples, times,
                                                    owner_ring, checkpoint_ring, backlog_ring), pause)
-            allowance = slo_kernel.pause_allowance(pause)
+            allowance = slo_kernel.pause_allowance(pause, sample_interval)
             react = react + allowance
             forecast = slo_kernel.forecast_rates(arrival, recent_rate, settings.headroom_factor)
             waiting = backlog
@@ -396,7 +396,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 wanted_rate = forecast[:, rows]
                 drain = slo_kernel.drain_seconds(settings.dwell[rows], settings.max_age[rows], measured[rows],
                                                  worst_predicted[rows])
-                drain = slo_kernel.paused_drain_seconds(drain, settings.max_age[rows], pause[rows])  # (pause)
+                drain = slo_kernel.paused_drain_seconds(drain, settings.max_age[rows], allowance[rows])  # (pause)
                 lead = settings.provisioning[rows] + allowance[rows]  # (pause)
                 if layout.groups is None:
                     need = slo_kernel.scale_out_need(wanted_rate, waiting[:, rows], lead, since, settings.safety[rows], drain)
@@ -439,7 +439,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                         settings.levels[rows], settings.below[rows, np.minimum(capacity[rows], settings.top)], capacity[rows],
                         settings.top, settings.limit[rows], settings.dwell[rows], sample_interval + settings.provisioning[rows],
                         [(_owner_loads(calm[:, rows], rows, *sizing), calm[:, rows],
-                          slo_kernel.scale_in_ages(age[:, rows], pause[rows]))])  # (pause)
+                          slo_kernel.scale_in_ages(age[:, rows], allowance[rows]))])  # (pause)
                     down_rows = rows[chosen >= 0]
                     proposal[down_rows] = chosen[chosen >= 0]
 
