@@ -380,7 +380,8 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         served = load.service(forecast[:, [0, 0]], both, np.array([0, 0]))
         then = kernel.age_at_reaction(age, backlog, forecast, served[:, :1], served[:, 1:], first, react)
         worst_predicted = max(worst_predicted, float(then.max()))
-        at_risk = at_risk or bool((then > kernel.carried_age_limits(limit, forecast, rate, horizon)).any())
+        risk_limit = float(kernel.paused_age_limit(limit, float(slo.max_event_age_seconds), allowance))  # (pause)
+        at_risk = at_risk or bool((then > kernel.carried_age_limits(risk_limit, forecast, rate, horizon)).any())
     owned = all(bool(reading.ownership[0]) for reading in owners)
     busiest_now = busiest(loads, capacity)
     sizing_note = (f"sizing: {OWNER_LOAD}, busiest owner {busiest_now:.1f}/s now "
@@ -478,10 +479,13 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     chosen_counts, held = kernel.scale_in_counts(levels, np.array([sum(1 for count in counts if count < capacity)]),
                                                  np.array([capacity]), top, limits, dwell, reaction, sources)
     chosen, hold_seconds = int(chosen_counts[0]), float(held[0])
-    if chosen < 0:
+    paused = any(bool(kernel.pause_blocks_scale_in(age, allowance, limit)[0]) for age in ages)  # (pause)
+    if chosen < 0 or paused:
+        why = (f"a scale-in's rebalance pause ({allowance:.0f}s) would take it past the limit" if paused
+               else f"no smaller count would hold for {slo.min_dwell_seconds:.0f}s")
         return Proposal(None, HOLD, "hot_partition" if hot_reasons else "slo_steady",
-                        (f"oldest event {worst_now:.0f}s, predicted {worst_predicted:.0f}s within the {limit:.0f}s limit; "
-                         f"no smaller count would hold for {slo.min_dwell_seconds:.0f}s", sizing_note, *hot_reasons),
+                        (f"oldest event {worst_now:.0f}s, predicted {worst_predicted:.0f}s within the {limit:.0f}s limit; {why}",
+                         sizing_note, *hot_reasons),
                         metrics, new_state)
     holds = "indefinitely" if math.isinf(hold_seconds) else f"for about {hold_seconds:.0f}s"
     metrics["predicted_busiest_load"] = round(busiest(calm_loads, chosen), 3)

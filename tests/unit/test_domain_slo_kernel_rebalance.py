@@ -105,3 +105,29 @@ def test_a_failed_instances_partitions_are_no_rebalance() -> None:
     backlogs = np.concatenate([backlogs, backlogs[:, 1:2]], axis=1)
     assert math.isnan(float(slo_kernel.moved_stand_still(times, gone, checkpoints, backlogs)[0]))
     assert float(slo_kernel.moved_stand_still(times, kept, checkpoints, backlogs)[0]) == pytest.approx(120.0)
+
+
+@pytest.mark.parametrize(("allowance", "limit"), [
+    pytest.param(0.0, 210.0, id="no-pause: the SLO less its safety margin"),
+    pytest.param(60.0, 210.0, id="a-pause-within-the-safety-margin: the same"),
+    pytest.param(90.0, 210.0, id="a-pause-as-long-as-the-margin: the same"),
+    pytest.param(120.0, 180.0, id="a-longer-pause: the SLO less the pause"),
+])
+def test_the_age_a_scale_out_waits_for(allowance, limit) -> None:
+    """SLO 300 s, safety 90 s."""
+    assert slo_kernel.paused_age_limit(210.0, 300.0, allowance) == limit
+    assert float(slo_kernel.paused_age_limit(np.array([210.0]), np.array([300.0]), np.array([allowance]))[0]) == limit
+
+
+@pytest.mark.parametrize(("ages", "allowance", "blocked"), [
+    pytest.param((100.0, 150.0), 0.0, False, id="no-pause: never"),
+    pytest.param((100.0, 250.0), 0.0, False, id="no-pause: not even past the limit (the fluid model's rule stands)"),
+    pytest.param((10.0, 90.0), 120.0, False, id="within-the-limit-after-the-pause"),
+    pytest.param((10.0, 90.0001), 120.0, True, id="one-partition-past-the-limit-after-the-pause"),
+])
+def test_a_scale_in_waits_while_its_own_pause_would_pass_the_limit(ages, allowance, blocked) -> None:
+    """Limit 210 s; two partitions' ages (net of the checkpoint delay), one candidate, and a second
+    candidate without a pause beside it (never blocked)."""
+    age = np.array([[ages[0], ages[0]], [ages[1], ages[1]]])
+    result = slo_kernel.pause_blocks_scale_in(age, np.array([allowance, 0.0]), np.array([210.0, 210.0]))
+    assert result.tolist() == [blocked, False]

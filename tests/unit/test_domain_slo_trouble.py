@@ -94,6 +94,8 @@ def test_the_stall_knob_is_off_by_default() -> None:
     pytest.param(16, 1.0, 200, 120.0, UP, 32, id="a-120-s-pause-known: scales out before its ages pass the SLO"),
     pytest.param(8, 2.0, 150, None, DOWN, 4, id="no-pause-known: scales in to 4"),
     pytest.param(8, 2.0, 150, 120.0, DOWN, 5, id="a-120-s-pause-known: the scale-in holds the ages the pause adds"),
+    pytest.param(8, 2.0, 200, None, DOWN, 4, id="no-pause-known: scales in at 100 s"),
+    pytest.param(8, 2.0, 200, 120.0, HOLD, None, id="a-120-s-pause-known: no scale-in whose pause would pass the limit"),
 ])
 def test_a_learned_rebalance_pause_changes_the_decision_and_none_changes_nothing(capacity, arrival, backlog, learned,
                                                                                  direction, wanted) -> None:

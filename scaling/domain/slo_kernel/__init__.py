@@ -127,6 +127,8 @@ from scaling.domain.slo_kernel.rebalance import (  # noqa: F401
     learned_rebalance_pause,
     moved_stand_still,
     pause_allowance,
+    pause_blocks_scale_in,
+    paused_age_limit,
     paused_drain_seconds,
     scale_in_ages,
 )

@@ -111,3 +111,21 @@ def scale_in_ages(age, allowance):
     like surplus: the plan scaled in five minutes after each scale-out with the oldest event at
     200 s, and out again a minute later. ``allowance``: ``pause_allowance``."""
     return age + allowance
+
+
+def paused_age_limit(limit, max_age, allowance):
+    """The age the scale-out's prediction may reach where a pause is allowed for: the ``limit``
+    (the SLO less its safety margin) or the SLO less the pause, whichever is lower. The partitions
+    the newcomers take stand still for the pause after they start, their oldest events ageing a
+    second a second whatever the count: on WC98 with 120 s pauses every scale-out fired at an
+    oldest event of 3.0-3.2 minutes and the newcomers' partitions reached 5.2-5.6."""
+    return minimum(limit, max_age - allowance)
+
+
+def pause_blocks_scale_in(age, allowance, limit):
+    """Per candidate, whether a scale-in would take a partition's oldest event past the ``limit``
+    by the pause alone (``age``: partitions x candidates, net of the checkpoint delay). The
+    fluid model credits the drain a scale-in leaves; a moved partition drains nothing until its
+    pause has passed (WC98, 120 s pauses: scale-ins at oldest events of 1.8-3.2 minutes, right
+    after the scale-out that drained them, took the moved partitions to 5.2-5.5 minutes)."""
+    return ((age + allowance) > limit).any(axis=0) & (allowance > 0)

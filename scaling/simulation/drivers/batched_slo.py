@@ -388,7 +388,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                     serving_ring[(slot + 1) % window_samples], serving_ring[seen % window_samples],
                     (second - first) / interval_seconds, (last - before_last) / interval_seconds, growing, stalling,
                     slo_kernel.column_sums(arrival_in_view[:, None] if arrival_in_view.ndim == 1 else arrival_in_view, row_of), most)
-            carried = slo_kernel.carried_age_limits(settings.limit, forecast, rate, settings.horizon, row_of)
+            risk_limit = slo_kernel.paused_age_limit(settings.limit, settings.max_age, allowance)  # (pause)
+            carried = slo_kernel.carried_age_limits(risk_limit, forecast, rate, settings.horizon, row_of)
             risk = known & (then > carried).any(axis=0) & ~unowned & ~stall
             if risk.any():
                 rows = np.flatnonzero(risk)
@@ -417,6 +418,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 eligible = (known & ~risk & ~unowned & ~stall & _scale_in_allowed(settings, tokens, tokens_at, last_action, moment)
                             & (settings.lowest < capacity))
                 eligible &= ~growing  # slo.propose: no scale-in while the backlog in view grows
+                eligible &= ~slo_kernel.pause_blocks_scale_in(age, allowance, settings.limit)  # (pause)
                 if eligible.any():
                     # slo.propose: a scale-in holds against the busiest interval of the history too.
                     # (each candidate's busiest interval among those ending within its scale_in_peak_seconds)
