@@ -487,8 +487,8 @@ def _learned_pause(pause: np.ndarray, samples: int, seen: int, owner_changed_at:
     if samples < 3 or not rows.size:
         return pause
     order = (seen - (samples - 1) + np.arange(samples)) % window_samples
-    measured = slo_kernel.moved_stand_still(times, owners[order][:, :, rows], checkpoints[order][:, :, rows],
-                                            backlogs[order][:, :, rows])
+    measured = slo_kernel.moved_stand_still(times, owners[:, :, rows][order], checkpoints[:, :, rows][order],
+                                            backlogs[:, :, rows][order])  # (the columns first: the smaller copy)
     learned = pause.copy()
     learned[rows] = slo_kernel.learned_rebalance_pause(pause[rows], measured)
     return learned
