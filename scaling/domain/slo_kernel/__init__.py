@@ -130,11 +130,14 @@ from scaling.domain.slo_kernel.serving import (  # noqa: F401
     serving_count,
 )
 from scaling.domain.slo_kernel.step import (  # noqa: F401
+    AGE_OVER_LIMIT,
     AT_RISK,
     DOWN,
     GROWING,
     HOLD,
+    IN_FLIGHT,
     NO_DATA,
+    RATES_UNKNOWN,
     REASONS,
     STALL,
     STEADY,
@@ -147,9 +150,11 @@ from scaling.domain.slo_kernel.step import (  # noqa: F401
     UNOWNED,
     UP,
     HubReading,
+    QueueReading,
     StepCounts,
     StepKnobs,
     StepOutcome,
     StepState,
+    schedule_services,
     slo_step,
 )
