@@ -1,7 +1,8 @@
-"""The SLO decision for Event Hubs, assembled once: ``slo_step`` from the readings and the state
+"""The SLO decision, assembled once: ``slo_step`` from the readings and the state
 to the wanted count, the direction and a reason code, per candidate (column).
 
-The engine (``slo.propose``) calls it with a batch of one, what it read from the samples; the
+The engine calls it with a batch of one, what it read from the samples (``slo.propose`` an Event
+Hubs hub's partitions, ``slo_queue.propose`` a Service Bus queue: its section is at the end); the
 batched simulator (``simulation/drivers/batched_slo.py``) with every candidate of a sweep, what
 it read from the world. Each keeps what is its own: reading, the words of the reasons, the
 state it carries from one evaluation to the next, and the gates after the proposal.
