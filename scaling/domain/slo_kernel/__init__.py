@@ -124,6 +124,7 @@ from scaling.domain.slo_kernel.owners import (  # noqa: F401
     _running_sums,
     per_instance_table,
 )
+from scaling.domain.slo_kernel.queue import QueueReading, schedule_services  # noqa: F401
 from scaling.domain.slo_kernel.serving import (  # noqa: F401
     pending_seconds,
     ready_instances,
@@ -150,11 +151,10 @@ from scaling.domain.slo_kernel.step import (  # noqa: F401
     UNOWNED,
     UP,
     HubReading,
-    QueueReading,
+    SourceTests,
     StepCounts,
     StepKnobs,
     StepOutcome,
     StepState,
-    schedule_services,
     slo_step,
 )
