@@ -48,9 +48,18 @@ def column_sums(values: np.ndarray, row_of: np.ndarray | None = None) -> np.ndar
     """Per candidate, the sum of ``values`` (partitions x candidates; rows standing for several
     partitions counted once per partition, ``row_of``), added row after row in partition order
     (``np.cumsum``'s order, whatever the number of columns: the engine's batch of one and a
-    sweep's columns add alike, bit for bit)."""
+    sweep's columns add alike, bit for bit).
+
+    Two routes to those bits, neither the accumulation itself (which writes every running sum,
+    column by column, the most of a sweep's evaluation once): several columns are reduced down
+    the rows of a C-ordered copy, one row added to all the sums at a time (numpy adds pairwise
+    only along the memory's fastest axis), from -0.0 (the sum of nothing that leaves the first
+    row as it is, a -0.0 included); a single column is accumulated (reduced, it would be added
+    pairwise). tests/unit/test_domain_slo_kernel_sums.py holds both to ``np.cumsum``'s bits."""
     rows = values if row_of is None else values[row_of]
-    return np.cumsum(rows, axis=0)[-1]
+    if rows.shape[1] == 1:
+        return np.add.accumulate(rows, axis=0)[-1]
+    return np.add.reduce(np.ascontiguousarray(rows), axis=0, initial=-0.0)
 
 
 def most_instances(partitions: int, highest: np.ndarray | int, per_instance: np.ndarray) -> np.ndarray:
