@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from scaling.domain.slo_kernel.ages import rising_factor
-from scaling.domain.slo_kernel.arrays import NO_RATE, maximum, minimum, where
+from scaling.domain.slo_kernel.arrays import _PLAIN, NO_RATE, any_of, clip, maximum, minimum, where
 
 #: How much the processed rate may rise with more instances and still count as a stall (``stalled``).
 STALL_TOLERANCE = 0.1
@@ -39,7 +39,7 @@ def hot_partitions(arrival_rate: np.ndarray, recent_rate: np.ndarray, throughput
     in view and the hub sized for none (32 -> 1 instance with millions waiting)."""
     steady = _per_candidate(np.minimum(arrival_rate, recent_rate))
     hot = (steady > throughput[None, :]) & measured[None, :]
-    if most_instances is None:
+    if most_instances is None or not any_of(hot):  # (whether the hub can be served matters only then)
         return hot
     return hot & hub_servable(steady, throughput, most_instances, row_of)[None, :]
 
@@ -151,6 +151,8 @@ def carried_age_limits(limit, forecast, rate, horizon, row_of: np.ndarray | None
     partitions = forecast.shape[0] if row_of is None else len(row_of)
     mean = column_sums(forecast, row_of) / max(partitions, 1)
     skewed = (mean > NO_RATE) & (forecast.max(axis=0) >= SKEWED_SPREAD * mean)
+    if not any_of(skewed):  # (an even hub everywhere: the plain limit, read only by comparisons)
+        return np.broadcast_to(limit, np.broadcast_shapes(forecast.shape, np.shape(limit)))
     flowing = forecast > NO_RATE
     drained = np.maximum(rate / np.where(flowing, forecast, 1.0) - 1.0, 0.0) * horizon
     return np.where(flowing & skewed, np.minimum(limit, drained), limit)
@@ -175,7 +177,9 @@ def calm_rates(forecast, peak, headroom_factor, rise, dwell, noise=0.0, full_noi
     minutes ago is a trend that has passed, and holding at it only pays for capacity (on issue
     32's trace family up to 17% dearer at 10% noise). The ramp keeps a noise estimate from ten
     intervals, which wanders, from switching the hold on and off (docs/policy-experiments.md)."""
-    weight = np.clip(np.where(full_noise > 0, 2.0 * noise / np.where(full_noise > 0, full_noise, 1.0) - 1.0, 1.0), 0.0, 1.0)
+    if type(noise) in _PLAIN and np.size(full_noise) == 1:  # (a batch of one: its one weight as a plain number)
+        full_noise = full_noise if type(full_noise) in _PLAIN else full_noise.item()
+    weight = clip(where(full_noise > 0, 2.0 * noise / where(full_noise > 0, full_noise, 1.0) - 1.0, 1.0), 0.0, 1.0)
     held = forecast + weight * (peak * headroom_factor - forecast)
     return np.maximum(forecast, held) * rising_factor(rise, dwell)
 
