@@ -109,47 +109,46 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
         # A queue has no sequence numbers: its completions per minute tell the rate.
         return slo_queue.interval_throughput(samples, ready_capacity)
     earlier_sources = {source.name: source for source in earlier.sources}
-    if lag_seconds:  # checkpoints as far behind as the learned delay only where they keep pace
-        lag_seconds = lag_seconds if _checkpoints_keep_pace(earlier, later) else 0.0
-    done, busy, unmeasured, owners = [], [], [], []  # per partition of the later sample
+    done, unmeasured, owners = [], [], []  # per partition of the later sample
+    # Per partition, its checkpoint now and before (-1: none) and its backlog: whether the
+    # checkpoints keep pace; per measured partition, its backlogs before and now and its arrivals:
+    # whether it was busy (both worked out once over all partitions, after the loop).
+    now, then, backlog, starts, ends, arrivals = [], [], [], [], [], []
     for source in later.sources:
         for partition, start in zip(source.partitions, _earlier_readings(earlier_sources.get(source.name), source),
                                     strict=True):
             owners.append(partition.owner)
+            now.append(-1.0 if partition.checkpoint is None else float(partition.checkpoint))
+            then.append(-1.0 if start is None or start.checkpoint is None else float(start.checkpoint))
+            backlog.append(float(partition.backlog))
             if start is None or partition.checkpoint is None:  # its processed events are unknown
                 done.append(0)
-                busy.append(False)
                 unmeasured.append(True)
                 continue
             arrived = partition.last_enqueued - start.last_enqueued
             done.append(partition.checkpoint - (start.checkpoint if start.checkpoint is not None else start.beginning - 1))
             if arrived < 0 or done[-1] < 0:
                 return None, False
-            busy.append(bool(slo_kernel.busy_partitions(start.backlog, partition.backlog, arrived, lag_seconds, elapsed)))
+            starts.append(float(start.backlog))
+            ends.append(float(partition.backlog))
+            arrivals.append(float(arrived))
             unmeasured.append(False)
     if all(unmeasured):
         return None, False
+    # Checkpoints as far behind as the learned delay only where they keep pace (every partition
+    # with a backlog moved its checkpoint: they trail by a delay, not by the wait between
+    # checkpoints written less often than collect runs, which the delay does not measure).
+    if lag_seconds and not slo_kernel.checkpoints_keep_pace(np.array(now)[:, None], np.array(then)[:, None],
+                                                             np.array(backlog)[:, None])[0]:
+        lag_seconds = 0.0
+    unmeasured_flags = np.array(unmeasured)
+    busy = np.zeros(len(unmeasured), dtype=bool)
+    busy[~unmeasured_flags] = slo_kernel.busy_partitions(np.array(starts), np.array(ends), np.array(arrivals), lag_seconds,
+                                                         elapsed)
     observed, saturated = slo_kernel.observed_throughput(
         np.array([float(sum(done))]), elapsed, np.array([float(ready_capacity)]), np.array(done, dtype=float)[:, None],
-        np.array(busy)[:, None], np.array(unmeasured)[:, None], slo_kernel.Owners.of(tuple(owners), len(owners)) if by_owner else None)
+        busy[:, None], unmeasured_flags[:, None], slo_kernel.Owners.of(tuple(owners), len(owners)) if by_owner else None)
     return float(observed[0]), bool(saturated[0])
-
-
-def _checkpoints_keep_pace(earlier: MetricSample, later: MetricSample) -> bool:
-    """Whether every partition with a backlog moved its checkpoint from ``earlier`` to ``later``
-    (``slo_kernel.checkpoints_keep_pace``): the checkpoints trail by a delay, not by the wait
-    between checkpoints written less often than collect runs, which the delay does not measure."""
-    earlier_sources = {source.name: source for source in earlier.sources}
-    for source in later.sources:
-        if not source.partitions:
-            continue
-        starts = _earlier_readings(earlier_sources.get(source.name), source)
-        now = np.array([-1.0 if p.checkpoint is None else float(p.checkpoint) for p in source.partitions])
-        then = np.array([-1.0 if start is None or start.checkpoint is None else float(start.checkpoint) for start in starts])
-        backlog = np.array([float(p.backlog) for p in source.partitions])
-        if not slo_kernel.checkpoints_keep_pace(now[:, None], then[:, None], backlog[:, None])[0]:
-            return False
-    return True
 
 
 def _earlier_readings(earlier: SourceReading | None, later: SourceReading) -> Sequence[PartitionReading | None]:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from scaling.domain.slo_kernel.arrays import _PLAIN, NO_RATE, maximum, minimum, where
+from scaling.domain.slo_kernel.arrays import _PLAIN, NO_RATE, any_of, maximum, minimum, where
 
 #: How many standard errors of its slope a rise of the arrivals must clear to count as a trend:
 #: a flat but noisy rate is no reason to hold capacity.
@@ -139,9 +139,11 @@ def predicted_age(age, backlog, forecast, service, seconds, came_in=None):
     growth = 1.0 - service / np.maximum(forecast, NO_RATE)
     then = np.where((age <= 0) & (growth <= 0), 0.0, np.maximum(age + growth * seconds, 0.0))
     quiet = forecast <= NO_RATE
-    if quiet.any():  # (no arrivals: the backlog drains at the service rate, or waits; worked out only then)
+    if any_of(quiet):  # (no arrivals: the backlog drains at the service rate, or waits; worked out only then)
         then = np.where(quiet, np.where(service * seconds >= backlog, 0.0, age + seconds), then)
-    if type(seconds) in _PLAIN and seconds > 0:  # (the engine's: a plain number of seconds)
+    # (the engine's one number of seconds, plain or a batch of one: ``then`` already has the
+    # shape the selection below would give it)
+    if (seconds > 0 if type(seconds) in _PLAIN else seconds.size == 1 and seconds.flat[0] > 0):
         return then
     return np.where(seconds > 0, then, age)
 

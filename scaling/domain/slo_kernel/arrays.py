@@ -46,3 +46,27 @@ def is_nan(values):
     """``np.isnan``, as ``values != values`` (NaN is the one value unequal to itself), which
     plain numbers answer too."""
     return values != values
+
+
+def any_of(flags) -> bool:
+    """``bool(flags.any())``: a batch of one's flag read directly, a sweep's reduced without
+    ``ndarray.any``'s Python wrapper (a microsecond a call, called at every evaluation)."""
+    if type(flags) is bool:
+        return flags
+    return bool(flags.flat[0]) if flags.size == 1 else bool(np.logical_or.reduce(flags, axis=None))
+
+
+def all_of(flags) -> bool:
+    """``bool(flags.all())``, as ``any_of`` reads it."""
+    if type(flags) is bool:
+        return flags
+    return bool(flags.flat[0]) if flags.size == 1 else bool(np.logical_and.reduce(flags, axis=None))
+
+
+def clip(values, low, high):
+    """``np.clip``; for plain numbers the same choice: ``low`` only where the value is below
+    it, ``high`` only where above (so -0.0 stays -0.0 at a ``low`` of 0.0, and NaN stays NaN)."""
+    if type(values) in _PLAIN:
+        raised = low if values < low else values
+        return high if raised > high else raised
+    return np.clip(values, low, high)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from scaling.domain.slo_kernel.ages import rising_factor
-from scaling.domain.slo_kernel.arrays import NO_RATE, maximum, minimum, where
+from scaling.domain.slo_kernel.arrays import _PLAIN, NO_RATE, any_of, clip, maximum, minimum, where
 
 #: How much the processed rate may rise with more instances and still count as a stall (``stalled``).
 STALL_TOLERANCE = 0.1
@@ -39,7 +39,7 @@ def hot_partitions(arrival_rate: np.ndarray, recent_rate: np.ndarray, throughput
     in view and the hub sized for none (32 -> 1 instance with millions waiting)."""
     steady = _per_candidate(np.minimum(arrival_rate, recent_rate))
     hot = (steady > throughput[None, :]) & measured[None, :]
-    if most_instances is None:
+    if most_instances is None or not any_of(hot):  # (whether the hub can be served matters only then)
         return hot
     return hot & hub_servable(steady, throughput, most_instances, row_of)[None, :]
 
@@ -48,9 +48,18 @@ def column_sums(values: np.ndarray, row_of: np.ndarray | None = None) -> np.ndar
     """Per candidate, the sum of ``values`` (partitions x candidates; rows standing for several
     partitions counted once per partition, ``row_of``), added row after row in partition order
     (``np.cumsum``'s order, whatever the number of columns: the engine's batch of one and a
-    sweep's columns add alike, bit for bit)."""
+    sweep's columns add alike, bit for bit).
+
+    Two routes to those bits, neither the accumulation itself (which writes every running sum,
+    column by column, the most of a sweep's evaluation once): several columns are reduced down
+    the rows of a C-ordered copy, one row added to all the sums at a time (numpy adds pairwise
+    only along the memory's fastest axis), from -0.0 (the sum of nothing that leaves the first
+    row as it is, a -0.0 included); a single column is accumulated (reduced, it would be added
+    pairwise). tests/unit/test_domain_slo_kernel_sums.py holds both to ``np.cumsum``'s bits."""
     rows = values if row_of is None else values[row_of]
-    return np.cumsum(rows, axis=0)[-1]
+    if rows.shape[1] == 1:
+        return np.add.accumulate(rows, axis=0)[-1]
+    return np.add.reduce(np.ascontiguousarray(rows), axis=0, initial=-0.0)
 
 
 def most_instances(partitions: int, highest: np.ndarray | int, per_instance: np.ndarray) -> np.ndarray:
@@ -142,6 +151,8 @@ def carried_age_limits(limit, forecast, rate, horizon, row_of: np.ndarray | None
     partitions = forecast.shape[0] if row_of is None else len(row_of)
     mean = column_sums(forecast, row_of) / max(partitions, 1)
     skewed = (mean > NO_RATE) & (forecast.max(axis=0) >= SKEWED_SPREAD * mean)
+    if not any_of(skewed):  # (an even hub everywhere: the plain limit, read only by comparisons)
+        return np.broadcast_to(limit, np.broadcast_shapes(forecast.shape, np.shape(limit)))
     flowing = forecast > NO_RATE
     drained = np.maximum(rate / np.where(flowing, forecast, 1.0) - 1.0, 0.0) * horizon
     return np.where(flowing & skewed, np.minimum(limit, drained), limit)
@@ -166,7 +177,9 @@ def calm_rates(forecast, peak, headroom_factor, rise, dwell, noise=0.0, full_noi
     minutes ago is a trend that has passed, and holding at it only pays for capacity (on issue
     32's trace family up to 17% dearer at 10% noise). The ramp keeps a noise estimate from ten
     intervals, which wanders, from switching the hold on and off (docs/policy-experiments.md)."""
-    weight = np.clip(np.where(full_noise > 0, 2.0 * noise / np.where(full_noise > 0, full_noise, 1.0) - 1.0, 1.0), 0.0, 1.0)
+    if type(noise) in _PLAIN and np.size(full_noise) == 1:  # (a batch of one: its one weight as a plain number)
+        full_noise = full_noise if type(full_noise) in _PLAIN else full_noise.item()
+    weight = clip(where(full_noise > 0, 2.0 * noise / where(full_noise > 0, full_noise, 1.0) - 1.0, 1.0), 0.0, 1.0)
     held = forecast + weight * (peak * headroom_factor - forecast)
     return np.maximum(forecast, held) * rising_factor(rise, dwell)
 

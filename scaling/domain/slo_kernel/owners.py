@@ -6,6 +6,8 @@ import functools
 
 import numpy as np
 
+from scaling.domain.slo_kernel.arrays import all_of, any_of
+
 #: Where a scale-out sizes a newcomer's load between the expected draw (0: ``k`` partitions at the
 #: hub's mean load) and the worst case (1: the ``k`` heaviest partitions).
 NEWCOMER_MARGIN = 0.75
@@ -143,8 +145,8 @@ def _running_sums(rows: np.ndarray, count: int = 0) -> np.ndarray:
     accumulation, which adds in the same order, is the faster by ten times."""
     one = rows.ndim == 1
     count = count if one else len(rows)
-    if rows.shape[-1] <= NARROW_COLUMNS:
-        return np.cumsum(np.repeat(rows[None, :], count, axis=0) if one else rows, axis=0)
+    if rows.shape[-1] <= NARROW_COLUMNS:  # (``np.add.accumulate`` is ``np.cumsum`` without its wrapper)
+        return np.add.accumulate(np.repeat(rows[None, :], count, axis=0) if one else rows, axis=0)
     sums = np.empty((count, rows.shape[-1]))
     sums[0] = rows if one else rows[0]
     for index in range(1, count):
@@ -188,16 +190,16 @@ class OwnerLoads:
         self.count = count = values.shape[1]
         self.ownership, self.exact_count = owners.ownership, owners.exact_count
         self.rate, self.per_instance = rate, per_instance
-        self._per_owner = per_instance.astype(np.int64)
+        self._per_owner: np.ndarray | None = None  # (``per_instance`` as integers: made when a bound needs it)
         self.index = _columns(count)
         self._owners = owners
         self._spread: tuple[np.ndarray, np.ndarray] | None = None
         self._kept_by: list | None = None
         self._others: np.ndarray | None = None
-        self.varied = np.zeros(count, dtype=bool)  # the partitions' loads differ (worth sizing newcomers by the draw)
-        self._some_exact = bool((self.exact_count >= 0).any())  # (else no count is sized by the owners now)
+        self._some_exact = any_of(self.exact_count >= 0)  # (else no count is sized by the owners now)
         self._some_varied = False
         if equal_shares:
+            self.varied = np.zeros(count, dtype=bool)  # the partitions' loads differ (worth sizing newcomers by the draw)
             value = values[0]
             # S(k), added one at a time as the running sum does
             self.heaviest = heaviest = _running_sums(value, partitions)
@@ -219,7 +221,7 @@ class OwnerLoads:
             self.largest = ranked[-1]
             self.owner_load = owners.summed(by_partition)
         self.exact = self.owner_load.max(axis=0)
-        self._some_varied = bool(self.varied.any())
+        self._some_varied = any_of(self.varied)
 
     def _running(self, flat: np.ndarray) -> np.ndarray:
         """The running sums at flat (rank * candidates + column) positions."""
@@ -235,12 +237,14 @@ class OwnerLoads:
         """The busiest owner's load at ``counts`` (one per chosen column), where owners are known."""
         live = self.exact_count[columns]
         exact = live == counts
-        if exact.all():  # (the engine's usual case: its owners at the count asked about)
+        if all_of(exact):  # (the engine's usual case: its owners at the count asked about)
             return self.exact[columns].copy()
+        if self._per_owner is None:
+            self._per_owner = self.per_instance.astype(np.int64)
         per_owner = self._per_owner[counts]
         index = self.index[columns]
         bound = self._running((np.minimum(per_owner, self.partitions) - 1) * self.count + index)
-        fewer = np.flatnonzero(live > counts) if self._some_exact else ()
+        fewer = (live > counts).nonzero()[0] if self._some_exact else ()
         if len(fewer):  # the survivors keep theirs and take the moving ones at the others' mean
             at = index[fewer]
             room = per_owner[fewer]
@@ -257,7 +261,7 @@ class OwnerLoads:
                 gained = np.minimum(np.maximum(room[None, :] - owners, 0), self.partitions) * self._others[:, at]
                 kept = np.where(owners > 0, self.owner_load[:, at] + gained, -np.inf).max(axis=0)
             bound[fewer] = np.minimum(bound[fewer], kept)
-        more = np.flatnonzero((live > 0) & (live < counts) & self.varied[columns]) if self._some_varied else ()
+        more = ((live > 0) & (live < counts) & self.varied[columns]).nonzero()[0] if self._some_varied else ()
         if len(more):  # the owners keep k of theirs (k / c of their load), newcomers most of the way to the k heaviest
             at, room = index[more], per_owner[more]
             owners = self._owners.partitions[:, at]
@@ -272,7 +276,7 @@ class OwnerLoads:
         """The busiest owner's load at ``counts``; without ownership ``k`` times the heaviest
         partition (as if the heaviest shared one owner)."""
         owned = self.ownership[columns]
-        if owned.all():  # (the engine's usual case)
+        if all_of(owned):  # (the engine's usual case)
             return self.load(counts, columns)
         worst = self.per_instance[counts] * np.maximum(self.largest[columns], 0.0)
         return np.where(owned, self.load(counts, columns), worst)
@@ -287,4 +291,6 @@ class OwnerLoads:
         sized = self.ownership[columns] & (load > 0)
         ratio = rate / np.where(sized, load, 1.0)
         served = np.where(sized[None, :], np.maximum(values * ratio[None, :], equal[None, :]), equal[None, :])
+        if counts.size and np.minimum.reduce(counts) > 0:  # (the usual case: every count has an instance)
+            return served
         return np.where(counts[None, :] > 0, served, 0.0)  # no instance serves nothing
