@@ -71,6 +71,15 @@ class SourceOutlook:
     #: Each partition's backlog at the rate window's first sample (``None``: as now): whether the
     #: hub's backlog grows (``slo_kernel.backlog_growing``).
     earlier_backlog: np.ndarray | None = None
+    #: Absorbing bursts (``slo_kernel.absorb``): the history's sample times and last-enqueued
+    #: sequence numbers (samples x partitions), each partition's oldest unprocessed sequence
+    #: number, the rate over the last SLO-long window and the busiest such window's of the history
+    #: (events/s; a lull between bursts is no reason to scale in). ``None``: not read (no SLO given).
+    times: np.ndarray | None = None
+    positions: np.ndarray | None = None
+    oldest: np.ndarray | None = None
+    sustained_rate: np.ndarray | None = None
+    window_peak_rate: np.ndarray | None = None
 
     @property
     def partitions(self) -> int:
@@ -124,9 +133,10 @@ def _keys(source: str, ids: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: float,
-                       peak_seconds: float = 0.0) -> dict[str, SourceOutlook]:
+                       peak_seconds: float = 0.0, slo_seconds: float = 0.0) -> dict[str, SourceOutlook]:
     """Per Event Hubs source of the latest sample, its partitions' rates, backlog and ages, and the
-    busiest interval's rate among those ending within ``peak_seconds`` (at least the last one)."""
+    busiest interval's rate among those ending within ``peak_seconds`` (at least the last one);
+    with ``slo_seconds``, what absorbing bursts reads (``SourceOutlook.times`` and after)."""
     latest = samples[-1]
     latest_time = _seconds(latest.collected_at)
     outlooks: dict[str, SourceOutlook] = {}
@@ -155,9 +165,12 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
 
         arrival, recent_rate = kernel.rate_since(times_array, positions, base), kernel.rate_since(times_array, positions, recent)
         peak = recent_rate
+        absorbing = {}
         if len(times) > 1:
             first = next(index for index, time in enumerate(times) if latest_time - time <= peak_seconds)
             peak = kernel.later_peaks(times_array, positions)[max(min(first, len(times) - 2), 0)]
+            if slo_seconds > 0:  # (slo_kernel.absorb)
+                absorbing = _absorbing(times_array, positions, slo_seconds)
         oldest = np.asarray([(p.checkpoint + 1) if p.checkpoint is not None and p.checkpoint >= 0 else max(p.beginning, 0)
                              for p in source.partitions], dtype=float)
         ages = kernel.oldest_event_ages(times_array, positions, oldest, np.maximum(arrival, recent_rate))
@@ -175,8 +188,16 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
             rise=rise,
             noise=noise,
             earlier_backlog=earlier_backlog,
+            **({"oldest": oldest, **absorbing} if absorbing else {}),
         )
     return outlooks
+
+
+def _absorbing(times: np.ndarray, positions: np.ndarray, slo_seconds: float) -> dict:
+    """What absorbing bursts reads of a source's history (``SourceOutlook.times`` and after)."""
+    start = kernel.window_index(times, slo_seconds)
+    return {"times": times, "positions": positions, "sustained_rate": kernel.rate_since(times, positions, start),
+            "window_peak_rate": kernel.later_window_peaks(times, positions, len(times) - 1 - start)[0]}
 
 
 def _backlogs(reading: SourceReading, ids: tuple[str, ...], now: np.ndarray) -> np.ndarray:
@@ -194,9 +215,11 @@ def _set_aside(outlook: SourceOutlook, hot: np.ndarray) -> SourceOutlook:
         return np.where(hot, 0.0, values)
     peak = None if outlook.peak_arrival_rate is None else zero(outlook.peak_arrival_rate)
     earlier = None if outlook.earlier_backlog is None else zero(outlook.earlier_backlog)
+    sustained = None if outlook.sustained_rate is None else zero(outlook.sustained_rate)
+    window_peak = None if outlook.window_peak_rate is None else zero(outlook.window_peak_rate)
     return replace(outlook, arrival_rate=zero(outlook.arrival_rate), recent_arrival_rate=zero(outlook.recent_arrival_rate),
                    backlog=zero(outlook.backlog), age_seconds=zero(outlook.age_seconds), peak_arrival_rate=peak, set_aside=hot,
-                   earlier_backlog=earlier)
+                   earlier_backlog=earlier, sustained_rate=sustained, window_peak_rate=window_peak)
 
 
 def _checkpoints_keep_pace(samples: Sequence[MetricSample], outlooks: Sequence[SourceOutlook]) -> bool:
@@ -244,6 +267,18 @@ def _stall(samples: Sequence[MetricSample], capacity: int, growing: bool, contin
     return (serving[0], serving[1]), (done[0], done[1])
 
 
+def _absorbed_need(outlook: SourceOutlook, forecast: np.ndarray, weight: float, headroom: float, served: np.ndarray,
+                   first: float, until_serving: float, limit: float, shortest: float) -> np.ndarray:
+    """``slo_kernel.absorbed_need`` of a source (partitions x 1; the set-aside partitions 0): the
+    instances ready now serve (``served``'s first column) until those in flight do (``first``),
+    then all asked for (its second), until ``until_serving``."""
+    rates = kernel.blended(forecast, outlook.sustained_rate[:, None] * (1.0 + headroom), weight)
+    meanwhile = served[:, :1] * min(first, until_serving) + served[:, 1:] * max(until_serving - first, 0.0)
+    need = kernel.absorbed_need(outlook.times, outlook.positions, outlook.oldest[:, None], rates, meanwhile, until_serving,
+                                limit, shortest)
+    return need if outlook.set_aside is None else np.where(outlook.set_aside[:, None], 0.0, need)
+
+
 def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     """Scale out when the SLO is at risk, in to the cheapest count that holds (module docstring).
 
@@ -267,7 +302,8 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         return Proposal(None, HOLD, "throughput_unknown",
                         ("per-instance throughput not learned yet (needs an interval with backlog on every partition)",), {})
 
-    outlooks = list(partition_outlooks(samples, slo.rate_window_seconds, slo.scale_in_peak_seconds).values())
+    outlooks = list(partition_outlooks(samples, slo.rate_window_seconds, slo.scale_in_peak_seconds,
+                                       slo.max_event_age_seconds).values())
     if not outlooks:
         return Proposal(None, HOLD, "no_partition_data", ("no Event Hubs source with partitions in the latest sample",), {})
 
@@ -335,11 +371,18 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     at_risk = False
     both = np.array([ready_capacity, capacity])  # the ready count, then the requested one (one column each)
     horizon = kernel.drain_seconds(slo.min_dwell_seconds, slo.max_event_age_seconds, True, 0.0)
-    for load, forecast, age, backlog in zip(loads, forecasts, ages, backlogs, strict=True):
+    weights = [float(kernel.absorb_weight(o.noise)) if o.times is not None else 0.0 for o in outlooks]  # (slo_kernel.absorb)
+    services = []
+    for load, forecast, age, backlog, outlook, weight in zip(loads, forecasts, ages, backlogs, outlooks, weights, strict=True):
         served = load.service(forecast[:, [0, 0]], both, np.array([0, 0]))
+        services.append(served)
         then = kernel.age_at_reaction(age, backlog, forecast, served[:, :1], served[:, 1:], first, react)
         worst_predicted = max(worst_predicted, float(then.max()))
-        at_risk = at_risk or bool((then > kernel.carried_age_limits(limit, forecast, rate, horizon)).any())
+        risky = bool((then > kernel.carried_age_limits(limit, forecast, rate, horizon)).any())
+        if risky and weight > 0:  # absorb: a burst the count carries within the limit is no reason to scale out
+            need = _absorbed_need(outlook, forecast, weight, slo.headroom, served, first, react, limit + delay, interval)
+            risky = not bool(kernel.carries(need, served[:, 1:])[0])
+        at_risk = at_risk or risky
     owned = all(bool(reading.ownership[0]) for reading in owners)
     busiest_now = busiest(loads, capacity)
     sizing_note = (f"sizing: {OWNER_LOAD}, busiest owner {busiest_now:.1f}/s now "
@@ -399,6 +442,11 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         drain_seconds, drain_note = scale_out_drain(target, situation, worst_predicted)
         needed = [kernel.scale_out_need(forecast, backlog, slo.provisioning_delay_seconds, since_latest, slo.safety_seconds,
                                         drain_seconds) for forecast, backlog in zip(forecasts, backlogs, strict=True)]
+        # absorb: sized for the SLO-long window's arrivals and the backlog's drain within the limit
+        needed = [need if weight <= 0 else kernel.blended(need, _absorbed_need(
+                      outlook, forecast, weight, slo.headroom, served, first, slo.provisioning_delay_seconds + since_latest,
+                      limit + delay, interval), weight)
+                  for need, forecast, outlook, weight, served in zip(needed, forecasts, outlooks, weights, services, strict=True)]
         wanted = int(kernel.scale_out_counts(levels, np.ones(levels.shape, dtype=bool), np.array([capacity]),
                                              np.array([counts[-1]]), top,
                                              list(zip(owner_loads(needed), needed, strict=True)))[0])
@@ -428,6 +476,10 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     calm = [kernel.calm_rates(forecast, np.zeros_like(forecast) if o.peak_arrival_rate is None else o.peak_arrival_rate[:, None],
                               1.0 + slo.headroom, o.rise, slo.min_dwell_seconds, o.noise, slo.scale_in_peak_full_noise)
             for o, forecast in zip(outlooks, forecasts, strict=True)]
+    # absorb: held at the busiest SLO-long window's arrivals, not the busiest interval's
+    calm = [rates if weight <= 0 else kernel.blended(rates, kernel.absorbed_calm_rates(
+                o.sustained_rate[:, None], o.window_peak_rate[:, None], 1.0 + slo.headroom, o.rise, slo.min_dwell_seconds), weight)
+            for rates, o, weight in zip(calm, outlooks, weights, strict=True)]
     calm_loads = owner_loads(calm)
     reaction = np.array([interval + slo.provisioning_delay_seconds])
     limits, dwell = np.array([limit]), np.array([slo.min_dwell_seconds])

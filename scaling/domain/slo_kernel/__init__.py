@@ -29,6 +29,16 @@ The rules, in the order an evaluation meets them:
 """
 
 # The kernel's one face: callers read ``slo_kernel.name`` whichever room holds it.
+from scaling.domain.slo_kernel.absorb import (  # noqa: F401
+    ABSORB_FULL_NOISE,
+    absorb_weight,
+    absorbed_calm_rates,
+    absorbed_need,
+    blended,
+    carries,
+    later_window_peaks,
+    window_index,
+)
 from scaling.domain.slo_kernel.ages import (  # noqa: F401
     TREND_CONFIDENCE,
     age_at_reaction,

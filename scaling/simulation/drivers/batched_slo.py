@@ -359,6 +359,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 served_ready = served.copy()
                 served_ready[:, short_of] = loads.service(forecast[:, short_of], ready[short_of], short_of)
             then = slo_kernel.age_at_reaction(age, waiting, forecast, served_ready, served, first, react)
+            serving_from = first  # (the stall's test below names its own ``first``)
             worst_predicted = np.maximum(0.0, then.max(axis=0))
             # slo.propose holds while some partitions have no live owner (others have one).
             unowned = (owners_now < 0).any(axis=0) & (live_owners > 0)
@@ -375,6 +376,13 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                     slo_kernel.column_sums(arrival_in_view[:, None] if arrival_in_view.ndim == 1 else arrival_in_view, row_of), most)
             carried = slo_kernel.carried_age_limits(settings.limit, forecast, rate, settings.horizon, row_of)
             risk = known & (then > carried).any(axis=0) & ~unowned & ~stall
+            # absorb (slo_kernel.absorb): a burst the count carries within the limit is no reason to scale out
+            absorbing = _Absorbing(times, window, traces, enqueued_total, partitions, now, interval, samples, settings, oldest,
+                                   served_ready, served, serving_from, learned_delay, sample_interval, hot if any_hot else None)
+            relaxed = np.flatnonzero(risk & (absorbing.weight > 0))
+            if relaxed.size:
+                need = absorbing.need(relaxed, forecast[:, relaxed], react[relaxed])
+                risk[relaxed[slo_kernel.carries(need, served[:, relaxed])]] = False
             if risk.any():
                 rows = np.flatnonzero(risk)
                 since = learned_delay[rows]
@@ -384,6 +392,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 if layout.groups is None:
                     need = slo_kernel.scale_out_need(wanted_rate, waiting[:, rows], settings.provisioning[rows], since,
                                                      settings.safety[rows], drain)
+                    need = absorbing.sized(need, rows, wanted_rate, settings.provisioning[rows] + since)  # absorb
                     loads = _owner_loads(need, rows, *sizing)
                 else:  # the need holds each partition's own backlog: equal shares no longer mean equal rows
                     hot_partition = hot[row_of][:, rows] if any_hot else None
@@ -391,6 +400,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                                                                                                partition_backlog[:, rows])
                     need = slo_kernel.scale_out_need(wanted_rate[row_of], held, settings.provisioning[rows], since,
                                                      settings.safety[rows], drain)
+                    need = absorbing.sized(need, rows, wanted_rate, settings.provisioning[rows] + since, checkpoints, row_of)
                     loads = slo_kernel.OwnerLoads(need, hot_partition, owned_by.of_columns(rows), rate[rows], per_instance,
                                                   by_draw[rows])
                 proposal[rows] = slo_kernel.scale_out_counts(settings.levels[rows], settings.valid_level[rows], capacity[rows],
@@ -409,14 +419,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                     peaks = slo_kernel.later_peaks(times, window)
                     peak = (peaks[start, :] if traces is None else peaks[start, :, traces]).T  # (rows, candidates)
                     # ... and, while the arrivals clearly rise, at the rate halfway through the dwell.
-                    totals = enqueued_total[now - interval * (samples - 1): now + 1: interval] - partitions
-                    if traces is None:
-                        rise, noise = slo_kernel.trend(times, totals)
-                    else:  # each trace's, per candidate
-                        rise, noise = np.array([slo_kernel.trend(times, totals[:, trace]) for trace in range(totals.shape[1])]).T
-                        rise, noise = rise[traces], noise[traces]
+                    rise, noise = absorbing.rise, absorbing.noise
                     calm = slo_kernel.calm_rates(forecast, peak, settings.headroom_factor, rise, settings.dwell,
                                                  noise, settings.peak_full_noise)
+                    calm = absorbing.calm(calm)  # absorb
                     if any_hot:
                         calm = np.where(hot, 0.0, calm)
                     rows = np.flatnonzero(eligible)  # loads and counts for these candidates only
@@ -477,3 +483,102 @@ def _scale_in_allowed(settings: _Candidates, tokens: np.ndarray, tokens_at: np.n
     for a scale-in (``engine.evaluate``: it needs 2 tokens, itself and the likely scale-out)."""
     return (slo_kernel.cooldown_over(moment - last_action, settings.cooldown_down)
             & slo_kernel.budget_allows_scale_in(slo_kernel.action_tokens(settings.budget, tokens, moment - tokens_at)))
+
+
+class _Absorbing:
+    """What ``slo.propose`` reads and asks of ``slo_kernel.absorb`` at one evaluation, for every
+    candidate: the arrivals' trend and noise (``absorb_weight``), the rate over the last
+    SLO-long window, the busiest such window's, and the need of a count (``absorbed_need``)."""
+
+    def __init__(self, times, window, traces, enqueued_total, partitions, now, interval, samples, settings, oldest,
+                 served_ready, served, serving_from, delay, sample_interval, hot):
+        self.times, self.window, self.traces, self.settings = times, window, traces, settings
+        self.oldest, self.served_ready, self.served, self.serving_from = oldest, served_ready, served, serving_from
+        self.delay, self.shortest, self.hot = delay, sample_interval, hot
+        self.rise, self.noise = _trend(times, enqueued_total, partitions, now, interval, samples, traces)
+        count = len(settings.max_age)
+        self.weight = np.broadcast_to(slo_kernel.absorb_weight(self.noise), (count,))
+        self.rises = np.broadcast_to(self.rise, (count,))
+        self._rates: dict | None = None
+
+    def _history(self, columns, row_of=None):
+        """Positions (samples x rows[ x the columns' traces]) and each column's trace's."""
+        window = self.window if row_of is None else self.window[:, row_of]
+        return window if self.traces is None else window[:, :, self.traces[columns]]
+
+    def rates(self):
+        """Per candidate, the rate over the last SLO-long window and the busiest such window's of
+        the history (rows x candidates; worked out once per evaluation)."""
+        if self._rates is None:
+            settings, times, window = self.settings, self.times, self.window
+            sustained = np.zeros((window.shape[1], len(settings.max_age)))
+            window_peak = np.zeros_like(sustained)
+            for seconds in np.unique(settings.max_age):
+                chosen = np.flatnonzero(settings.max_age == seconds)
+                start = slo_kernel.window_index(times, float(seconds))
+                rate = slo_kernel.rate_since(times, window, start)
+                peak = slo_kernel.later_window_peaks(times, window, len(times) - 1 - start)[0]
+                sustained[:, chosen] = rate[:, None] if self.traces is None else rate[:, self.traces[chosen]]
+                window_peak[:, chosen] = peak[:, None] if self.traces is None else peak[:, self.traces[chosen]]
+            self._rates = (sustained, window_peak)
+        return self._rates
+
+    def need(self, columns, forecast, until_serving, checkpoints=None, row_of=None):
+        """``slo_kernel.absorbed_need`` for the ``columns`` (rows, or partitions with ``row_of``,
+        x columns), as ``slo._absorbed_need``: the ready instances serve until those in flight do."""
+        settings = self.settings
+        sustained = self.rates()[0][:, columns]
+        weight = self.weight[columns]
+        rates = slo_kernel.blended(forecast, (sustained if row_of is None else sustained[row_of])
+                                   * settings.headroom_factor[columns], weight)
+        first = self.serving_from[columns]
+        ready, asked = self.served_ready[:, columns], self.served[:, columns]
+        if row_of is not None:
+            ready, asked = ready[row_of], asked[row_of]
+        meanwhile = ready * np.minimum(first, until_serving) + asked * np.maximum(until_serving - first, 0.0)
+        oldest = self.oldest[:, columns] if checkpoints is None else checkpoints[:, columns]
+        need = slo_kernel.absorbed_need(self.times, self._history(columns, row_of), oldest, rates, meanwhile, until_serving,
+                                        settings.limit[columns] + self.delay[columns], self.shortest)
+        if self.hot is None:
+            return need
+        hot = self.hot[:, columns]
+        return np.where(hot if row_of is None else hot[row_of], 0.0, need)
+
+    def sized(self, need, columns, forecast, until_serving, checkpoints=None, row_of=None):
+        """The scale-out's ``need`` blended with the absorbed one where the weight is above 0."""
+        weight = self.weight[columns]
+        absorbing = np.flatnonzero(weight > 0)
+        if not absorbing.size:
+            return need
+        need = need.copy()
+        chosen = columns[absorbing]
+        wanted = forecast[:, absorbing] if row_of is None else forecast[row_of][:, absorbing]
+        absorbed = self.need(chosen, wanted, until_serving[absorbing], checkpoints, row_of)
+        need[:, absorbing] = slo_kernel.blended(need[:, absorbing], absorbed, weight[absorbing])
+        return need
+
+    def calm(self, calm):
+        """The scale-in's ``calm`` rates blended with the busiest SLO-long window's."""
+        absorbing = np.flatnonzero(self.weight > 0)
+        if not absorbing.size:
+            return calm
+        settings = self.settings
+        sustained, window_peak = self.rates()
+        absorbed = slo_kernel.absorbed_calm_rates(sustained[:, absorbing], window_peak[:, absorbing],
+                                                  settings.headroom_factor[absorbing], self.rises[absorbing],
+                                                  settings.dwell[absorbing])
+        calm = calm.copy()
+        calm[:, absorbing] = slo_kernel.blended(calm[:, absorbing], absorbed, self.weight[absorbing])
+        if self.hot is not None:
+            calm = np.where(self.hot, 0.0, calm)
+        return calm
+
+
+def _trend(times, enqueued_total, partitions, now, interval, samples, traces):
+    """``slo_kernel.trend`` of the hub's arrivals over the window (as the engine reads them: the
+    partitions' last enqueued sequence numbers summed), per candidate (each its trace's)."""
+    totals = enqueued_total[now - interval * (samples - 1): now + 1: interval] - partitions
+    if traces is None:
+        return slo_kernel.trend(times, totals)
+    rise, noise = np.array([slo_kernel.trend(times, totals[:, trace]) for trace in range(totals.shape[1])]).T
+    return rise[traces], noise[traces]

@@ -1,0 +1,118 @@
+"""Bursts the backlog absorbs: the counts a decision needs under the arrivals of an SLO-long
+window, not the last interval's.
+
+A burst of a minute or two that pushes the predicted age past the limit reads, at the last
+interval's rate, as a load that goes on; sized for it, the scale-out orders instances that serve
+after the burst has passed, and holding them at the burst's rate keeps them for nothing. What the
+SLO asks is narrower: every event served within the limit of its arrival (first in, first out).
+So a count is judged by the backlog the sequence numbers show (when each waiting event came in)
+and by the arrivals over an SLO-long window, and a scale-in by the busiest such window, not the
+busiest interval. Where the history shows no short bursts (its measured noise under half of
+``ABSORB_FULL_NOISE``) nothing here changes a decision (``absorb_weight`` is 0).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scaling.domain.slo_kernel.ages import rising_factor
+
+#: The measured noise of the arrivals (``trend``: the spread of the history's interval rates about
+#: their trend line, over their mean) from which the absorbing rules count wholly; not at all up to
+#: half of it, in proportion between. Steady, diurnal and noisy traffic measure 0.02-0.4 (the
+#: gated family's 90th percentile 0.42, NASA's 0.48); short bursts 0.5-1.4.
+ABSORB_FULL_NOISE = 1.0
+
+
+def absorb_weight(noise, full_noise=None):
+    """How much the absorbing rules count (0 to 1) at the arrivals' measured ``noise``: 0 up to
+    half of ``full_noise``, 1 from it on, in proportion between (the scale-in peak hold's ramp,
+    ``calm_rates``); 0 everywhere where ``full_noise`` is 0 (off)."""
+    noise = np.asarray(noise, dtype=float)
+    full = np.asarray(ABSORB_FULL_NOISE if full_noise is None else full_noise, dtype=float)
+    ramp = np.clip(2.0 * noise / np.where(full > 0, full, 1.0) - 1.0, 0.0, 1.0)
+    return np.where(full > 0, ramp, 0.0)
+
+
+def blended(plain, absorbed, weight):
+    """``plain`` moved towards ``absorbed`` by ``weight`` (per candidate): the rule as it was at
+    weight 0, the absorbing one at 1."""
+    return plain + weight * (absorbed - plain)
+
+
+def window_index(times: np.ndarray, seconds: float) -> int:
+    """The sample the last ``seconds`` start from: the latest at least ``seconds`` before the last
+    sample (the first one where the history is shorter)."""
+    back = np.flatnonzero(times[-1] - times >= seconds)
+    return int(back[-1]) if back.size else 0
+
+
+def later_window_peaks(times: np.ndarray, positions: np.ndarray, intervals: int) -> np.ndarray:
+    """Row ``j``: each partition's highest mean arrival rate over ``intervals`` consecutive
+    intervals (fewer at the history's start) among the windows whose last interval is ``j`` or
+    later (intervals x partitions[ x traces]): ``later_peaks`` over windows an SLO long instead
+    of single intervals, so that a scale-in holds against the busiest such window of its peak
+    stretch, not against a burst the backlog carries."""
+    ends = np.arange(1, len(times))
+    starts = np.maximum(ends - max(int(intervals), 1), 0)
+    spans = times[ends] - times[starts]
+    spans = np.where(spans > 0, spans, np.inf).reshape(-1, *[1] * (positions.ndim - 1))
+    rates = np.maximum(positions[ends] - positions[starts], 0.0) / spans
+    return np.maximum.accumulate(rates[::-1], axis=0)[::-1]
+
+
+def absorbed_need(times: np.ndarray, positions: np.ndarray, oldest: np.ndarray, sustained: np.ndarray,
+                  served_meanwhile: np.ndarray, until_serving, limit, shortest) -> np.ndarray:
+    """Per partition (x candidates), the service rate (events/s) a count must give from
+    ``until_serving`` seconds on so that every event is served within ``limit`` seconds of its
+    arrival: the waiting ones as the sequence numbers show they came in, new ones at the
+    ``sustained`` rate (an SLO-long window's, not the last interval's).
+
+    First in, first out, the events that arrived up to ``limit`` before a moment must all be
+    served by it. Served until then: ``served_meanwhile`` (events, by the instances serving now),
+    then the rate asked for. Between samples the arrivals are linear, after the last at
+    ``sustained``, so the rate asked for is the highest of the sustained rate and, at each sample
+    (and the moment ``limit`` before the instances serve), what arrived by it and is not yet
+    served over the time left until it reaches the limit (at least ``shortest`` seconds: what a
+    backlog already too old for the limit needs is to be caught up within that).
+
+    ``positions``: last enqueued sequence numbers (samples x partitions, shared by the candidates,
+    or samples x partitions x candidates); ``oldest``: each partition's oldest unprocessed
+    sequence number (partitions x candidates); ``until_serving``, ``limit``, ``shortest``: per
+    candidate (or plain numbers)."""
+    history = positions[:, :, None] if positions.ndim == 2 else positions  # (samples, partitions, 1 or candidates)
+    owed = oldest + served_meanwhile  # the first sequence number still waiting when the new instances serve
+    candidates = owed.shape[1]
+    now = times[-1]
+    # What arrived before ``start`` must all be served when the new instances serve; what arrived
+    # at a later sample, ``left`` seconds after it.
+    start = np.broadcast_to(now + np.asarray(until_serving, dtype=float) - np.asarray(limit, dtype=float), (candidates,))
+    left = times[:, None] - start[None, :]  # (samples, candidates)
+    waiting = history + 1.0 - owed[None]  # (samples, partitions, candidates)
+    rates = np.where((left > 0)[:, None, :], waiting / np.maximum(left, shortest)[:, None, :], -np.inf)
+    need = np.maximum(sustained, rates.max(axis=0))
+    # ``start`` itself: between two samples (before the history: its first; after it: the last
+    # sample's position and the sustained arrivals since).
+    at = np.clip(np.searchsorted(times, start, side="right"), 1, len(times) - 1)
+    before, after = times[at - 1], times[at]
+    share = np.clip((start - before) / np.where(after > before, after - before, 1.0), 0.0, 1.0)
+    column = np.zeros(candidates, dtype=np.int64) if history.shape[2] == 1 else np.arange(candidates)
+    low, high = history[at - 1, :, column].T, history[at, :, column].T  # (partitions, candidates)
+    arrived = low + share * (high - low) + sustained * np.maximum(start - now, 0.0)
+    overdue = arrived + 1.0 - owed
+    return np.where(overdue > 0, np.maximum(need, overdue / shortest), need)
+
+
+def absorbed_calm_rates(sustained, window_peak, headroom_factor, rise, dwell):
+    """The rates a scale-in must hold at where bursts are absorbed: the busiest SLO-long window's
+    of the peak stretch (``later_window_peaks``) or the last one's (``sustained``), with the
+    headroom, raised while the arrivals clearly rise (``calm_rates``' rise); a lull between bursts
+    is no reason to scale in, and the burst itself is what the backlog carries."""
+    return np.maximum(sustained, window_peak) * headroom_factor * rising_factor(rise, dwell)
+
+
+def carries(need: np.ndarray, served: np.ndarray) -> np.ndarray:
+    """Per candidate, whether ``served`` (partitions x candidates, events/s) gives every partition
+    its ``absorbed_need``: the count carries the backlog and the SLO-long window's arrivals within
+    the limit, so the burst is no reason to scale out."""
+    return (served >= need).all(axis=0)
