@@ -19,7 +19,12 @@ per second) and:
   clearly rise to the rate halfway through the dwell (no scale-in into a rising edge). A count
   that serves *less* than the arrival rate is allowed: the backlog then grows slowly within the
   SLO budget, and the next scale-out drains it. Alternating between two neighbouring counts this way costs what the arrivals need
-  on average instead of the next count up, while the dwell time bounds how often it acts.
+  on average instead of the next count up, while the dwell time bounds how often it acts;
+- where the arrivals come in short bursts (their measured noise), judges a count by the backlog
+  the sequence numbers show and the arrivals of an SLO-long window instead (``slo_kernel.absorb``):
+  a burst the backlog carries within the limit is no reason to scale out, a scale-out drains it
+  within the limit instead of serving the burst's rate, and a scale-in holds at the busiest
+  SLO-long window of the history, not the busiest interval.
 """
 
 from __future__ import annotations
@@ -371,7 +376,8 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     at_risk = False
     both = np.array([ready_capacity, capacity])  # the ready count, then the requested one (one column each)
     horizon = kernel.drain_seconds(slo.min_dwell_seconds, slo.max_event_age_seconds, True, 0.0)
-    weights = [float(kernel.absorb_weight(o.noise)) if o.times is not None else 0.0 for o in outlooks]  # (slo_kernel.absorb)
+    weights = [float(kernel.absorb_weight(o.noise)) if o.times is not None and kernel.bursts_ended(o.times, o.positions.sum(axis=1))
+               else 0.0 for o in outlooks]  # (slo_kernel.absorb)
     services = []
     for load, forecast, age, backlog, outlook, weight in zip(loads, forecasts, ages, backlogs, outlooks, weights, strict=True):
         served = load.service(forecast[:, [0, 0]], both, np.array([0, 0]))

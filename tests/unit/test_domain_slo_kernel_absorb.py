@@ -126,3 +126,20 @@ def test_no_burst_and_no_backlog_needs_no_more_than_arrives() -> None:
     steady = np.array([[0.0], [999.0], [1999.0]]) - 1.0
     assert need(positions=steady, oldest=1999.0, sustained=1000.0 / 60.0) == pytest.approx(1000.0 / 60.0)
     assert math.isfinite(need(positions=steady, oldest=0.0, sustained=0.0))
+
+
+@pytest.mark.parametrize(("case", "per_interval", "ended"), [
+    ("a one-minute burst that ended", [10, 10, 40, 10, 10], True),
+    ("a two-minute burst that ended", [10, 10, 40, 40, 10], True),
+    ("a step that stays", [10, 10, 10, 40, 40], False),  # the gated family's on/off bursts
+    ("a burst still going on", [10, 10, 10, 10, 40], False),
+    ("just under twice the median", [10, 10, 19.9, 5, 10], False),
+    ("the drop just short of half", [10, 10, 40, 20.1, 15], False),
+    ("exactly twice, then exactly half", [10, 10, 20, 10, 10], True),
+    ("no arrivals", [0, 0, 0, 0, 0], False),
+    ("mostly idle, a burst that ended", [0, 5, 0, 0, 0], True),  # (the median 0: any burst above it)
+    ("too short a history", [40, 10], False),
+])
+def test_bursts_ended_tells_a_short_burst_from_a_step(case: str, per_interval: list, ended: bool) -> None:
+    totals = np.concatenate([[0.0], np.cumsum(per_interval)]) * 60.0
+    assert kernel.bursts_ended(np.arange(len(totals)) * 60.0, totals) is ended, case

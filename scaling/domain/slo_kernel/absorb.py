@@ -34,6 +34,23 @@ def absorb_weight(noise, full_noise=None):
     return np.where(full > 0, ramp, 0.0)
 
 
+def bursts_ended(times: np.ndarray, totals: np.ndarray) -> bool:
+    """Whether the history shows a short burst that ended: an interval (before the last) at
+    least twice the intervals' median rate (and above 0), the next at most half of it.
+
+    The measured noise alone cannot tell a short burst from a step: the first minutes of a load
+    that doubles and stays (the gated family's on/off ``bursts``, tens of minutes on) read as
+    noisy as micro-bursts, and sizing them for the SLO-long window's rate left the realistic
+    scenario 45 avoidable violation minutes where the plain rules had 17. ``totals``: events
+    enqueued so far, all partitions, at ``times``."""
+    steps = times[1:] - times[:-1]
+    if len(steps) < 2 or not (steps > 0).all():
+        return False
+    rates = (totals[1:] - totals[:-1]) / steps
+    peaks = (rates[:-1] >= 2.0 * np.median(rates)) & (rates[:-1] > 0)
+    return bool((peaks & (rates[1:] <= rates[:-1] / 2.0)).any())
+
+
 def blended(plain, absorbed, weight):
     """``plain`` moved towards ``absorbed`` by ``weight`` (per candidate): the rule as it was at
     weight 0, the absorbing one at 1."""

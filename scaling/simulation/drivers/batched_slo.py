@@ -497,7 +497,10 @@ class _Absorbing:
         self.delay, self.shortest, self.hot = delay, sample_interval, hot
         self.rise, self.noise = _trend(times, enqueued_total, partitions, now, interval, samples, traces)
         count = len(settings.max_age)
-        self.weight = np.broadcast_to(slo_kernel.absorb_weight(self.noise), (count,))
+        totals = enqueued_total[now - interval * (samples - 1): now + 1: interval] - partitions
+        ended = slo_kernel.bursts_ended(times, totals) if traces is None else \
+            np.array([slo_kernel.bursts_ended(times, totals[:, trace]) for trace in range(totals.shape[1])])[traces]
+        self.weight = np.broadcast_to(np.where(ended, slo_kernel.absorb_weight(self.noise), 0.0), (count,))
         self.rises = np.broadcast_to(self.rise, (count,))
         self._rates: dict | None = None
 
