@@ -199,6 +199,11 @@ CONSTANTS: tuple[Constant, ...] = (
              "how far that following may take the learned delay, as a fraction of the SLO"),
     Constant("DENSE_EVENTS", 10.0, "scaling.domain.slo_kernel.learning",
              "events per partition over the checkpoint delay before an age reading may change the learned delay"),
+    Constant("PAUSE_LEARNING_RATE", 0.3, "scaling.domain.slo_kernel.rebalance",
+             "weight of a new measurement in the learned rebalance pause (a move that stood still for no interval measures 0)"),
+    Constant("PAUSE_SHOWN", 0.5, "scaling.domain.slo_kernel.rebalance",
+             "a learned rebalance pause counts from this fraction of the collection interval on (under it: a stray "
+             "stand-still among moves that showed none)"),
     Constant("STALL_TOLERANCE", 0.1, "scaling.domain.slo_kernel.hub",
              "the processed rate may rise this much with more instances and still count as a stall"),
     Constant("FLAT_TOLERANCE", 0.1, "scaling.domain.slo_kernel.hub",

@@ -251,6 +251,38 @@ def _stall_readings(samples: Sequence[MetricSample], capacity: int) -> tuple | N
     return (serving[0], serving[1]), (done[0], done[1])
 
 
+def _moved_stand_still(samples: Sequence[MetricSample]) -> np.ndarray | None:
+    """How long the partitions that changed owner in the window kept their checkpoints still
+    (``slo_kernel.moved_stand_still``, a batch of one; None: no episode ended in the last
+    interval), over the sources that read in every sample (the mean where several show one)."""
+    measured = []
+    for source in samples[-1].sources:
+        if not source.ok or not source.partitions or source.owners is None:
+            continue
+        readings = [next((x for x in sample.sources if x.name == source.name and x.ok), None) for sample in samples]
+        if any(reading is None for reading in readings):
+            continue
+        ids = tuple(map(_PARTITION_ID, source.partitions))
+        owned = [tuple(_OWNER(p) for p in reading.partitions) if tuple(map(_PARTITION_ID, reading.partitions)) == ids
+                 else None for reading in readings]
+        if None not in owned and len(set(owned)) == 1:  # no owner changed in the window: nothing to measure
+            continue
+        codes: dict[str, int] = {}
+        owners, checkpoints, backlogs = [], [], []
+        for reading in readings:
+            by_id = {p.partition_id: p for p in reading.partitions}
+            row = [by_id.get(partition_id) for partition_id in ids]
+            owners.append([-1 if p is None or p.owner is None else codes.setdefault(p.owner, len(codes)) for p in row])
+            checkpoints.append([math.nan if p is None else -1.0 if p.checkpoint is None else float(p.checkpoint) for p in row])
+            backlogs.append([0.0 if p is None else float(p.backlog) for p in row])
+        times = np.array([_seconds(sample.collected_at) for sample in samples])
+        value = kernel.moved_stand_still(times, np.array(owners)[:, :, None], np.array(checkpoints)[:, :, None],
+                                         np.array(backlogs)[:, :, None])[0]
+        if not math.isnan(value):
+            measured.append(float(value))
+    return np.array([sum(measured) / len(measured)]) if measured else None
+
+
 def _hub_reading(samples: Sequence[MetricSample], source: SourceReading, outlook: SourceOutlook, per_instance: np.ndarray
                  ) -> kernel.HubReading:
     """One source's outlook as the step reads it: a batch of one (partitions x 1)."""
@@ -304,13 +336,15 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         # (the hub's backlog totals: read only while the throughput is unknown, the one rule that uses them)
         backlog_total=np.array([0 if known else latest.backlog]),
         previous_backlog_total=np.array([0 if known or len(samples) < 2 else samples[-2].backlog]),
-        unowned=np.array([len(unowned)]))
+        unowned=np.array([len(unowned)]),
+        pause=np.array([math.nan if state.rebalance_pause_seconds is None else state.rebalance_pause_seconds]))
     outcome = kernel.slo_step(
         [_hub_reading(samples, source, outlook, kernel.per_instance_table(outlook.partitions, top))
          for source, outlook in zip(readings, outlooks, strict=False)],
         step_state, kernel.StepKnobs.one(slo), kernel.StepCounts.one(tuple(counts), top), interval=interval,
         since_latest=clock.since_latest, enough_history=(latest.collected_at - samples[0].collected_at).total_seconds()
-        >= slo.rate_window_seconds, stall_readings=lambda: _stall_readings(samples, capacity), explain=True)
+        >= slo.rate_window_seconds, stall_readings=lambda: _stall_readings(samples, capacity),
+        stand_still=lambda: _moved_stand_still(samples), explain=True)
     return _proposal(target, situation, outlooks, unowned, outcome, limit, interval)
 
 
@@ -338,8 +372,10 @@ def _proposal(target: TargetPolicy, situation: Situation, outlooks: list[SourceO
     if code == kernel.NO_DATA:
         return Proposal(None, HOLD, reason_code, ("no Event Hubs source with partitions in the latest sample",), {})
 
-    delay = float(outcome.delay[0])
-    new_state = replace(situation.state, checkpoint_delay_seconds=delay)
+    delay, pause = float(outcome.delay[0]), float(outcome.pause[0])
+    allowance = 0.0 if outcome.allowance is None else float(outcome.allowance[0])
+    new_state = replace(situation.state, checkpoint_delay_seconds=delay,
+                        rebalance_pause_seconds=None if math.isnan(pause) else pause)
     total_rate = float(sum(o.arrival_rate.sum() for o in outlooks))
     true_worst = max(float(o.age_seconds.max()) for o in outlooks)
     worst_predicted, react = float(outcome.predicted_age[0]), float(outcome.react[0])
@@ -366,6 +402,7 @@ def _proposal(target: TargetPolicy, situation: Situation, outlooks: list[SourceO
         "checkpoint_delay_seconds": round(delay, 1),
         "busiest_load": round(busiest_now, 3),
         **({"hot_partitions": len(hot_notes) - 1} if hot_notes else {}),
+        **({"rebalance_pause_seconds": round(allowance, 1)} if allowance > 0 else {}),
     }
 
     if code == kernel.UNOWNED:
@@ -410,9 +447,12 @@ def _proposal(target: TargetPolicy, situation: Situation, outlooks: list[SourceO
                         metrics, new_state)
     if code in (kernel.STEADY, kernel.STEADY_HOT):
         worst_now = float(outcome.oldest_in_view[0])
+        why = (f"a scale-in's rebalance pause ({allowance:.0f}s) would take it past the limit"
+               if outcome.pause_blocked is not None and outcome.pause_blocked[0]
+               else f"no smaller count would hold for {slo.min_dwell_seconds:.0f}s")
         return Proposal(None, HOLD, reason_code,
-                        (f"oldest event {worst_now:.0f}s, predicted {worst_predicted:.0f}s within the {limit:.0f}s limit; "
-                         f"no smaller count would hold for {slo.min_dwell_seconds:.0f}s", sizing_note, *hot_reasons),
+                        (f"oldest event {worst_now:.0f}s, predicted {worst_predicted:.0f}s within the {limit:.0f}s limit; {why}",
+                         sizing_note, *hot_reasons),
                         metrics, new_state)
     hold_seconds = float(outcome.hold_seconds[0])
     holds = "indefinitely" if math.isinf(hold_seconds) else f"for about {hold_seconds:.0f}s"

@@ -5,6 +5,7 @@ batched simulator's sweep are the same function)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -47,6 +48,10 @@ class Case:
     #: (events, oldest first; the backlog their last ones) and their measured noise; None: not read.
     bursts: tuple | None = None
     noise: float = 1.0
+    #: The learned rebalance pause (NaN: none yet), and the moved partitions' stand-still this
+    #: window shows (NaN: none measured).
+    pause: float = math.nan
+    stand_still: float = math.nan
     slo: SloSettings = field(default_factory=lambda: SloSettings(max_event_age_seconds=300.0, safety_seconds=30.0,
                                                                  headroom=0.0, provisioning_delay_seconds=120.0,
                                                                  min_dwell_seconds=600.0))
@@ -97,16 +102,18 @@ def step(cases: list[Case]) -> kernel.StepOutcome:
         below=np.array([sum(1 for n in case.counts if n < case.capacity) for case in cases]),
         backlog_total=np.array([case.backlog_total for case in cases]),
         previous_backlog_total=np.array([case.previous_backlog_total for case in cases]),
-        unowned=np.array([case.unowned for case in cases]))
+        unowned=np.array([case.unowned for case in cases]), pause=np.array([case.pause for case in cases]))
 
     def stall_readings():
         if any(case.stall is None for case in cases):
             return None
         return tuple(tuple(np.array([case.stall[pair][index] for case in cases]) for index in range(2)) for pair in range(2))
 
+    stand_still = np.array([case.stand_still for case in cases])
     return kernel.slo_step([hub], state, kernel.StepKnobs.of([case.slo for case in cases]), counts, interval=INTERVAL,
                            since_latest=0.0, enough_history=np.array([case.enough_history for case in cases]),
-                           stall_readings=stall_readings, explain=True)
+                           stall_readings=stall_readings, explain=True,
+                           stand_still=(lambda: stand_still) if not np.isnan(stand_still).all() else None)
 
 
 GROWING_BACKLOG = {"backlog": (2000.0,) * 4, "earlier": (0.0,) * 4}
@@ -138,6 +145,27 @@ CASES = {
     "steady": (Case(), kernel.STEADY, kernel.HOLD, 2),
     "steady, a partition set aside": (Case(arrival=(12.0, 1.0, 1.0, 1.0), capacity=4, owners=(0, 1, 2, 3),
                                            counts=(4,)), kernel.STEADY_HOT, kernel.HOLD, 4),
+    # a learned rebalance pause (120 s, at least half the 60 s interval): the scale-out waits only
+    # for the SLO less the pause (180 s), and no scale-in whose own pause passes the limit (270 s)
+    "a pause learned: past the SLO less the pause": (Case(ages=(180.5,) * 4, pause=120.0), kernel.AT_RISK, kernel.UP, 4),
+    "a pause learned: at the SLO less the pause": (Case(ages=(180.0,) * 4, pause=120.0), kernel.STEADY, kernel.HOLD, 2),
+    "no pause learned: the same ages": (Case(ages=(180.5,) * 4), kernel.STEADY, kernel.HOLD, 2),
+    "a pause under half an interval: none allowed for": (Case(ages=(180.5,) * 4, pause=29.9), kernel.STEADY, kernel.HOLD, 2),
+    "a pause learned from this window's moves": (Case(ages=(180.5,) * 4, stand_still=120.0), kernel.AT_RISK, kernel.UP, 4),
+    "a move without a pause lowers it (84 s)": (Case(ages=(216.5,) * 4, pause=120.0, stand_still=0.0), kernel.AT_RISK,
+                                                kernel.UP, 4),
+    "a move without a pause lowers it, within": (Case(ages=(216.0,) * 4, pause=120.0, stand_still=0.0), kernel.STEADY,
+                                                 kernel.HOLD, 2),
+    "surplus, its own pause within the limit": (Case(arrival=(1.0,) * 4, capacity=4, owners=(0, 1, 2, 3), ages=(150.0,) * 4,
+                                                     pause=120.0), kernel.SURPLUS, kernel.DOWN, 1),
+    "surplus, its own pause past the limit": (Case(arrival=(1.0,) * 4, capacity=4, owners=(0, 1, 2, 3), ages=(150.1,) * 4,
+                                                   pause=120.0), kernel.STEADY, kernel.HOLD, 4),
+    "surplus, no pause: the same ages": (Case(arrival=(1.0,) * 4, capacity=4, owners=(0, 1, 2, 3), ages=(150.1,) * 4),
+                                         kernel.SURPLUS, kernel.DOWN, 1),
+    "surplus held from the ages after the pause": (Case(arrival=(2.6,) * 4, capacity=4, owners=(0, 1, 2, 3),
+                                                        ages=(130.0,) * 4, pause=120.0), kernel.SURPLUS, kernel.DOWN, 2),
+    "surplus, no pause: from the ages now": (Case(arrival=(2.6,) * 4, capacity=4, owners=(0, 1, 2, 3), ages=(130.0,) * 4),
+                                             kernel.SURPLUS, kernel.DOWN, 1),
 }
 
 
@@ -155,8 +183,12 @@ def _column(outcome: kernel.StepOutcome, index: int) -> tuple:
     if decision[0] in (kernel.UNKNOWN_WAITING, kernel.UNKNOWN_GROWING, kernel.UNKNOWN):
         return decision
     numbers = (outcome.predicted_age, outcome.react, outcome.busiest_now, outcome.oldest_in_view, outcome.drain_seconds,
-               outcome.hold_seconds, outcome.busiest_wanted)
-    return (*decision, *(None if values is None or np.isnan(values[index]) else float(values[index]) for values in numbers))
+               outcome.hold_seconds, outcome.busiest_wanted, outcome.pause)
+    # (the pause allowed for and the blocked scale-in: None in a batch where no column has them)
+    allowance = 0.0 if outcome.allowance is None else float(outcome.allowance[index])
+    blocked = outcome.pause_blocked is not None and bool(outcome.pause_blocked[index])
+    return (*decision, allowance, blocked,
+            *(None if values is None or np.isnan(values[index]) else float(values[index]) for values in numbers))
 
 
 def test_a_sweep_decides_every_column_as_a_batch_of_one() -> None:

@@ -86,3 +86,37 @@ def test_an_operator_may_choose_the_minimum_during_a_stall() -> None:
 
 def test_the_stall_knob_is_off_by_default() -> None:
     assert simulated_target(Scenario()).slo.stall_scale_to_minimum is False
+
+
+@pytest.mark.parametrize(("capacity", "arrival", "backlog", "learned", "direction", "wanted"), [
+    pytest.param(16, 1.0, 200, None, HOLD, None, id="no-pause-known: holds at 199 s"),
+    pytest.param(16, 1.0, 200, 0.0, HOLD, None, id="a-pause-of-0-learned: the same"),
+    pytest.param(16, 1.0, 200, 120.0, UP, 32, id="a-120-s-pause-known: scales out before its ages pass the SLO"),
+    pytest.param(8, 2.0, 150, None, DOWN, 4, id="no-pause-known: scales in to 4"),
+    pytest.param(8, 2.0, 150, 120.0, DOWN, 5, id="a-120-s-pause-known: the scale-in holds the ages the pause adds"),
+    pytest.param(8, 2.0, 200, None, DOWN, 4, id="no-pause-known: scales in at 100 s"),
+    pytest.param(8, 2.0, 200, 120.0, HOLD, None, id="a-120-s-pause-known: no scale-in whose pause would pass the limit"),
+])
+def test_a_learned_rebalance_pause_changes_the_decision_and_none_changes_nothing(capacity, arrival, backlog, learned,
+                                                                                 direction, wanted) -> None:
+    """Each scale-out's pause read as a shortfall called for another (4 -> 7 -> 8 -> 11 -> 16 -> 32
+    in 13 minutes); where the target's history shows pauses, it acts earlier and once, and a
+    scale-in allows for the pause it causes itself. Where none is known, the decision is main's."""
+    decision = evaluate(slo_target(), state(capacity, rebalance_pause_seconds=learned),
+                        history(arrival, arrival, backlog, capacity=capacity), T0)
+    assert (decision.direction, decision.target_capacity) == (direction, wanted)
+    assert ("rebalance_pause_seconds" in decision.metrics) == bool(learned)
+
+
+@pytest.mark.parametrize(("pause", "learned_at_least", "learned_at_most"), [
+    pytest.param(120.0, 90.0, 150.0, id="partitions-pause-120-s-on-every-rebalance: learned"),
+    pytest.param(0.0, 0.0, 0.0, id="no-pause: learned 0, no decision allows for one"),
+])
+def test_the_rebalance_pause_is_learned_from_the_targets_own_history(pause, learned_at_least, learned_at_most) -> None:
+    scenario = Scenario(assignment="balanced", rebalance_pause_seconds=pause)
+    decisions = []
+    simulate(noisy_diurnal(600, seed=3), EngineAutoscaler(simulated_target(scenario), on_decision=lambda _, d: decisions.append(d)),
+             scenario)
+    learned = decisions[-1].state.rebalance_pause_seconds
+    assert learned is not None and learned_at_least <= learned <= learned_at_most
+    assert any("rebalance_pause_seconds" in decision.metrics for decision in decisions) == (pause > 0)

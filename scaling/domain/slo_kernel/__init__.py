@@ -15,8 +15,9 @@ arrays (the batched driver). Time is in seconds.
 
 Its rooms: ``arrays`` (a batch of one as plain numbers), ``serving`` (who serves), ``gates``,
 ``learning``, ``ages`` (rates, ages, the fluid model), ``hub`` (the hub as a whole), ``owners``
-(owner loads), ``counts``, ``absorb`` (bursts the backlog carries), and ``step`` (the decision
-assembled from them). Callers read every rule here, as ``slo_kernel.name``.
+(owner loads), ``counts``, ``absorb`` (bursts the backlog carries), ``rebalance`` (how long a moved
+partition stands still), and ``step`` (the decision assembled from them). Callers read every rule
+here, as ``slo_kernel.name``.
 
 The rules, in the order an evaluation meets them:
 
@@ -140,6 +141,17 @@ from scaling.domain.slo_kernel.owners import (  # noqa: F401
     _owners_of,
     _running_sums,
     per_instance_table,
+)
+from scaling.domain.slo_kernel.rebalance import (  # noqa: F401
+    PAUSE_LEARNING_RATE,
+    PAUSE_SHOWN,
+    learned_rebalance_pause,
+    moved_stand_still,
+    pause_allowance,
+    pause_blocks_scale_in,
+    paused_age_limit,
+    paused_drain_seconds,
+    scale_in_ages,
 )
 from scaling.domain.slo_kernel.serving import (  # noqa: F401
     pending_seconds,

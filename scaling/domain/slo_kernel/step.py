@@ -45,6 +45,14 @@ from scaling.domain.slo_kernel.learning import (
     learned_checkpoint_delay,
 )
 from scaling.domain.slo_kernel.owners import OwnerLoads, Owners
+from scaling.domain.slo_kernel.rebalance import (
+    learned_rebalance_pause,
+    pause_allowance,
+    pause_blocks_scale_in,
+    paused_age_limit,
+    paused_drain_seconds,
+    scale_in_ages,
+)
 
 #: The step's reason codes, in the order the step meets them (``REASONS`` names them as the
 #: decisions record them). ``STEADY_HOT``: no smaller count holds while partitions are set aside.
@@ -169,8 +177,9 @@ class StepState:
     bound), the capacity asked for and the part serving, how long the rest still need
     (``pending_seconds``), the learned checkpoint delay (NaN: none yet), whether the last decision
     was a stall's, the scale-up step's size at the capacity, how many allowed counts lie below
-    the capacity, the hub's backlog now and at the sample before, and how many partitions have
-    no live owner while others have one."""
+    the capacity, the hub's backlog now and at the sample before, how many partitions have
+    no live owner while others have one, and the learned rebalance pause (``rebalance``; NaN:
+    none yet)."""
 
     throughput: np.ndarray
     measured: np.ndarray
@@ -184,6 +193,7 @@ class StepState:
     backlog_total: np.ndarray
     previous_backlog_total: np.ndarray
     unowned: np.ndarray
+    pause: np.ndarray
 
 
 @dataclass(slots=True)
@@ -196,6 +206,12 @@ class StepOutcome:
     direction: np.ndarray
     reason: np.ndarray
     delay: np.ndarray
+    #: The learned rebalance pause (NaN: none yet), and the seconds the decision allowed for it
+    #: (``pause_allowance``; None: no column allowed any).
+    pause: np.ndarray
+    allowance: np.ndarray | None = None
+    #: Where a scale-in's own rebalance pause would take a partition past the limit (None: nowhere).
+    pause_blocked: np.ndarray | None = None
     predicted_age: np.ndarray | None = None
     react: np.ndarray | None = None
     #: Per source, the partitions set aside as hotter than one instance (rows x candidates); None: none.
@@ -235,19 +251,26 @@ def _columns(rows: np.ndarray, count: int) -> np.ndarray | slice:
 
 def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, counts: StepCounts, *, interval: float,
              since_latest: float, enough_history: bool | np.ndarray, stall_readings: Callable[[], tuple | None],
-             may_scale_in: np.ndarray | None = None, explain: bool = False) -> StepOutcome:
+             stand_still: Callable[[], np.ndarray | None] | None = None, may_scale_in: np.ndarray | None = None,
+             explain: bool = False) -> StepOutcome:
     """The SLO mode's proposal per candidate, the tests in their one order:
 
     1. the throughput unknown: wait for new instances, or one step up while the backlog grows;
     2. no source with partitions: hold;
     3. partitions hotter than one instance set aside (``hot_partitions``);
-    4. the checkpoint delay learned (``learned_checkpoint_delay``), the forecasts, the ages net
-       of it and the age predicted when a scale-out decided at the next evaluation would serve;
+    4. the checkpoint delay learned (``learned_checkpoint_delay``) and the rebalance pause
+       (``learned_rebalance_pause`` from ``stand_still``, the caller's reading of the moved
+       partitions' stand-still per column, None or NaN: none measured), the forecasts, the ages
+       net of the delay and the age predicted when a scale-out decided at the next evaluation
+       would serve (with a pause allowed for, ``pause_allowance``: that much later, against
+       ``paused_age_limit``);
     5. partitions without a live owner (``state.unowned``): hold;
     6. a stall (``stalled``): hold, or the minimum (``stall_scale_to_minimum``);
-    7. at risk: the count that serves the need (``scale_out_counts``);
+    7. at risk: the count that serves the need (``scale_out_counts``; a pause allowed for: its
+       lead and ``paused_drain_seconds``);
     8. too little history, or a backlog that grows: hold;
-    9. the smallest count that holds for the dwell (``scale_in_counts``), where ``may_scale_in``
+    9. the smallest count that holds for the dwell (``scale_in_counts``; a pause allowed for:
+       from ``scale_in_ages``, and none where ``pause_blocks_scale_in``), where ``may_scale_in``
        (the caller's: where the gates would let a scale-in act; default every column).
 
     Long because the order is the rule: each test reads what the ones before worked out, and a
@@ -260,7 +283,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     wanted = capacity.copy()
     direction = np.zeros(count, dtype=np.int64)
     reason = np.full(count, STEADY, dtype=np.int64)
-    outcome = StepOutcome(wanted, direction, reason, state.delay.copy())
+    outcome = StepOutcome(wanted, direction, reason, state.delay.copy(), state.pause.copy())
     if not _all(known):
         unknown = ~known
         rising = unknown & (state.ready >= capacity) & (state.backlog_total > 0) & (
@@ -330,6 +353,22 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     outcome.delay = delay if every_known else np.where(known, delay, state.delay)
     since = since_latest + delay
     react = since + interval + knobs.provisioning
+    # A rebalance pause (``rebalance``): learned from the moves the window shows; where one is
+    # known, a scale-out acts that much earlier, counts the pause's arrivals and drains within
+    # the SLO, and a scale-in holds the ages the pause adds. (Where none is allowed for, nothing
+    # below changes: the rules then skip it.)
+    measured_pause = None if stand_still is None else stand_still()
+    if measured_pause is not None:
+        pause = learned_rebalance_pause(state.pause, measured_pause)
+        outcome.pause = pause if every_known else np.where(known, pause, state.pause)
+    allowance = pause_allowance(outcome.pause, interval)
+    paused = _any(allowance > 0)
+    risk_limit, lead = knobs.limit, knobs.provisioning
+    if paused:
+        outcome.allowance = allowance
+        react = react + allowance
+        risk_limit = paused_age_limit(knobs.limit, knobs.max_age, allowance)
+        lead = knobs.provisioning + allowance
     forecasts = [forecast_rates(hub.arrival_rate, hub.recent_rate, knobs.headroom_factor) for hub in hubs]
     if any_hot:
         forecasts = [np.where(mask, 0.0, forecast) for forecast, mask in zip(forecasts, hot, strict=True)]
@@ -353,7 +392,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
             served_ready[:, short_of] = load.service(forecast[:, short_of], state.ready[short_of], short_of)
         then = age_at_reaction(age, backlog, forecast, served_ready, served, first, react)
         predicted = np.maximum(predicted, then.max(axis=0))
-        hub_risk = (then > carried_age_limits(knobs.limit, forecast, rate, knobs.horizon, hub.row_of)).any(axis=0)
+        hub_risk = (then > carried_age_limits(risk_limit, forecast, rate, knobs.horizon, hub.row_of)).any(axis=0)
         risk |= hub_risk
         risks.append(hub_risk)  # absorb
         absorbing.append(_absorbing(hub, forecast, served_ready, served, first, knobs, delay, interval, mask))  # absorb
@@ -404,14 +443,16 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
         rows = np.flatnonzero(risk)
         columns = _columns(rows, count)
         drain = drain_seconds(knobs.dwell[columns], knobs.max_age[columns], state.measured[columns], predicted[columns])
+        if paused:
+            drain = paused_drain_seconds(drain, knobs.max_age[columns], allowance[columns])
         needs = []
         for hub, forecast, backlog, partition_backlog, mask, draw, absorbs in zip(
                 hubs, forecasts, waiting, partition_backlogs, sizing_hot, by_draw, absorbing, strict=True):
             if hub.row_of is None:
-                need = scale_out_need(forecast[:, columns], backlog[:, columns], knobs.provisioning[columns], since[columns],
+                need = scale_out_need(forecast[:, columns], backlog[:, columns], lead[columns], since[columns],
                                       knobs.safety[columns], drain)
                 if absorbs is not None:  # absorb: sized for the SLO-long window's arrivals and the backlog's drain
-                    need = absorbs.sized(need, rows, knobs.provisioning[rows] + since[rows], False)
+                    need = absorbs.sized(need, rows, lead[rows] + since[rows], False)
                 needs.append((hub.loads(need, columns, mask, rate, draw), need))
                 continue
             # (the need holds each partition's own backlog: equal shares no longer mean equal rows)
@@ -419,10 +460,10 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
             held = partition_backlog[:, columns]
             if hot_partition is not None:
                 held = np.where(hot_partition, 0.0, held)
-            need = scale_out_need(forecast[:, columns][hub.row_of], held, knobs.provisioning[columns], since[columns],
+            need = scale_out_need(forecast[:, columns][hub.row_of], held, lead[columns], since[columns],
                                   knobs.safety[columns], drain)
             if absorbs is not None:  # absorb (each partition's own backlog)
-                need = absorbs.sized(need, rows, knobs.provisioning[rows] + since[rows], True)
+                need = absorbs.sized(need, rows, lead[rows] + since[rows], True)
             owners = hub.owners if isinstance(columns, slice) else hub.owners.of_columns(columns)
             needs.append((OwnerLoads(need, hot_partition, owners, rate[columns], hub.per_instance, draw[columns]), need))
         chosen = scale_out_counts(counts.levels[columns], counts.valid[columns], capacity[columns], counts.highest[columns],
@@ -453,6 +494,12 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     # 9. The smallest count that holds for the dwell, at the forecast or the busiest recent
     # interval (on noisy arrivals), raised while the arrivals clearly rise (``calm_rates``).
     eligible = undecided if may_scale_in is None else undecided & may_scale_in
+    if paused and _any(eligible):  # (a moved partition drains nothing until its pause has passed)
+        blocked = eligible & functools.reduce(np.logical_or, [pause_blocks_scale_in(age, allowance, knobs.limit)
+                                                              for age in ages])
+        if _any(blocked):
+            outcome.pause_blocked = blocked
+            eligible = eligible & ~blocked
     if not _any(eligible):
         return outcome
     rows = np.flatnonzero(eligible)
@@ -466,7 +513,8 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
         if mask is not None:
             calm = np.where(mask, 0.0, calm)
         calm = calm[:, columns]
-        sources.append((hub.loads(calm, columns, mask, rate, draw), calm, age[:, columns]))
+        held_ages = scale_in_ages(age[:, columns], allowance[columns]) if paused else age[:, columns]
+        sources.append((hub.loads(calm, columns, mask, rate, draw), calm, held_ages))
     chosen, held = scale_in_counts(counts.levels[columns], state.below[columns], capacity[columns], counts.top,
                                    knobs.limit[columns], knobs.dwell[columns], interval + knobs.provisioning[columns],
                                    sources)

@@ -9,8 +9,9 @@ with a batch of one: who serves, the observed and learned throughput, the SLO st
 scale-in counts sized by owner load) and the gates. What this driver does itself is what the
 engine does per message:
 
-- read the world as ``collect`` would (the sequence numbers, checkpoints, ownership by name)
-  into the step's arrays, keep each candidate's state as arrays (NaN for none), and work out
+- read the world as ``collect`` would (the sequence numbers, checkpoints, ownership by name,
+  and from the last samples' owners and checkpoints the moved partitions' stand-still, which the
+  step learns the rebalance pause from) into the step's arrays, keep each candidate's state as arrays (NaN for none), and work out
   the window of samples;
 - ``evaluate``'s bookkeeping around the step: learning only once capacity has been steady for
   the checkpoint delay (``_learns``, with timedelta's rounding), the configured prior and the
@@ -165,6 +166,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     floor = np.full(count, np.nan)
     unconfirmed = np.full(count, np.nan)  # a low reading waiting for the next learning step
     delay = np.full(count, np.nan)
+    pause = np.full(count, np.nan)  # the learned rebalance pause (slo_kernel.rebalance)
     tokens = np.full(count, np.nan)
     tokens_at = np.full(count, np.nan)
     # What the sample shows (checkpoint positions and backlog per row, their sums), and the previous one's.
@@ -180,6 +182,11 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     # ... and the events checkpointed and the instances serving at each (slo._stall: a stall).
     checkpointed_ring = np.zeros((window_samples, count))
     serving_ring = np.zeros((window_samples, count), dtype=np.int64)
+    # ... and each partition's owner and checkpoint (the rebalance pause), and the last sample
+    # at which an owner changed (only candidates with a change in the window measure a pause).
+    owner_ring = np.zeros((window_samples, partitions, count), dtype=np.int64)
+    checkpoint_ring = np.zeros((window_samples, partitions, count))
+    owner_changed_at = np.full(count, -window_samples - 1, dtype=np.int64)
     stalling = np.zeros(count, dtype=bool)  # the last decision was a stall's hold (state.last_reason_code)
     owned_by: slo_kernel.Owners | None = None  # the sizing's owners, as last read
     row_of = layout.row_of if layout.groups is not None else None  # (each partition's row, where rows stand for several)
@@ -199,7 +206,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         owners_now = world.ownership_snapshot()
         names_now = world.owner_names(owners_now)
         owners_steady = ~(names_now != names_before).any(axis=0)
+        if seen > 1:
+            owner_changed_at[~owners_steady] = seen
         names_before = names_now
+        owner_ring[seen % window_samples] = names_now
         owned_by = slo_kernel.Owners.read(owners_now, owned_by)  # for the learning and the sizing
         live_owners = owned_by.live  # distinct live owners
         previous_checkpoints, previous_partition_backlog = checkpoints.copy(), partition_backlog
@@ -207,6 +217,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         enqueued_now = world.enqueued_at(now)
         partition_backlog = np.maximum(enqueued_now - checkpoints, 0.0)
         backlog_ring[seen % window_samples] = partition_backlog
+        checkpoint_ring[seen % window_samples] = checkpoints
         enqueued = (positions[now][:, None] if traces is None else positions[now][:, traces]) + 1.0
         oldest = layout.reduce(checkpoints)
         backlog = np.maximum(enqueued - oldest, 0.0)
@@ -271,7 +282,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         known = rate > 0  # (NaN compares False: not known)
 
         # --- the proposal: the kernel's one SLO step over every candidate --------------------------
-        hubs = []
+        hubs, stand_still = [], None
         if known.any():  # (the readings, worked out only where some candidate may use them)
             window = positions[now - interval * (samples - 1): now + 1: interval]  # (samples, partition), oldest first
             times = _EPOCH_SECONDS + 60.0 * np.arange(now - interval * (samples - 1), now + 1, interval)
@@ -296,6 +307,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 row_of=row_of, equal_shares=layout.groups is not None and len(layout.groups) == 1,
                 bursts=functools.partial(_burst_history, times, candidate_window, oldest,
                                          checkpoints if row_of is not None else None, totals, traces, arrivals_trend)))
+            stand_still = functools.partial(_stand_still, samples, seen, owner_changed_at, window_samples, times, owner_ring,
+                                            checkpoint_ring, backlog_ring)
         below = settings.below[columns, np.minimum(capacity, settings.top)]
         outcome = slo_kernel.slo_step(
             hubs, slo_kernel.StepState(
@@ -306,13 +319,14 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 delay=delay, stalling=stalling, up_size=settings.up_size[columns, np.minimum(capacity, settings.top)],
                 below=below, backlog_total=backlog_sum,
                 previous_backlog_total=previous_backlog_sum if samples >= 2 else np.zeros(count),
-                unowned=(owners_now < 0).any(axis=0) & (live_owners > 0)),
+                unowned=(owners_now < 0).any(axis=0) & (live_owners > 0), pause=pause),
             settings.knobs, settings.counts, interval=sample_interval, since_latest=0.0,
             enough_history=(samples - 1) * interval_seconds >= rate_window,
             stall_readings=functools.partial(_stall_readings, checkpointed_ring, serving_ring, seen, samples, interval_seconds),
+            stand_still=stand_still,
             # (a scale-in only where the cooldown and the action budget would let it act)
             may_scale_in=_scale_in_allowed(settings, tokens, tokens_at, last_action, moment) & (settings.lowest < capacity))
-        delay = outcome.delay
+        delay, pause = outcome.delay, outcome.pause
         upward = outcome.direction == slo_kernel.UP
         down_rows = np.flatnonzero(outcome.direction == slo_kernel.DOWN)
         proposal = np.where(outcome.direction != slo_kernel.HOLD, outcome.wanted, 0)  # wanted count; 0 holds
@@ -399,6 +413,21 @@ def _stall_readings(checkpointed: np.ndarray, serving: np.ndarray, seen: int, sa
     before_last, last = checkpointed[(seen - 1) % size], checkpointed[seen % size]
     return ((serving[(slot + 1) % size], serving[seen % size]),
             ((second - first) / interval_seconds, (last - before_last) / interval_seconds))
+
+
+def _stand_still(samples: int, seen: int, owner_changed_at: np.ndarray, window_samples: int, times: np.ndarray,
+                 owners: np.ndarray, checkpoints: np.ndarray, backlogs: np.ndarray) -> np.ndarray | None:
+    """The moved partitions' stand-still per candidate (``slo_kernel.moved_stand_still``, on the
+    rings oldest first), for the candidates whose owners changed within the window (NaN for the
+    others: they measure nothing); None where none did."""
+    rows = np.flatnonzero(seen - owner_changed_at < samples - 1)  # a change between two samples of the window
+    if samples < 3 or not rows.size:
+        return None
+    order = (seen - (samples - 1) + np.arange(samples)) % window_samples
+    measured = np.full(owners.shape[2], np.nan)
+    measured[rows] = slo_kernel.moved_stand_still(times, owners[:, :, rows][order], checkpoints[:, :, rows][order],
+                                                  backlogs[:, :, rows][order])  # (the columns first: the smaller copy)
+    return measured
 
 
 def _scale_in_allowed(settings: _Candidates, tokens: np.ndarray, tokens_at: np.ndarray, last_action: np.ndarray,
