@@ -84,7 +84,7 @@ class Readiness:
 
     def services(self, throughput: float) -> list[tuple[float, float]]:
         """The service rate from each change on, as the kernel's ``age_path`` takes it."""
-        return [(-math.inf, self.ready * throughput), *((at, count * throughput) for at, count in self.steps)]
+        return kernel.schedule_services(self.ready, self.steps, throughput)
 
 
 def readiness(samples: Sequence[MetricSample], capacity: int, provisioning_seconds: float, fallback_ready: int) -> Readiness:
@@ -231,60 +231,82 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int) ->
     return completed / ready_capacity, saturated
 
 
-def predicted_age(outlook: QueueOutlook, forecast: float, throughput: float, schedule: Readiness, seconds: float) -> float:
-    """The oldest message's age ``seconds`` after the latest sample, the instances serving as
-    ``schedule`` has them (the kernel's FIFO fluid model, ``slo_kernel.age_path``)."""
-    return kernel.age_path(outlook.age_seconds, outlook.backlog, forecast, schedule.services(throughput), [seconds])[-1][1]
+def _reading(outlook: QueueOutlook, schedule: Readiness) -> kernel.QueueReading:
+    """The queue's outlook as the step reads it: a batch of one (NaN: not known)."""
+    def known(rate: float | None) -> np.ndarray:
+        return np.array([math.nan if rate is None else rate])
 
-
-def keeps_age(outlook: QueueOutlook, forecast: float, throughput: float, schedule: Readiness, serving_from: float,
-              limit: float, within: float) -> bool:
-    """``slo_kernel.keeps_age`` for the instances of ``schedule``."""
-    return kernel.keeps_age(outlook.age_seconds, outlook.backlog, forecast, schedule.services(throughput), serving_from,
-                            limit, within)
-
-
-def _throughput_unknown(target: TargetPolicy, situation: Situation, outlook: QueueOutlook, ready: int) -> Proposal:
-    capacity = situation.capacity
-    limit = target.slo.max_event_age_seconds - target.slo.safety_seconds
-    if ready < capacity:
-        return Proposal(None, HOLD, "throughput_unknown_waiting",
-                        (f"per-instance throughput not known yet; waiting for {capacity - ready} new instances",), {})
-    if outlook.backlog > 0 and outlook.age_seconds > limit / 2:
-        return Proposal(capacity + target.scale_up.size(capacity), UP, "throughput_unknown_queue_aging",
-                        (f"per-instance throughput not learned yet; the oldest message is {outlook.age_seconds:.0f}s old "
-                         f"(half the {limit:.0f}s limit is {limit / 2:.0f}s)",), {})
-    return Proposal(None, HOLD, "throughput_unknown",
-                    ("per-instance throughput not learned yet (needs a minute with the queue busy)",), {})
+    signals = outlook.signals()
+    return kernel.QueueReading(
+        age=np.array([outlook.age_seconds]), backlog=np.array([outlook.backlog]), arrival_rate=known(outlook.arrival_rate),
+        recent_rate=known(outlook.recent_arrival_rate), signal=known(max(signals) if signals else None),
+        peak=known(outlook.peak_arrival_rate), rise=np.array([outlook.rise]), noise=np.array([outlook.noise]),
+        schedules=[(schedule.ready, schedule.steps)])
 
 
 def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     """Scale out when the queue's oldest message would pass the SLO before new instances help;
-    otherwise scale in to the smallest count expected to hold ``min_dwell_seconds``."""
+    otherwise scale in to the smallest count expected to hold ``min_dwell_seconds``.
+
+    It reads the samples into a ``slo_kernel.QueueReading`` (a batch of one) for
+    ``slo_kernel.slo_step``, which decides, and words the outcome."""
     samples, capacity = situation.samples, situation.capacity
     slo, throughput, counts = target.slo, situation.throughput, situation.counts
     schedule = readiness(samples, capacity, slo.provisioning_delay_seconds, situation.ready_capacity)
     outlook = queue_outlook(samples, slo.rate_window_seconds, slo.scale_in_peak_seconds, schedule, throughput)
     if outlook is None:
         return Proposal(None, HOLD, "no_queue_data", ("no Service Bus queue read in the latest sample",), {})
-    if throughput is None or throughput <= 0:
-        return _throughput_unknown(target, situation, outlook, schedule.ready)
-
     clock = timing(target, situation)
-    limit, interval, since_latest = clock.limit, clock.interval, clock.since_latest
-    react = since_latest + interval + slo.provisioning_delay_seconds
-    signals = outlook.signals()
-    if outlook.arrival_rate is None and (not signals or outlook.age_seconds > limit):
-        # No complete minute from Azure Monitor yet: the age alone can still call for capacity.
-        if outlook.age_seconds > limit:
-            return Proposal(capacity + target.scale_up.size(capacity), UP, "queue_age_over_limit",
+    limit, interval = clock.limit, clock.interval
+    known = throughput is not None and throughput > 0
+    step_state = kernel.StepState(
+        throughput=np.array([float(throughput) if known else math.nan]), measured=np.array([situation.throughput_measured]),
+        capacity=np.array([capacity]), ready=np.array([schedule.ready]), pending_seconds=np.zeros(1),
+        delay=np.array([math.nan]), stalling=np.zeros(1, dtype=bool), up_size=np.array([target.scale_up.size(capacity)]),
+        below=np.array([sum(1 for count in counts if count < capacity)]), backlog_total=np.zeros(1),
+        previous_backlog_total=np.zeros(1), unowned=np.zeros(1, dtype=np.int64), pause=np.array([math.nan]),
+        # (a queue falls behind when its oldest message passes half the limit: its age is read directly)
+        falling_behind=np.array([outlook.backlog > 0 and outlook.age_seconds > limit / 2]))
+    top = max(capacity, counts[-1]) + 1
+    outcome = kernel.slo_step(
+        [], step_state, kernel.StepKnobs.one(slo), kernel.StepCounts.one(tuple(counts), top), interval=interval,
+        since_latest=clock.since_latest,
+        enough_history=(samples[-1].collected_at - samples[0].collected_at).total_seconds() >= slo.rate_window_seconds,
+        stall_readings=lambda: None, queue=_reading(outlook, schedule))
+    return _proposal(target, situation, outlook, schedule, outcome, limit)
+
+
+def _proposal(target: TargetPolicy, situation: Situation, outlook: QueueOutlook, schedule: Readiness,
+              outcome: kernel.StepOutcome, limit: float) -> Proposal:
+    """The step's outcome for the queue as a proposal: the count, the reasons, the metrics.
+
+    Long for the words: each outcome says why in its own sentence."""
+    slo, capacity, throughput = target.slo, situation.capacity, situation.throughput
+    code = int(outcome.reason[0])
+    reason_code = kernel.REASONS[code]
+    direction = (DOWN, HOLD, UP)[int(outcome.direction[0]) + 1]  # (the step's -1, 0, 1)
+    wanted = None if direction == HOLD else int(outcome.wanted[0])
+    if code == kernel.UNKNOWN_WAITING:
+        return Proposal(None, HOLD, reason_code, (f"per-instance throughput not known yet; waiting for "
+                                                  f"{capacity - schedule.ready} new instances",), {})
+    if code == kernel.UNKNOWN_GROWING:
+        return Proposal(wanted, UP, "throughput_unknown_queue_aging",
+                        (f"per-instance throughput not learned yet; the oldest message is {outlook.age_seconds:.0f}s old "
+                         f"(half the {limit:.0f}s limit is {limit / 2:.0f}s)",), {})
+    if code == kernel.UNKNOWN:
+        return Proposal(None, HOLD, reason_code,
+                        ("per-instance throughput not learned yet (needs a minute with the queue busy)",), {})
+    predicted, react = float(outcome.predicted_age[0]), float(outcome.react[0])
+    if math.isnan(predicted):  # (Azure Monitor has reported no complete minute yet)
+        if direction == UP:
+            return Proposal(wanted, UP, reason_code,
                             (f"oldest message {outlook.age_seconds:.0f}s old (limit {limit:.0f}s); "
                              "arrival rate not reported by Azure Monitor yet",), {"oldest_age_seconds": outlook.age_seconds})
-        return Proposal(None, HOLD, "queue_rates_unknown",
+        return Proposal(None, HOLD, reason_code,
                         ("holding: Azure Monitor has not reported the queue's arrival rate yet",),
                         {"oldest_age_seconds": round(outlook.age_seconds, 1)})
+    signals = outlook.signals()
     forecast = max(signals) * (1.0 + slo.headroom)
-    predicted = predicted_age(outlook, forecast, throughput, schedule, react)
     arrivals = outlook.arrival_rate if outlook.arrival_rate is not None else max(signals)
     metrics = {
         "arrival_rate": round(arrivals, 3),
@@ -299,80 +321,40 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     rates = f"arrivals {arrivals:.1f}/s, {throughput:.2f}/s per instance"
     if outlook.growth_rate is not None and outlook.growth_rate * (1.0 + slo.headroom) >= forecast:
         rates += f" (the active count's growth says {outlook.growth_rate:.1f}/s)"
-
-    if predicted > limit:
-        # Serve the forecast and drain what will have piled up by the time new instances serve
-        # (the kernel's rules on plain numbers: the drain and the need are the Event Hubs mode's).
-        drain_seconds, drain_note = scale_out_drain(target, situation, predicted)
-        needed = float(kernel.scale_out_need(forecast, outlook.backlog, slo.provisioning_delay_seconds, since_latest,
-                                             slo.safety_seconds, drain_seconds))
-        metrics["drain_seconds"] = round(drain_seconds, 1)
-        serving_from = since_latest + slo.provisioning_delay_seconds
-        within = slo.max_event_age_seconds
-
-        def keeps(count: int) -> bool:
-            earlier = tuple(step for step in schedule.steps if step[0] < serving_from)
-            return keeps_age(outlook, forecast, throughput, Readiness(schedule.ready, (*earlier, (serving_from, count))),
-                             serving_from, limit, within)
-
-        if (schedule.ready < capacity and capacity * throughput >= needed
-                and keeps_age(outlook, forecast, throughput, schedule, max([0.0, *(at for at, _ in schedule.steps)]), limit,
-                              within)):
-            return Proposal(None, HOLD, "scale_out_in_flight",
+    at_risk = not math.isnan(float(outcome.need[0]))
+    if at_risk:
+        _, drain_note = scale_out_drain(target, situation, predicted)
+        metrics["drain_seconds"] = round(float(outcome.drain_seconds[0]), 1)
+        if code == kernel.IN_FLIGHT:
+            return Proposal(None, HOLD, reason_code,
                             (f"oldest message would be {predicted:.0f}s old in {react:.0f}s (limit {limit:.0f}s) while "
                              f"{capacity - schedule.ready} instances start; the {capacity} asked for serve the "
-                             f"{needed:.1f}/s needed ({rates})", *drain_note), metrics)
-        # The smallest count that serves the need and keeps the oldest message under the limit (the
-        # waiting messages drain at the rate they came in: a one-minute spike is not a new level).
-        wanted = next((count for count in counts if count > capacity and count * throughput >= needed and keeps(count)),
-                      counts[-1])
-        return Proposal(wanted, UP, "slo_at_risk",
+                             f"{float(outcome.need[0]):.1f}/s needed ({rates})", *drain_note), metrics)
+        return Proposal(wanted, UP, reason_code,
                         (f"oldest message would be {predicted:.0f}s old in {react:.0f}s (limit {limit:.0f}s); {rates}",
                          *drain_note), metrics)
-
-    return _scale_in(target, situation, outlook, schedule, forecast, predicted, limit, interval, rates, metrics)
-
-
-def _scale_in(target: TargetPolicy, situation: Situation, outlook: QueueOutlook, schedule: Readiness, forecast: float,
-              predicted: float, limit: float, interval: float, rates: str, metrics: dict) -> Proposal:
-    """With the oldest message safe: hold without the rates, the history, an age back under the
-    limit or every instance serving; else the smallest count that holds ``min_dwell_seconds``."""
-    samples, capacity = situation.samples, situation.capacity
-    slo, throughput, counts = target.slo, situation.throughput, situation.counts
-    latest = samples[-1]
-    if outlook.recent_arrival_rate is None:
-        return Proposal(None, HOLD, "queue_rates_unknown",
+    if code == kernel.RATES_UNKNOWN:
+        return Proposal(None, HOLD, reason_code,
                         ("holding: no scale-in without the latest sample's arrival rate from Azure Monitor",), metrics)
-    if (latest.collected_at - samples[0].collected_at).total_seconds() < slo.rate_window_seconds:
-        return Proposal(None, HOLD, "too_few_samples",
+    if code == kernel.TOO_FEW_SAMPLES:
+        return Proposal(None, HOLD, reason_code,
                         (f"holding: rates need {slo.rate_window_seconds:.0f}s of history before any scale-in",), metrics)
-    if outlook.age_seconds > limit:
-        return Proposal(None, HOLD, "queue_age_over_limit",
+    if code == kernel.AGE_OVER_LIMIT:
+        return Proposal(None, HOLD, reason_code,
                         (f"holding: the oldest message is {outlook.age_seconds:.0f}s old, past the {limit:.0f}s limit; "
                          "no scale-in until it is back under (a missed SLO is no surplus)",), metrics)
-    if schedule.ready < capacity:
-        return Proposal(None, HOLD, "scale_out_in_flight",
+    if code == kernel.IN_FLIGHT:
+        return Proposal(None, HOLD, reason_code,
                         (f"holding: {capacity - schedule.ready} of {capacity} instances not serving yet; "
                          "no scale-in before they show what they do",), metrics)
-    # The kernel's guards: a scale-in holds at the busiest recent minute on noisy arrivals and at the
-    # rate halfway through the dwell while they clearly rise (no scale-in into a rising edge).
-    peak = outlook.peak_arrival_rate if outlook.peak_arrival_rate is not None else 0.0
-    calm = float(np.max(kernel.calm_rates(forecast, peak, 1.0 + slo.headroom, outlook.rise, slo.min_dwell_seconds,
-                                          outlook.noise, slo.scale_in_peak_full_noise)))
+    calm = float(outcome.calm_rate[0])
     metrics["calm_rate"] = round(calm, 3)
-    reaction = interval + slo.provisioning_delay_seconds
-    chosen, hold_seconds = None, 0.0
-    for count in (count for count in counts if count < capacity):
-        hold_seconds = kernel.fifo_hold_seconds(outlook.age_seconds, outlook.backlog, calm, count * throughput, limit,
-                                                 reaction, slo.min_dwell_seconds)
-        if hold_seconds >= slo.min_dwell_seconds:
-            chosen = count
-            break
-    if chosen is None:
-        return Proposal(None, HOLD, "slo_steady",
+    if code == kernel.STEADY:
+        return Proposal(None, HOLD, reason_code,
                         (f"oldest message {outlook.age_seconds:.0f}s, predicted {predicted:.0f}s within the {limit:.0f}s "
                          f"limit; no smaller count would hold for {slo.min_dwell_seconds:.0f}s at {calm:.1f}/s",), metrics)
+    hold_seconds = float(outcome.hold_seconds[0])
     lasting = "indefinitely" if math.isinf(hold_seconds) else f"for about {hold_seconds:.0f}s"
-    return Proposal(chosen, DOWN, "slo_surplus",
-                    (f"{chosen} instances keep the oldest message under {limit:.0f}s {lasting} at {calm:.1f}/s ({rates})",),
+    return Proposal(wanted, DOWN, reason_code,
+                    (f"{wanted} instances keep the oldest message under {limit:.0f}s {lasting} at {calm:.1f}/s ({rates})",),
                     metrics)

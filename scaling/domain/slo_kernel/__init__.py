@@ -142,6 +142,7 @@ from scaling.domain.slo_kernel.owners import (  # noqa: F401
     _running_sums,
     per_instance_table,
 )
+from scaling.domain.slo_kernel.queue import QueueReading, schedule_services  # noqa: F401
 from scaling.domain.slo_kernel.rebalance import (  # noqa: F401
     PAUSE_LEARNING_RATE,
     PAUSE_SHOWN,
@@ -159,11 +160,14 @@ from scaling.domain.slo_kernel.serving import (  # noqa: F401
     serving_count,
 )
 from scaling.domain.slo_kernel.step import (  # noqa: F401
+    AGE_OVER_LIMIT,
     AT_RISK,
     DOWN,
     GROWING,
     HOLD,
+    IN_FLIGHT,
     NO_DATA,
+    RATES_UNKNOWN,
     REASONS,
     STALL,
     STEADY,
@@ -176,6 +180,7 @@ from scaling.domain.slo_kernel.step import (  # noqa: F401
     UNOWNED,
     UP,
     HubReading,
+    SourceTests,
     StepCounts,
     StepKnobs,
     StepOutcome,

@@ -1,7 +1,8 @@
-"""The SLO decision for Event Hubs, assembled once: ``slo_step`` from the readings and the state
+"""The SLO decision, assembled once: ``slo_step`` from the readings and the state
 to the wanted count, the direction and a reason code, per candidate (column).
 
-The engine (``slo.propose``) calls it with a batch of one, what it read from the samples; the
+The engine calls it with a batch of one, what it read from the samples (``slo.propose`` an Event
+Hubs hub's partitions, ``slo_queue.propose`` a Service Bus queue: its section is at the end); the
 batched simulator (``simulation/drivers/batched_slo.py``) with every candidate of a sweep, what
 it read from the world. Each keeps what is its own: reading, the words of the reasons, the
 state it carries from one evaluation to the next, and the gates after the proposal.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -194,6 +196,9 @@ class StepState:
     previous_backlog_total: np.ndarray
     unowned: np.ndarray
     pause: np.ndarray
+    #: (queues) Where the throughput is unknown, whether the readings call for a step up: the
+    #: source's own reading of "falling behind" (``None``: the hub's, its backlog total grew).
+    falling_behind: np.ndarray | None = None
 
 
 @dataclass(slots=True)
@@ -226,6 +231,10 @@ class StepOutcome:
     busiest_now: np.ndarray | None = None
     busiest_wanted: np.ndarray | None = None
     oldest_in_view: np.ndarray | None = None
+    #: (queues) The rate a scale-out serves (``scale_out_need``) and the rate a scale-in holds at
+    #: (``calm_rates``), NaN where a column did not get that far.
+    need: np.ndarray | None = None
+    calm_rate: np.ndarray | None = None
 
 
 def _plain(values: np.ndarray):
@@ -252,7 +261,7 @@ def _columns(rows: np.ndarray, count: int) -> np.ndarray | slice:
 def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, counts: StepCounts, *, interval: float,
              since_latest: float, enough_history: bool | np.ndarray, stall_readings: Callable[[], tuple | None],
              stand_still: Callable[[], np.ndarray | None] | None = None, may_scale_in: np.ndarray | None = None,
-             explain: bool = False) -> StepOutcome:
+             explain: bool = False, queue: SourceTests | None = None) -> StepOutcome:
     """The SLO mode's proposal per candidate, the tests in their one order:
 
     1. the throughput unknown: wait for new instances, or one step up while the backlog grows;
@@ -273,6 +282,8 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
        from ``scale_in_ages``, and none where ``pause_blocks_scale_in``), where ``may_scale_in``
        (the caller's: where the gates would let a scale-in act; default every column).
 
+    A Service Bus ``queue`` (no hubs) takes tests 1 and 2 here and the rest itself (``queue.py``).
+
     Long because the order is the rule: each test reads what the ones before worked out, and a
     column leaves at the first that decides it. Work a later test needs runs only for the
     columns still undecided, and the readings read lazily only when one needs them. With
@@ -286,13 +297,16 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     outcome = StepOutcome(wanted, direction, reason, state.delay.copy(), state.pause.copy())
     if not _all(known):
         unknown = ~known
-        rising = unknown & (state.ready >= capacity) & (state.backlog_total > 0) & (
-            state.backlog_total > state.previous_backlog_total)
+        rising = unknown & (state.ready >= capacity) & ((state.backlog_total > 0) & (
+            state.backlog_total > state.previous_backlog_total) if state.falling_behind is None else state.falling_behind)
         reason[unknown] = np.where(state.ready[unknown] < capacity[unknown], UNKNOWN_WAITING,
                                    np.where(rising[unknown], UNKNOWN_GROWING, UNKNOWN))
         wanted[rising] = capacity[rising] + state.up_size[rising]
         direction[rising] = UP
     if not hubs:
+        if queue is not None:  # (a queue: ``SourceTests``)
+            return queue.decide(outcome, known, state, knobs, counts, interval=interval, since_latest=since_latest,
+                                enough_history=enough_history)
         reason[known] = NO_DATA
         return outcome
     if not _any(known):
@@ -528,6 +542,25 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
         outcome.busiest_wanted[down] = functools.reduce(
             np.maximum, [load.busiest(chosen[found], np.flatnonzero(found)) for load, _, _ in sources])
     return outcome
+
+
+# --- Another source kind's tests after the second: a Service Bus queue (``slo_kernel/queue.py``) ---
+
+#: The queue's reason codes, after the hub's: Azure Monitor's rates not reported (hold), the oldest
+#: message past the limit (a step up without rates; no scale-in with them), a scale-out in flight
+#: that serves the need (hold; no scale-in before it serves).
+RATES_UNKNOWN, AGE_OVER_LIMIT, IN_FLIGHT = range(len(REASONS), len(REASONS) + 3)
+REASONS = (*REASONS, "queue_rates_unknown", "queue_age_over_limit", "scale_out_in_flight")
+
+
+class SourceTests(Protocol):
+    """A source kind's readings that take the step's tests after the second themselves, in the
+    same order and on the same kernel rules where they apply (``queue.QueueReading``): a queue
+    has no partitions, owners or checkpoints for the hub's."""
+
+    def decide(self, outcome: StepOutcome, known: np.ndarray, state: StepState, knobs: StepKnobs, counts: StepCounts, *,
+               interval: float, since_latest: float, enough_history: bool | np.ndarray) -> StepOutcome:
+        ...
 
 
 # --- absorbing short bursts (``absorb``): the step's three marked sites read these ---------------
