@@ -19,7 +19,13 @@ per second) and:
   clearly rise to the rate halfway through the dwell (no scale-in into a rising edge). A count
   that serves *less* than the arrival rate is allowed: the backlog then grows slowly within the
   SLO budget, and the next scale-out drains it. Alternating between two neighbouring counts this way costs what the arrivals need
-  on average instead of the next count up, while the dwell time bounds how often it acts.
+  on average instead of the next count up, while the dwell time bounds how often it acts;
+- where the arrivals come in short bursts (their measured noise), judges a count by the backlog
+  the sequence numbers show and the arrivals of an SLO-long window instead (``slo_kernel.absorb``):
+  a burst the backlog carries within the limit is no reason to scale out, a scale-out drains it
+  within the limit instead of serving the burst's rate, and a scale-in holds at the busiest
+  SLO-long window of the history, not the busiest interval. The step applies it
+  (``slo_kernel.slo_step``); this module reads the history it needs (``SourceOutlook.times``).
 """
 
 from __future__ import annotations
@@ -71,6 +77,11 @@ class SourceOutlook:
     #: Each partition's backlog at the rate window's first sample (``None``: as now): whether the
     #: hub's backlog grows (``slo_kernel.backlog_growing``).
     earlier_backlog: np.ndarray | None = None
+    #: Absorbing bursts (``slo_kernel.absorb``): the history's sample times, last-enqueued sequence
+    #: numbers (samples x partitions) and each partition's oldest unprocessed sequence number.
+    times: np.ndarray | None = None
+    positions: np.ndarray | None = None
+    oldest: np.ndarray | None = None
 
     @property
     def partitions(self) -> int:
@@ -175,6 +186,9 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
             rise=rise,
             noise=noise,
             earlier_backlog=earlier_backlog,
+            times=times_array,
+            positions=positions,
+            oldest=oldest,
         )
     return outlooks
 
@@ -279,7 +293,15 @@ def _hub_reading(samples: Sequence[MetricSample], source: SourceReading, outlook
         backlog=backlog, owners=kernel.Owners.of(outlook.owners, outlook.partitions), per_instance=per_instance,
         checkpoints=lambda: _checkpoint_readings(samples, source),
         scale_in_rates=lambda: (np.zeros_like(backlog) if peak is None else peak[:, None], outlook.rise, outlook.noise),
-        earlier_backlog=None if outlook.earlier_backlog is None else outlook.earlier_backlog[:, None])
+        earlier_backlog=None if outlook.earlier_backlog is None else outlook.earlier_backlog[:, None],
+        bursts=lambda: _burst_history(outlook))
+
+
+def _burst_history(outlook: SourceOutlook) -> kernel.BurstHistory:
+    """What absorbing bursts reads of a source's history (a batch of one): the arrivals' noise, and
+    whether a short burst ended in the partitions' summed sequence numbers."""
+    return kernel.BurstHistory(times=outlook.times, positions=outlook.positions, oldest=outlook.oldest[:, None],
+                               noise=outlook.noise, ended=kernel.bursts_ended(outlook.times, outlook.positions.sum(axis=1)))
 
 
 def _unowned(outlooks: Sequence[SourceOutlook]) -> list[str]:

@@ -44,6 +44,10 @@ class Case:
     backlog_total: float = 400.0
     previous_backlog_total: float = 400.0
     counts: tuple = (1, 2, 3, 4)
+    #: Absorbing (``slo_kernel.absorb``): each partition's arrivals per interval over the history
+    #: (events, oldest first; the backlog their last ones) and their measured noise; None: not read.
+    bursts: tuple | None = None
+    noise: float = 1.0
     #: The learned rebalance pause (NaN: none yet), and the moved partitions' stand-still this
     #: window shows (NaN: none measured).
     pause: float = math.nan
@@ -57,6 +61,22 @@ def _stack(cases: list[Case], pick) -> np.ndarray:
     return np.array([pick(case) for case in cases]).T  # (partitions, candidates)
 
 
+def _bursts(cases: list[Case]):
+    """What absorbing reads of each case's history (samples x partitions x candidates); None where
+    no case gives one."""
+    if all(case.bursts is None for case in cases):
+        return None
+    samples = max(len(case.bursts) for case in cases if case.bursts is not None) + 1
+    times = np.arange(samples) * INTERVAL
+    totals = np.array([np.concatenate([[0.0], np.cumsum(case.bursts)]) if case.bursts is not None else np.zeros(samples)
+                       for case in cases]).T  # (samples, candidates): one partition's events enqueued so far
+    positions = np.repeat(totals[:, None, :] - 1.0, PARTITIONS, axis=1)
+    oldest = positions[-1] + 1.0 - _stack(cases, lambda c: c.backlog)
+    ended = np.array([case.bursts is not None and kernel.bursts_ended(times, totals[:, index])
+                      for index, case in enumerate(cases)])
+    return lambda: kernel.BurstHistory(times, positions, oldest, np.array([case.noise for case in cases]), ended)
+
+
 def step(cases: list[Case]) -> kernel.StepOutcome:
     """The step over ``cases`` as columns (the readings, state and settings stacked)."""
     count = len(cases)
@@ -68,7 +88,7 @@ def step(cases: list[Case]) -> kernel.StepOutcome:
         owners=kernel.Owners(_stack(cases, lambda c: c.owners).astype(np.int64)),
         per_instance=kernel.per_instance_table(PARTITIONS, TOP), checkpoints=lambda: None,
         scale_in_rates=lambda: (np.maximum(arrival, recent), 0.0, 0.0),
-        earlier_backlog=_stack(cases, lambda c: c.earlier or c.backlog))
+        earlier_backlog=_stack(cases, lambda c: c.earlier or c.backlog), bursts=_bursts(cases))
     width = max(len(case.counts) for case in cases)
     levels = np.array([[*case.counts, *[TOP + 1] * (width - len(case.counts))] for case in cases], dtype=np.int64)
     counts = kernel.StepCounts(levels, levels <= TOP, levels[:, 0].copy(),
@@ -197,3 +217,45 @@ def test_one_later_peak_is_that_row_of_later_peaks(index: int) -> None:
     times = np.array([0.0, 60.0, 120.0, 120.0, 200.0, 260.0])  # (a step of no time counts for none)
     positions = np.cumsum(np.random.default_rng(index).random((6, 3)) * 1000.0, axis=0)
     assert np.array_equal(kernel.later_peak(times, positions, index), kernel.later_peaks(times, positions)[index])
+
+
+def burst_case(*, throughput: float, burst: float = 3000.0, bursts: tuple | None = None, noise: float = 1.0) -> Case:
+    """A burst of ``burst`` events per partition in the last interval on 300 (5/s), one like it
+    seven intervals back that ended; waiting: the burst and the two intervals before it (the
+    oldest event 180 s old). Counts up to 8."""
+    history = bursts or (300.0, 300.0, burst, 300.0, 300.0, 300.0, 300.0, 300.0, burst)
+    arrival = sum(history[-5:]) / 300.0
+    return Case(arrival=(arrival,) * 4, recent=(history[-1] / 60.0,) * 4, backlog=(history[-1] + 600.0,) * 4,
+                ages=(180.0,) * 4, throughput=throughput, bursts=history, noise=noise, counts=(1, 2, 3, 4, 6, 8))
+
+
+BURST_CASES = {
+    # the asked-for count carries the burst within the limit: no reason to scale out
+    "carried": (burst_case(throughput=40.0), (kernel.AT_RISK, 8), (kernel.STEADY, 2)),
+    # not carried: the scale-out sized for the backlog's drain within the limit, not the burst's rate
+    "sized": (burst_case(throughput=20.0), (kernel.AT_RISK, 8), (kernel.AT_RISK, 4)),
+    # the scale-in held at the busiest SLO-long window, not the busiest interval (the burst's)
+    "calm": (burst_case(throughput=80.0), (kernel.STEADY, 2), (kernel.SURPLUS, 1)),
+    # no burst that ended (the first interval of a step): as without absorbing
+    "a step": (burst_case(throughput=40.0, bursts=(300.0,) * 8 + (3000.0,)), (kernel.AT_RISK, 8), (kernel.AT_RISK, 8)),
+    # noise at half of ABSORB_FULL_NOISE: weight 0, as without absorbing
+    "steady noise": (burst_case(throughput=40.0, noise=0.5), (kernel.AT_RISK, 8), (kernel.AT_RISK, 8)),
+}
+
+
+@pytest.mark.parametrize(("case", "plain", "absorbed"), BURST_CASES.values(), ids=BURST_CASES.keys())
+def test_absorbing_moves_the_three_sites_where_a_short_burst_ended(case: Case, plain: tuple, absorbed: tuple) -> None:
+    def decided(outcome: kernel.StepOutcome) -> tuple:
+        return kernel.REASONS[int(outcome.reason[0])], int(outcome.wanted[0])
+
+    assert decided(step([replace(case, bursts=None)])) == (kernel.REASONS[plain[0]], plain[1])
+    assert decided(step([case])) == (kernel.REASONS[absorbed[0]], absorbed[1])
+
+
+def test_a_sweep_with_bursts_decides_every_column_as_a_batch_of_one() -> None:
+    # the burst cases, others without a history to read, and the burst cases at a longer SLO
+    cases = [case for case, *_ in BURST_CASES.values()] + [case for case, *_ in CASES.values() if case.stall is None]
+    cases += [replace(case, slo=replace(case.slo, max_event_age_seconds=420.0)) for case, *_ in BURST_CASES.values()]
+    together = step(cases)
+    for index, case in enumerate(cases):
+        assert _column(together, index) == _column(step([case]), 0), index

@@ -15,8 +15,9 @@ arrays (the batched driver). Time is in seconds.
 
 Its rooms: ``arrays`` (a batch of one as plain numbers), ``serving`` (who serves), ``gates``,
 ``learning``, ``ages`` (rates, ages, the fluid model), ``hub`` (the hub as a whole), ``owners``
-(owner loads), ``counts``, ``rebalance`` (how long a moved partition stands still), and ``step``
-(the decision assembled from them). Callers read every rule here, as ``slo_kernel.name``.
+(owner loads), ``counts``, ``absorb`` (bursts the backlog carries), ``rebalance`` (how long a moved
+partition stands still), and ``step`` (the decision assembled from them). Callers read every rule
+here, as ``slo_kernel.name``.
 
 The rules, in the order an evaluation meets them:
 
@@ -28,10 +29,27 @@ The rules, in the order an evaluation meets them:
   ``trend``, ``oldest_event_ages``) and the fluid model's prediction (``predicted_age``);
 - each partition's service rate at a count, by its owner's load (``OwnerLoads``, ``sizing.py``
   says why), and the counts: the scale-out that drains (``scale_out_counts``) and the scale-in
-  that holds for the dwell (``scale_in_counts``, ``hold_seconds``).
+  that holds for the dwell (``scale_in_counts``, ``hold_seconds``);
+- where the arrivals come in short bursts (``absorb_weight`` of their measured noise), the risk
+  test, the scale-out's need and the scale-in's rates move towards what an SLO-long window's
+  arrivals and the backlog's own arrival times ask (``absorbed_need``, ``carries``,
+  ``absorbed_calm_rates``).
 """
 
 # The kernel's one face: callers read ``slo_kernel.name`` whichever room holds it.
+from scaling.domain.slo_kernel.absorb import (  # noqa: F401
+    ABSORB_FULL_NOISE,
+    BurstHistory,
+    SourceAbsorbing,
+    absorb_weight,
+    absorbed_calm_rates,
+    absorbed_need,
+    blended,
+    bursts_ended,
+    carries,
+    later_window_peaks,
+    window_index,
+)
 from scaling.domain.slo_kernel.ages import (  # noqa: F401
     TREND_CONFIDENCE,
     age_at_reaction,

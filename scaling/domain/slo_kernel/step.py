@@ -6,6 +6,10 @@ Hubs hub's partitions, ``slo_queue.propose`` a Service Bus queue: its section is
 batched simulator (``simulation/drivers/batched_slo.py``) with every candidate of a sweep, what
 it read from the world. Each keeps what is its own: reading, the words of the reasons, the
 state it carries from one evaluation to the next, and the gates after the proposal.
+
+Where a source's arrivals come in short bursts (``absorb``), three marked sites move the risk
+test, the scale-out's need and the scale-in's rates towards what the backlog's own arrival times
+and an SLO-long window's arrivals ask (``absorb.SourceAbsorbing``, helpers at the end).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Protocol
 
 import numpy as np
 
+from scaling.domain.slo_kernel.absorb import BurstHistory, SourceAbsorbing
 from scaling.domain.slo_kernel.ages import age_at_reaction
 from scaling.domain.slo_kernel.counts import scale_in_counts, scale_out_counts
 from scaling.domain.slo_kernel.hub import (
@@ -75,7 +80,8 @@ class HubReading:
     per partition, (partitions, candidates). Two readings are read only when a rule needs them:
     ``checkpoints()``, the checkpoints now and at the sample before (``None``: unknown), and
     ``scale_in_rates()``, the busiest recent interval's rates (rows, candidates), the rise and
-    the noise of the arrivals (``calm_rates``)."""
+    the noise of the arrivals (``calm_rates``). ``bursts`` reads what absorbing short bursts
+    needs of the history (``absorb.BurstHistory``; None: not read, the rules as without it)."""
 
     arrival_rate: np.ndarray
     recent_rate: np.ndarray
@@ -89,6 +95,7 @@ class HubReading:
     earlier_backlog: np.ndarray | None = None
     row_of: np.ndarray | None = None
     equal_shares: bool = False
+    bursts: Callable[[], BurstHistory | None] | None = None
 
     @property
     def partitions(self) -> int:
@@ -390,7 +397,8 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     short_of = np.flatnonzero(state.ready != capacity)
     predicted = np.zeros(count)
     risk = np.zeros(count, dtype=bool)
-    for load, forecast, age, backlog, hub in zip(loads, forecasts, ages, waiting, hubs, strict=True):
+    risks, absorbing = [], []  # absorb: each source's risk, and its absorbing rules (None: not read)
+    for load, forecast, age, backlog, hub, mask in zip(loads, forecasts, ages, waiting, hubs, sizing_hot, strict=True):
         served = load.service(forecast, capacity)
         served_ready = served  # (the same where every instance asked for serves)
         if short_of.size:
@@ -398,7 +406,10 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
             served_ready[:, short_of] = load.service(forecast[:, short_of], state.ready[short_of], short_of)
         then = age_at_reaction(age, backlog, forecast, served_ready, served, first, react)
         predicted = np.maximum(predicted, then.max(axis=0))
-        risk |= (then > carried_age_limits(risk_limit, forecast, rate, knobs.horizon, hub.row_of)).any(axis=0)
+        hub_risk = (then > carried_age_limits(risk_limit, forecast, rate, knobs.horizon, hub.row_of)).any(axis=0)
+        risk |= hub_risk
+        risks.append(hub_risk)  # absorb
+        absorbing.append(_absorbing(hub, forecast, served_ready, served, first, knobs, delay, interval, mask))  # absorb
     outcome.predicted_age, outcome.react = predicted, react
     if explain:
         outcome.owned = functools.reduce(np.logical_and, [load.ownership for load in loads])
@@ -440,6 +451,8 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     # 7. At risk: serve the forecast and drain, over ``drain_seconds``, what will have piled up
     # by the time new instances serve: the smallest allowed count that serves every partition's need.
     risk = risk & undecided
+    if _any(risk) and any(absorbing):  # absorb: a burst the count carries within the limit is no reason to scale out
+        risk = _absorbed_risk(risks, absorbing, risk, react)
     if _any(risk):
         rows = np.flatnonzero(risk)
         columns = _columns(rows, count)
@@ -447,11 +460,13 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
         if paused:
             drain = paused_drain_seconds(drain, knobs.max_age[columns], allowance[columns])
         needs = []
-        for hub, forecast, backlog, partition_backlog, mask, draw in zip(hubs, forecasts, waiting, partition_backlogs,
-                                                                          sizing_hot, by_draw, strict=True):
+        for hub, forecast, backlog, partition_backlog, mask, draw, absorbs in zip(
+                hubs, forecasts, waiting, partition_backlogs, sizing_hot, by_draw, absorbing, strict=True):
             if hub.row_of is None:
                 need = scale_out_need(forecast[:, columns], backlog[:, columns], lead[columns], since[columns],
                                       knobs.safety[columns], drain)
+                if absorbs is not None:  # absorb: sized for the SLO-long window's arrivals and the backlog's drain
+                    need = absorbs.sized(need, rows, lead[rows] + since[rows], False)
                 needs.append((hub.loads(need, columns, mask, rate, draw), need))
                 continue
             # (the need holds each partition's own backlog: equal shares no longer mean equal rows)
@@ -461,6 +476,8 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
                 held = np.where(hot_partition, 0.0, held)
             need = scale_out_need(forecast[:, columns][hub.row_of], held, lead[columns], since[columns],
                                   knobs.safety[columns], drain)
+            if absorbs is not None:  # absorb (each partition's own backlog)
+                need = absorbs.sized(need, rows, lead[rows] + since[rows], True)
             owners = hub.owners if isinstance(columns, slice) else hub.owners.of_columns(columns)
             needs.append((OwnerLoads(need, hot_partition, owners, rate[columns], hub.per_instance, draw[columns]), need))
         chosen = scale_out_counts(counts.levels[columns], counts.valid[columns], capacity[columns], counts.highest[columns],
@@ -502,9 +519,11 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     rows = np.flatnonzero(eligible)
     columns = _columns(rows, count)
     sources = []
-    for hub, forecast, age, mask, draw in zip(hubs, forecasts, ages, sizing_hot, by_draw, strict=True):
+    for hub, forecast, age, mask, draw, absorbs in zip(hubs, forecasts, ages, sizing_hot, by_draw, absorbing, strict=True):
         peak, rise, noise = hub.scale_in_rates()
         calm = calm_rates(forecast, peak, knobs.headroom_factor, rise, knobs.dwell, noise, knobs.peak_full_noise)
+        if absorbs is not None:  # absorb: held at the busiest SLO-long window's arrivals, not the busiest interval's
+            calm = absorbs.calm(calm, rows, rise)
         if mask is not None:
             calm = np.where(mask, 0.0, calm)
         calm = calm[:, columns]
@@ -542,3 +561,24 @@ class SourceTests(Protocol):
     def decide(self, outcome: StepOutcome, known: np.ndarray, state: StepState, knobs: StepKnobs, counts: StepCounts, *,
                interval: float, since_latest: float, enough_history: bool | np.ndarray) -> StepOutcome:
         ...
+
+
+# --- absorbing short bursts (``absorb``): the step's three marked sites read these ---------------
+
+def _absorbing(hub: HubReading, forecast: np.ndarray, served_ready: np.ndarray, served: np.ndarray, first: np.ndarray,
+               knobs: StepKnobs, delay: np.ndarray, interval: float, hot: np.ndarray | None) -> SourceAbsorbing | None:
+    """A source's absorbing rules at this step (None where its history is not read): the age
+    limit counts from the event's arrival, so the learned checkpoint delay adds to it, and a
+    backlog already past it is caught up within a collection interval."""
+    if hub.bursts is None:
+        return None
+    return SourceAbsorbing(hub.bursts, forecast, served_ready, served, first, knobs.limit + delay, interval,
+                           knobs.headroom_factor, knobs.max_age, knobs.dwell, hub.row_of, hot)
+
+
+def _absorbed_risk(risks: list[np.ndarray], absorbing: list[SourceAbsorbing | None], risk: np.ndarray,
+                   react: np.ndarray) -> np.ndarray:
+    """``risk`` (the undecided columns at risk) where some source stays at risk once the bursts
+    its asked-for count carries are no reason (``SourceAbsorbing.relieved``)."""
+    return functools.reduce(np.logical_or, [hub_risk & risk if absorbs is None else absorbs.relieved(hub_risk & risk, react)
+                                            for hub_risk, absorbs in zip(risks, absorbing, strict=True)])

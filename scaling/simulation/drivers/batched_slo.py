@@ -292,16 +292,21 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             candidate_window = window
             if traces is not None:  # each candidate's trace's: (row, candidate), positions (sample, row, candidate)
                 arrival, recent_rate, candidate_window = arrival[:, traces], recent_rate[:, traces], window[:, :, traces]
+            # the hub's arrivals (events enqueued so far, all partitions) and their trend, read once if at all
+            totals = enqueued_total[now - interval * (samples - 1): now + 1: interval] - partitions
+            arrivals_trend = functools.cache(functools.partial(_trend, times, totals, traces))
             hubs.append(slo_kernel.HubReading(
                 arrival_rate=arrival, recent_rate=recent_rate,
                 ages=slo_kernel.oldest_event_ages(times, candidate_window, oldest, np.maximum(arrival, recent_rate)),
                 backlog=backlog, owners=owned_by, per_instance=per_instance,
                 checkpoints=functools.partial(_read, (checkpoints, previous_checkpoints) if samples >= 2 else None),
                 scale_in_rates=functools.partial(_scale_in_rates, settings, times, window, traces, samples, interval_seconds,
-                                                 enqueued_total[now - interval * (samples - 1): now + 1: interval] - partitions),
+                                                 arrivals_trend),
                 partition_backlog=partition_backlog,
                 earlier_backlog=backlog_ring[(seen - (samples - 1 - base)) % window_samples],
-                row_of=row_of, equal_shares=layout.groups is not None and len(layout.groups) == 1))
+                row_of=row_of, equal_shares=layout.groups is not None and len(layout.groups) == 1,
+                bursts=functools.partial(_burst_history, times, candidate_window, oldest,
+                                         checkpoints if row_of is not None else None, totals, traces, arrivals_trend)))
             stand_still = functools.partial(_stand_still, samples, seen, owner_changed_at, window_samples, times, owner_ring,
                                             checkpoint_ring, backlog_ring)
         below = settings.below[columns, np.minimum(capacity, settings.top)]
@@ -361,19 +366,35 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
 
 
 def _scale_in_rates(settings: _Candidates, times: np.ndarray, window: np.ndarray, traces: np.ndarray | None, samples: int,
-                    interval_seconds: float, totals: np.ndarray) -> tuple:
+                    interval_seconds: float, arrivals_trend) -> tuple:
     """What a scale-in holds against (``slo_kernel.HubReading.scale_in_rates``): each candidate's
     busiest interval among those ending within its ``scale_in_peak_seconds`` (rows, candidates),
-    and the rise and noise of each trace's arrivals (``totals``: events enqueued so far, all partitions)."""
+    and the rise and noise of each trace's arrivals (``arrivals_trend``, ``_trend``)."""
     start = np.clip(samples - 1 - np.floor(settings.peak / interval_seconds).astype(np.int64), 0, samples - 2)
     peaks = slo_kernel.later_peaks(times, window)
     peak = (peaks[start, :] if traces is None else peaks[start, :, traces]).T  # (rows, candidates)
-    if traces is None:
-        rise, noise = slo_kernel.trend(times, totals)
-    else:  # each trace's, per candidate
-        rise, noise = np.array([slo_kernel.trend(times, totals[:, trace]) for trace in range(totals.shape[1])]).T
-        rise, noise = rise[traces], noise[traces]
+    rise, noise = arrivals_trend()
     return peak, rise, noise
+
+
+def _trend(times: np.ndarray, totals: np.ndarray, traces: np.ndarray | None) -> tuple:
+    """``slo_kernel.trend`` of the hub's arrivals (``totals``: events enqueued so far, all
+    partitions, as the engine sums the last enqueued sequence numbers), per candidate (each its trace's)."""
+    if traces is None:
+        return slo_kernel.trend(times, totals)
+    rise, noise = np.array([slo_kernel.trend(times, totals[:, trace]) for trace in range(totals.shape[1])]).T
+    return rise[traces], noise[traces]
+
+
+def _burst_history(times: np.ndarray, positions: np.ndarray, oldest: np.ndarray, partition_oldest: np.ndarray | None,
+                   totals: np.ndarray, traces: np.ndarray | None, arrivals_trend) -> slo_kernel.BurstHistory:
+    """What absorbing bursts reads (``slo_kernel.HubReading.bursts``): the history as the step's
+    rows (``positions``: each candidate's trace's), the checkpoints, the arrivals' noise and whether
+    a short burst ended, each trace's."""
+    ended = slo_kernel.bursts_ended(times, totals) if traces is None else \
+        np.array([slo_kernel.bursts_ended(times, totals[:, trace]) for trace in range(totals.shape[1])])[traces]
+    return slo_kernel.BurstHistory(times=times, positions=positions, oldest=oldest, noise=arrivals_trend()[1], ended=ended,
+                                   partition_oldest=partition_oldest)
 
 
 def _read(value):
