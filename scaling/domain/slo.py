@@ -404,6 +404,12 @@ def _proposal(target: TargetPolicy, situation: Situation, outlooks: list[SourceO
         **({"hot_partitions": len(hot_notes) - 1} if hot_notes else {}),
         **({"rebalance_pause_seconds": round(allowance, 1)} if allowance > 0 else {}),
     }
+    absorbed = outcome.absorbed is not None and bool(outcome.absorbed[0])
+    if absorbed:
+        metrics["absorbed_burst"] = 1
+        hot_reasons = (f"absorbed: the oldest event would be {worst_predicted:.0f}s old in {react:.0f}s, but the burst "
+                       f"has ended and {capacity} instances carry its backlog within the limit; no scale-out",
+                       *hot_reasons)
 
     if code == kernel.UNOWNED:
         metrics["unowned_partitions"] = len(unowned)

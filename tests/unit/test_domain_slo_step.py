@@ -248,8 +248,13 @@ def test_absorbing_moves_the_three_sites_where_a_short_burst_ended(case: Case, p
     def decided(outcome: kernel.StepOutcome) -> tuple:
         return kernel.REASONS[int(outcome.reason[0])], int(outcome.wanted[0])
 
-    assert decided(step([replace(case, bursts=None)])) == (kernel.REASONS[plain[0]], plain[1])
-    assert decided(step([case])) == (kernel.REASONS[absorbed[0]], absorbed[1])
+    without, outcome = step([replace(case, bursts=None)]), step([case])
+    assert decided(without) == (kernel.REASONS[plain[0]], plain[1])
+    assert decided(outcome) == (kernel.REASONS[absorbed[0]], absorbed[1])
+    # The decision log says where absorbing relieved a risk (``absorbed``), and nowhere else.
+    relieved = plain[0] == kernel.AT_RISK and absorbed[0] != kernel.AT_RISK
+    assert without.absorbed is None
+    assert (outcome.absorbed is not None and bool(outcome.absorbed[0])) == relieved
 
 
 def test_a_sweep_with_bursts_decides_every_column_as_a_batch_of_one() -> None:

@@ -235,6 +235,9 @@ class StepOutcome:
     #: (``calm_rates``), NaN where a column did not get that far.
     need: np.ndarray | None = None
     calm_rate: np.ndarray | None = None
+    #: Where the risk test found the SLO at risk and absorbing bursts relieved it: a short burst
+    #: the asked-for count carries within the limit (None: nowhere). The decision log says so.
+    absorbed: np.ndarray | None = None
 
 
 def _plain(values: np.ndarray):
@@ -452,7 +455,9 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     # by the time new instances serve: the smallest allowed count that serves every partition's need.
     risk = risk & undecided
     if _any(risk) and any(absorbing):  # absorb: a burst the count carries within the limit is no reason to scale out
-        risk = _absorbed_risk(risks, absorbing, risk, react)
+        relieved = _absorbed_risk(risks, absorbing, risk, react)
+        outcome.absorbed = risk & ~relieved
+        risk = relieved
     if _any(risk):
         rows = np.flatnonzero(risk)
         columns = _columns(rows, count)
