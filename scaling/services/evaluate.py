@@ -36,7 +36,7 @@ from scaling.domain.names import safe_text
 from scaling.domain.namespace.policy import EventHubsNamespaceTarget
 from scaling.domain.namespace.samples import is_namespace_message
 from scaling.domain.namespace.sizing import EGRESS_BOUND, NamespaceStatus
-from scaling.domain.outcomes import Act, LogRow
+from scaling.domain.outcomes import Act
 from scaling.domain.pause import STATE_UNREADABLE
 from scaling.domain.policy import Policy, TargetPolicy
 from scaling.domain.reconcile import EXTERNAL_CHANGE, REISSUE, Reconciliation
@@ -137,14 +137,6 @@ def to_action(act: Act, target: str, resource_id: str, traceparent: str | None, 
     return ActionMessage(decision_id=act.decision_id, target=target, plan_resource_id=resource_id,
                          target_capacity=act.target_capacity, direction=act.direction,
                          reason=act.reason[:max_reason_chars], decided_at=act.decided_at, traceparent=traceparent)
-
-
-def to_record(target: str, row: LogRow, trigger: str, action: ActionMessage | None = None) -> DecisionRecord:
-    """The decision-log record of one of the plan's rows (the action's row carries it)."""
-    return DecisionRecord(target, row.decision_id, row.evaluated_at, trigger, acts=row.acts, direction=row.direction,
-                          reason_code=row.reason_code, reasons=row.reasons, metrics=row.metrics,
-                          capacity_before=row.capacity_before, capacity_after=row.capacity_after,
-                          action=action if row.carries_action else None)
 
 
 def decision_time(now: datetime, stored: StoredState) -> datetime:
@@ -327,7 +319,7 @@ class EvaluateService:
         for notice in plan.notices:
             getattr(logger, notice.level)("%s", notice.text)
         action = to_action(plan.act, target.name, target.plan.resource_id, traceparent) if plan.act else None
-        records = tuple(to_record(target.name, row, sample.sample_id, action) for row in plan.rows)
+        records = tuple(DecisionRecord.from_row(target.name, row, sample.sample_id, action) for row in plan.rows)
         next_stored = replace(stored.with_evaluated(sample.collected_at, keep_after=window_start - EVALUATED_MARGIN),
                               pause=plan.pause, external_changes=plan.external_changes,
                               external_writer=plan.external_writer, unreadable=())

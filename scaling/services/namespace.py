@@ -37,7 +37,7 @@ from scaling.domain.namespace.sizing import ConsumerCatchUp
 from scaling.domain.policy import Policy
 from scaling.domain.samples import MAX_CLOCK_SKEW, SampleError
 from scaling.domain.telemetry import DECISIONS, SAMPLES, THROTTLED_REQUESTS, THROUGHPUT_UNITS
-from scaling.services.evaluate import RECONCILE_GRACE, EvaluateOutcome, to_action, to_record
+from scaling.services.evaluate import RECONCILE_GRACE, EvaluateOutcome, to_action
 from scaling.services.telemetry import NO_TELEMETRY, Telemetry
 from scaling.storage.base import EvaluateStore
 from scaling.storage.records import ActionMessage, DeadLetter, DecisionRecord, StoredState, body_text, target_of, utc_now
@@ -211,7 +211,7 @@ class NamespaceEvaluateService:
         action = None
         if plan.act is not None:
             action = to_action(plan.act, target.name, target.resource_id, sample.traceparent if plan.traced else None)
-        records = [to_record(target.name, row, sample.sample_id, action) for row in plan.rows]
+        records = [DecisionRecord.from_row(target.name, row, sample.sample_id, action) for row in plan.rows]
         next_stored = replace(stored.with_evaluated(sample.collected_at, keep_after=now - EVALUATED_FOR), unreadable=(),
                               pause=plan.pause)
         if action is not None:

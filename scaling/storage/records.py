@@ -21,9 +21,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scaling.domain.conflict import MAX_CHANGES_KEPT, ExternalChange, ExternalWriterHold
-from scaling.domain.decisions import HOLD, Decision, ScalerState
+from scaling.domain.decisions import Decision, ScalerState
 from scaling.domain.forecast_record import SeasonalIndex, StoredProfile
 from scaling.domain.names import safe_text, target_name_problem
+from scaling.domain.outcomes import LogRow
 from scaling.domain.pause import Pause
 from scaling.domain.reconcile import MAX_EARLIER_CAPACITIES, DesiredCapacity
 from scaling.domain.samples import SampleError, format_time, parse_time
@@ -314,22 +315,17 @@ class DecisionRecord:
         return decision_row_key(self.evaluated_at, self.decision_id)
 
     @classmethod
+    def from_row(cls, target: str, row: LogRow, trigger_sample_id: str, action: ActionMessage | None = None) -> DecisionRecord:
+        """The record of one of a plan's log rows (the action's row carries it)."""
+        return cls(target, row.decision_id, row.evaluated_at, trigger_sample_id, acts=row.acts, direction=row.direction,
+                   reason_code=row.reason_code, reasons=row.reasons, metrics=row.metrics,
+                   capacity_before=row.capacity_before, capacity_after=row.capacity_after,
+                   action=action if row.carries_action else None)
+
+    @classmethod
     def from_decision(cls, decision: Decision, trigger_sample_id: str, action: ActionMessage | None) -> DecisionRecord:
-        acts = action is not None
-        return cls(
-            target=decision.target,
-            decision_id=decision.decision_id,
-            evaluated_at=decision.evaluated_at,
-            trigger_sample_id=trigger_sample_id,
-            acts=acts,
-            direction=decision.direction if acts else HOLD,
-            reason_code=decision.reason_code,
-            reasons=tuple(decision.reasons),
-            metrics=dict(decision.metrics),
-            capacity_before=decision.current_capacity,
-            capacity_after=decision.target_capacity if acts else decision.current_capacity,
-            action=action,
-        )
+        """The record of an engine decision, acting when ``action`` is given (``LogRow.of``'s row)."""
+        return cls.from_row(decision.target, LogRow.of(decision, acting=action is not None), trigger_sample_id, action)
 
 
 def json_text(value: Any) -> str:
