@@ -320,8 +320,9 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
     slo = target.slo
     latest = samples[-1]
     known = throughput is not None and throughput > 0
-    outlooks = list(partition_outlooks(samples, slo.rate_window_seconds, slo.scale_in_peak_seconds).values()) if known else []
-    readings = [source for source in latest.sources if source.ok and source.partitions]
+    by_source = partition_outlooks(samples, slo.rate_window_seconds, slo.scale_in_peak_seconds) if known else {}
+    outlooks = list(by_source.values())
+    readings = {source.name: source for source in latest.sources if source.ok and source.partitions}  # (by name)
     clock = timing(target, situation)
     limit, interval = clock.limit, clock.interval
     top = max(capacity, counts[-1]) + 1
@@ -339,8 +340,8 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         unowned=np.array([len(unowned)]),
         pause=np.array([math.nan if state.rebalance_pause_seconds is None else state.rebalance_pause_seconds]))
     outcome = kernel.slo_step(
-        [_hub_reading(samples, source, outlook, kernel.per_instance_table(outlook.partitions, top))
-         for source, outlook in zip(readings, outlooks, strict=False)],
+        [_hub_reading(samples, readings[name], outlook, kernel.per_instance_table(outlook.partitions, top))
+         for name, outlook in by_source.items()],
         step_state, kernel.StepKnobs.one(slo), kernel.StepCounts.one(tuple(counts), top), interval=interval,
         since_latest=clock.since_latest, enough_history=(latest.collected_at - samples[0].collected_at).total_seconds()
         >= slo.rate_window_seconds, stall_readings=lambda: _stall_readings(samples, capacity),
