@@ -185,3 +185,17 @@ def test_tus_held_for_ingress_let_producers_return_to_a_level_seen_within_the_ho
     on_return = sum(world.series.rejected[back:])
     assert (on_return <= sum(inflated.series.rejected[back:])) == lossless_return
     assert joint.tu_hours < inflate.tu_hours
+
+
+def test_a_5x_ingress_step_from_a_level_reached_without_a_backlog_rejects_no_more_than_auto_inflate() -> None:
+    """The step test's other world: producers ramp to 4,800 a minute over the first hour (no
+    cold-start backlog for the consumers to catch up), so auto-inflate stands at the 3 TUs the
+    level needed, as the joint target does: each rejects about 30,000 on the step, the default no
+    more than auto-inflate. What auto-inflate keeps standing is whatever its history raised it to."""
+    arrivals = five_times_from(4_800.0, 180, 300)
+    arrivals[:60] = np.linspace(80.0, 4_800.0, 60)
+    scenario = started_for(arrivals, NamespaceScenario())
+    joint, world = run_namespace(arrivals, scenario, "joint")
+    inflate, inflated = run_namespace(arrivals, scenario, "autoinflate+project")
+    assert world.series.tus_serving[179] == inflated.series.tus_serving[179] == 3
+    assert 0 < joint.rejected_events <= inflate.rejected_events
