@@ -299,7 +299,8 @@ def _scale_down(reading: NamespaceReading, settings: TuSettings, now: datetime, 
     lower = whole_tus(max(minute_need(m, settings.headroom, catch_up, event_bytes, settings.spare_tus,
                                       ingress_step=settings.ingress_step).tus for m in held), settings)
     kept_for_ingress = whole_tus(held_ingress(reading.minutes, settings), settings)
-    metrics = {**metrics, "hold_tus": lower, "ingress_hold_tus": kept_for_ingress}
+    metrics = {**metrics, "hold_tus": lower,
+               **({"ingress_hold_tus": kept_for_ingress} if settings.ingress_hold_seconds > 0 else {})}
     if lower >= capacity:
         return TuDecision(capacity, None, HOLD, SCALE_DOWN_HOLD,
                           (numbers, f"a busier minute of the last {hold.total_seconds() / 60:.0f} min needed {lower} TUs: "
