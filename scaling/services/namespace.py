@@ -87,7 +87,7 @@ class NamespaceCollector:
         return [sample.to_json() for sample in await self.collect(now)]
 
     async def _collect(self, target: EventHubsNamespaceTarget, moment: datetime) -> NamespaceSample:
-        lookback = timedelta(seconds=target.scale_down_hold_seconds)
+        lookback = timedelta(seconds=target.tu_settings.lookback_seconds)
         info, minutes = await asyncio.gather(
             asyncio.wait_for(self.namespaces.current_namespace(target.resource_id), self.timeout_seconds),
             asyncio.wait_for(self.metrics.namespace_minutes(target.resource_id, moment, lookback), self.timeout_seconds),

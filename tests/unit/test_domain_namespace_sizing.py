@@ -146,6 +146,28 @@ def test_scale_down_only_when_it_holds(now, busy_minutes_ago, last_raise_minutes
         assert decision.target_capacity == 1
 
 
+@pytest.mark.parametrize(("hold_hours", "busy_minutes_ago", "busy", "capacity", "direction", "target"), [
+    (0, 120, "in", 8, DOWN, 1),      # off: the scale-down hold's hour alone, the busy minute is outside it
+    (3, 120, "in", 8, DOWN, 6),      # within the ingress hold: 4.5 TU x 1.2 = 5.4 stands, 6 TUs
+    (3, 180, "in", 8, DOWN, 6),      # the hold's oldest minute still counts ...
+    (3, 181, "in", 8, DOWN, 1),      # ... the one before it no longer
+    (3, 120, "in", 6, HOLD, None),   # already at the held count: no lower one
+    (3, 120, "out", 8, DOWN, 1),     # a busy egress minute is not held: a throttled read is only late
+    (24, 1_440, "in", 8, DOWN, 6),   # the longest hold, its oldest minute
+])
+def test_tus_come_down_no_lower_than_the_busiest_ingress_of_the_ingress_hold(hold_hours, busy_minutes_ago, busy, capacity,
+                                                                            direction, target) -> None:
+    """Quiet at 500 events/s of 1 KB (1 TU) but for one minute of 4,500 in (or out) some time ago."""
+    minutes = list(steady(max(busy_minutes_ago, 60) + 1, NOW, events_in=500, events_out=500))
+    index = len(minutes) - busy_minutes_ago
+    rates = {"events_in": 4_500, "events_out": 500} if busy == "in" else {"events_in": 500, "events_out": 4_500}
+    minutes[index] = minute(minutes[index].minute, **rates)
+    settings = replace(SETTINGS, ingress_hold_seconds=hold_hours * 3600.0)
+    decision = size_namespace(NamespaceReading(capacity, minutes=tuple(minutes)), [], settings, NOW)
+    assert (decision.direction, decision.target_capacity) == (direction, target)
+    assert decision.reason_code == (TU_SCALE_DOWN if direction == DOWN else SCALE_DOWN_HOLD)
+
+
 @pytest.mark.parametrize(("events_in", "capacity", "direction", "code", "says"), [
     (3_000, 1, HOLD, AUTO_INFLATE_RAISES, "we only deflate"),
     (500, 5, DOWN, TU_SCALE_DOWN, "deflating what auto-inflate raised"),

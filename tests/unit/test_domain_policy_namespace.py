@@ -31,6 +31,16 @@ def test_defaults_and_the_consumer_link() -> None:
     assert (namespace.bounds.min_instances, namespace.bounds.max_instances) == (1, 20)
 
 
+@pytest.mark.parametrize(("changes", "settings_hold", "lookback"), [
+    ({}, 0.0, 3_600.0),                                   # off: the scale-down hold's hour is read
+    ({"ingress_hold_seconds": 21_600}, 21_600.0, 21_600.0),  # the ingress hold reads its six hours
+    ({"ingress_hold_seconds": 1_800}, 1_800.0, 3_600.0),     # shorter than the scale-down hold: the hour
+])
+def test_the_ingress_hold_reaches_the_sizing_and_how_much_history_collect_reads(changes, settings_hold, lookback) -> None:
+    settings = policy_from_dict(document(**changes)).namespace("orders-ns").tu_settings
+    assert (settings.ingress_hold_seconds, settings.lookback_seconds) == (settings_hold, lookback)
+
+
 def test_a_policy_without_namespaces_is_unchanged() -> None:
     bare = document()
     del bare["namespaces"]
@@ -60,6 +70,10 @@ def test_round_trip() -> None:
     ({"spare_tus": 11}, "namespaces[0].spare_tus"),
     ({"ingress_step": 4}, None),
     ({"ingress_step": 0.5}, "namespaces[0].ingress_step"),
+    ({"ingress_hold_seconds": 0}, None),
+    ({"ingress_hold_seconds": 86_400}, None),
+    ({"ingress_hold_seconds": 86_401}, "namespaces[0].ingress_hold_seconds"),
+    ({"ingress_hold_seconds": -1}, "namespaces[0].ingress_hold_seconds"),
     ({"scale_down_from_minute": 60}, "namespaces[0].scale_down_from_minute"),
     ({"resource_id": PLAN}, "namespaces[0].resource_id must be an Event Hubs namespace resource id"),
     ({"kind": "servicebus_namespace"}, "namespaces[0].kind"),

@@ -74,6 +74,11 @@ class EventHubsNamespaceTarget:
                     "a step that size loses no event while the raise it triggers provisions (1: none beyond "
                     "headroom and spare TUs; 4 rejects no more than auto-inflate on a 5x step and costs "
                     "more TU-hours than auto-inflate near a peak)"), NUMBER] = 1.0
+    ingress_hold_seconds: Annotated[int, Field(ge=0, le=MAX_SECONDS,
+        description="the count is not lowered below the ingress of the busiest minute of this long (0: off, the "
+                    "scale-down hold alone): producers returning to a level seen within it lose no event, for TU-hours "
+                    "that cost little next to an instance; a level never seen is not protected (ingress_step is)"),
+        NUMBER] = 0
     consumer_targets: Annotated[tuple[Name, ...], Field(max_length=MAX_TARGETS,
         description="the targets (App Service Plans) whose consumers read this namespace: their catch-up "
                     "reads size its egress, and they do not scale out while its egress is the bottleneck")] = ()
@@ -107,4 +112,5 @@ class EventHubsNamespaceTarget:
     @property
     def tu_settings(self) -> TuSettings:
         return TuSettings(self.min_tus, self.max_tus, self.headroom, float(self.scale_down_hold_seconds),
-                          self.scale_down_from_minute, self.spare_tus, self.ingress_step)
+                          self.scale_down_from_minute, self.spare_tus, self.ingress_step,
+                          ingress_hold_seconds=float(self.ingress_hold_seconds))

@@ -19,6 +19,9 @@ for never falls short). TUs are billed by the hour (the highest count in the hou
   ``scale_down_hold_seconds`` (it will hold) and only from minute ``scale_down_from_minute`` of
   the clock hour (the hour is paid at the high count already; lowering early saves nothing and
   risks a raise within the same hour);
+- ``ingress_hold_seconds`` (off at 0) keeps the ingress of the busiest minute of that long
+  standing: producers returning to a level seen within it lose nothing, where egress (a
+  throttled read is only late) follows the scale-down hold;
 - with auto-inflate on, the platform raises and we only deflate (the decision says so).
 
 Pure: values in, a decision out; no Azure imports.
@@ -113,6 +116,15 @@ class TuSettings:
     #: Events a throttled request is counted as (the producers' batch): the ingress a throttled
     #: minute needs is what was accepted plus what was turned away. 1: at least one each.
     events_per_throttled_request: float = 1.0
+    #: The count is not lowered below the ingress (with headroom, spare TUs and step) of the busiest
+    #: minute of this long: a producer turned away is an event lost, a TU-hour costs little, so
+    #: TUs come down more slowly for ingress than for egress. 0: the scale-down hold alone.
+    ingress_hold_seconds: float = 0.0
+
+    @property
+    def lookback_seconds(self) -> float:
+        """How much of the namespace's history a decision reads."""
+        return max(self.scale_down_hold_seconds, self.ingress_hold_seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +178,24 @@ def bytes_per_event(minutes: Iterable[NamespaceMinute]) -> float:
     return in_bytes / in_events if in_events > 0 else 0.0
 
 
+def standing_ingress(ingress: float, headroom: float, spare_tus: int, ingress_step: float) -> float:
+    """The TUs that stand for ``ingress`` TUs offered: raised by ``headroom``, at least ``spare_tus``
+    whole TUs above it and ``ingress_step`` times it (none for no ingress)."""
+    if ingress <= 0:
+        return 0.0
+    return max(ingress * (1.0 + headroom), ingress * ingress_step, ingress + spare_tus)
+
+
+def held_ingress(minutes: Sequence[NamespaceMinute], settings: TuSettings) -> float:
+    """The standing ingress TUs of the busiest minute of the last ``ingress_hold_seconds`` (0: off)."""
+    if settings.ingress_hold_seconds <= 0 or not minutes:
+        return 0.0
+    since = minutes[-1].minute - timedelta(seconds=settings.ingress_hold_seconds)
+    busiest = max((ingress_tus(m.incoming_bytes / 60.0, m.incoming_messages / 60.0) for m in minutes if m.minute > since),
+                  default=0.0)
+    return standing_ingress(busiest, settings.headroom, settings.spare_tus, settings.ingress_step)
+
+
 def minute_need(minute: NamespaceMinute, headroom: float, catch_up_events_per_second: float = 0.0,
                 event_bytes: float = 0.0, spare_tus: int = 0, turned_away: float = 0.0,
                 ingress_step: float = 1.0) -> TuNeed:
@@ -179,8 +209,7 @@ def minute_need(minute: NamespaceMinute, headroom: float, catch_up_events_per_se
     size = minute.incoming_bytes / minute.incoming_messages if minute.incoming_messages > 0 else event_bytes
     offered = minute.incoming_messages + turned_away
     ingress = ingress_tus((minute.incoming_bytes + turned_away * size) / 60.0, offered / 60.0)
-    return TuNeed(max(ingress * raise_by, ingress * ingress_step, ingress + spare_tus if ingress > 0 else 0.0),
-                  egress_tus(egress_bytes, egress_events) * raise_by)
+    return TuNeed(standing_ingress(ingress, headroom, spare_tus, ingress_step), egress_tus(egress_bytes, egress_events) * raise_by)
 
 
 def whole_tus(need: float, settings: TuSettings) -> int:
@@ -269,11 +298,19 @@ def _scale_down(reading: NamespaceReading, settings: TuSettings, now: datetime, 
     held = [m for m in reading.minutes if m.minute > reading.minutes[-1].minute - hold]
     lower = whole_tus(max(minute_need(m, settings.headroom, catch_up, event_bytes, settings.spare_tus,
                                       ingress_step=settings.ingress_step).tus for m in held), settings)
-    metrics = {**metrics, "hold_tus": lower}
+    kept_for_ingress = whole_tus(held_ingress(reading.minutes, settings), settings)
+    metrics = {**metrics, "hold_tus": lower,
+               **({"ingress_hold_tus": kept_for_ingress} if settings.ingress_hold_seconds > 0 else {})}
     if lower >= capacity:
         return TuDecision(capacity, None, HOLD, SCALE_DOWN_HOLD,
                           (numbers, f"a busier minute of the last {hold.total_seconds() / 60:.0f} min needed {lower} TUs: "
                                     "a lower count would not hold"), False, metrics)
+    if settings.ingress_hold_seconds > 0 and kept_for_ingress >= capacity:
+        return TuDecision(capacity, None, HOLD, SCALE_DOWN_HOLD,
+                          (numbers, f"the busiest minute of the last {settings.ingress_hold_seconds / 60:.0f} min offered "
+                                    f"ingress for {kept_for_ingress} TUs: they stand for producers returning to it"),
+                          False, metrics)
+    lower = max(lower, kept_for_ingress)
     if covered < hold:
         return TuDecision(capacity, None, HOLD, SCALE_DOWN_HOLD,
                           (numbers, f"metrics cover {covered.total_seconds() / 60:.0f} of the {hold.total_seconds() / 60:.0f} "

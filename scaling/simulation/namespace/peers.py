@@ -95,7 +95,7 @@ class JointThroughputUnits:
 
     def decide(self, world: NamespaceWorld) -> int | None:
         now = minute_time(world.minute)
-        hold = int(self.settings.scale_down_hold_seconds // 60) + 1
+        hold = int(self.settings.lookback_seconds // 60) + 1
         minutes = tuple(world.minutes)[-hold:]
         reading = NamespaceReading(world.tus_requested, minutes=minutes, serving=world.tus_serving)
         decision = size_namespace(reading, self.consumers(), self.settings, now, self.last_raise_at)
