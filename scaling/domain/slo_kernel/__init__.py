@@ -123,14 +123,18 @@ from scaling.domain.slo_kernel.learning import (  # noqa: F401
     CHECKPOINT_DELAY_FOLLOW,
     CHECKPOINT_DELAY_STEADY_CEILING,
     DENSE_EVENTS,
+    DROP_GROWTH,
+    DROP_SETTLED_DELAYS,
     THROUGHPUT_LEARNING_RATE,
     UNCONFIRMED_DROP,
     busy_partitions,
+    corroborated_drop,
     dense_arrivals,
     learned_checkpoint_delay,
     learned_throughput,
     observed_throughput,
     serving_throughput,
+    settled_for_drop,
 )
 from scaling.domain.slo_kernel.owners import (  # noqa: F401
     NARROW_COLUMNS,
