@@ -14,8 +14,9 @@ to a batch of one) and asks the target's mode, through ``modes.py``, what it wan
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from operator import attrgetter
@@ -85,8 +86,14 @@ def snap_down(counts: Sequence[int], wanted: int) -> int:
 
 
 def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | None,
-                        by_owner: bool = False, lag_seconds: float = 0.0) -> tuple[float | None, bool]:
-    """Events per second per serving instance over the last interval, and whether it was saturated.
+                        by_owner: bool = False, lag_seconds: float = 0.0,
+                        throughput: float = math.nan,
+                        most: Callable[[], float] = lambda: math.inf) -> tuple[float | None, bool, bool]:
+    """Events per second per serving instance over the last interval, whether it was saturated,
+    and whether its own readings corroborate a drop below the learned ``throughput``
+    (``slo_kernel.corroborated_drop``: every serving instance busy and slower while the backlog
+    grew, and the ``most`` instances' worth the bounds allow would serve the arrivals at it: read
+    only where a drop is in question).
 
     Only saturated intervals tell the real rate: when a partition ran dry, its owner idled part
     of the time and the observed rate understates what it can do (it is still a lower bound).
@@ -100,20 +107,20 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
     the rate, so a hub with a few busy partitions still teaches it.
     """
     if len(samples) < 2 or not ready_capacity:
-        return None, False
+        return None, False, False
     earlier, later = samples[-2], samples[-1]
     elapsed = (later.collected_at - earlier.collected_at).total_seconds()
     if not (earlier.ok and later.ok) or elapsed <= 0:
-        return None, False
+        return None, False, False
     if not any(source.partitions for source in later.sources):
         # A queue has no sequence numbers: its completions per minute tell the rate.
-        return slo_queue.interval_throughput(samples, ready_capacity)
+        return (*slo_queue.interval_throughput(samples, ready_capacity), False)
     earlier_sources = {source.name: source for source in earlier.sources}
     done, unmeasured, owners = [], [], []  # per partition of the later sample
     # Per partition, its checkpoint now and before (-1: none) and its backlog: whether the
     # checkpoints keep pace; per measured partition, its backlogs before and now and its arrivals:
     # whether it was busy (both worked out once over all partitions, after the loop).
-    now, then, backlog, starts, ends, arrivals = [], [], [], [], [], []
+    now, then, backlog, starts, ends, arrivals, moved = [], [], [], [], [], [], []
     for source in later.sources:
         for partition, start in zip(source.partitions, _earlier_readings(earlier_sources.get(source.name), source),
                                     strict=True):
@@ -128,13 +135,14 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
             arrived = partition.last_enqueued - start.last_enqueued
             done.append(partition.checkpoint - (start.checkpoint if start.checkpoint is not None else start.beginning - 1))
             if arrived < 0 or done[-1] < 0:
-                return None, False
+                return None, False, False
+            moved.append(float(done[-1]))
             starts.append(float(start.backlog))
             ends.append(float(partition.backlog))
             arrivals.append(float(arrived))
             unmeasured.append(False)
     if all(unmeasured):
-        return None, False
+        return None, False, False
     # Checkpoints as far behind as the learned delay only where they keep pace (every partition
     # with a backlog moved its checkpoint: they trail by a delay, not by the wait between
     # checkpoints written less often than collect runs, which the delay does not measure).
@@ -145,10 +153,15 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
     busy = np.zeros(len(unmeasured), dtype=bool)
     busy[~unmeasured_flags] = slo_kernel.busy_partitions(np.array(starts), np.array(ends), np.array(arrivals), lag_seconds,
                                                          elapsed)
-    observed, saturated = slo_kernel.observed_throughput(
+    observed, saturated, fastest = slo_kernel.observed_throughput(
         np.array([float(sum(done))]), elapsed, np.array([float(ready_capacity)]), np.array(done, dtype=float)[:, None],
         busy[:, None], unmeasured_flags[:, None], slo_kernel.Owners.of(tuple(owners), len(owners)) if by_owner else None)
-    return float(observed[0]), bool(saturated[0])
+    # (the kernel's test, asked only where the fastest owner read a drop: most() costs a lookup)
+    corroborated = (bool(saturated[0]) and fastest[0] < throughput * (1 - slo_kernel.UNCONFIRMED_DROP)
+                    and bool(slo_kernel.corroborated_drop(
+        float(observed[0]), float(fastest[0]), throughput, np.array(starts), np.array(ends), np.array(arrivals),
+        np.array(moved), elapsed, most())))
+    return float(observed[0]), bool(saturated[0]), corroborated
 
 
 def _earlier_readings(earlier: SourceReading | None, later: SourceReading) -> Sequence[PartitionReading | None]:
@@ -203,26 +216,31 @@ def ready_from_owners(expected: int, serving: int | None, pending_ready_at: date
     return int(slo_kernel.ready_instances(expected, serving, just_due))
 
 
-def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_capacity: int | None) -> ScalerState:
+def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_capacity: int | None,
+                     settled: bool = True, most: Callable[[], float] = lambda: math.inf) -> ScalerState:
     """Fold the last interval's per-instance throughput into the state if it was saturated.
 
     Where ownership is collected, the instances that really served (the live owners) divide
     the events processed, not the count assumed ready after the provisioning delay, and an
     interval in which owners changed teaches nothing. A reading far below the learned rate waits
-    for the next one to confirm it (``slo_kernel.UNCONFIRMED_DROP``): a slow-down shows twice in a row."""
+    for the next one to confirm it (``slo_kernel.UNCONFIRMED_DROP``), unless the interval's own
+    readings corroborate it (``most``: the instances' worth the bounds allow) and the capacity
+    has long been steady (``settled``, ``slo_kernel.settled_for_drop``): then it is learned at once."""
     held_back = state.throughput_unconfirmed
     if held_back is not None:
         state = replace(state, throughput_unconfirmed=None)  # it waits one learning step, no more
     owners = serving_owners(samples)
     if owners == 0:
         return state
-    observed, saturated = interval_throughput(samples, owners or ready_capacity, by_owner=owners is not None,
-                                              lag_seconds=_number(state.checkpoint_delay_seconds) if state.checkpoint_delay_seconds else 0.0)
+    observed, saturated, corroborated = interval_throughput(
+        samples, owners or ready_capacity, by_owner=owners is not None,
+        lag_seconds=_number(state.checkpoint_delay_seconds) if state.checkpoint_delay_seconds else 0.0,
+        throughput=_number(state.throughput_per_instance), most=most)
     if observed is None:
         return state
     throughput, floor, waits, learned = slo_kernel.learned_throughput(  # (a batch of one as plain numbers)
         _number(state.throughput_per_instance), _number(state.throughput_floor), _number(held_back), float(observed),
-        bool(saturated), True)
+        bool(saturated), True, corroborated and settled)
     return replace(state, throughput_per_instance=_known(throughput), throughput_floor=_known(floor),
                    throughput_unconfirmed=_known(waits), throughput_observations=state.throughput_observations + int(learned))
 
@@ -236,12 +254,22 @@ def raise_throughput_floor(state: ScalerState, samples: Sequence[MetricSample], 
     backlog grows. The events processed divided by the most instances that could have served
     the interval (``most_instances``: the larger of the two samples' capacities) never exceed
     what one instance can do, so they are a safe bound to size from at once."""
-    observed, _ = interval_throughput(samples, most_instances)
+    observed, _, _ = interval_throughput(samples, most_instances)
     if observed is None:
         return state
     _, floor, _, _ = slo_kernel.learned_throughput(  # (a batch of one as plain numbers)
         math.nan, _number(state.throughput_floor), math.nan, float(observed), False, True)
     return replace(state, throughput_floor=_known(floor))
+
+
+def _most_instances(target: TargetPolicy, sample: MetricSample) -> float:
+    """How many instances' worth the highest allowed count serves on the sample's largest hub
+    (``slo_kernel.most_instances``; infinite without partitions)."""
+    partitions = partition_count(sample)
+    if not partitions:
+        return math.inf
+    highest = allowed_counts(target, partitions)[-1]
+    return float(slo_kernel.most_instances(partitions, highest, slo_kernel.per_instance_table(partitions, highest)))
 
 
 def _number(value: float | None) -> float:
@@ -387,7 +415,10 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     steady_since = max((t for t in (state.pending_ready_at, state.last_action_at) if t is not None), default=None)
     trail = timedelta(seconds=state.checkpoint_delay_seconds if state.checkpoint_delay_seconds is not None else 60.0)
     if not pending and (steady_since is None or len(samples) < 2 or samples[-2].collected_at - trail >= steady_since):
-        state = learn_throughput(state, samples, ready_capacity)
+        settled = steady_since is None or bool(slo_kernel.settled_for_drop(
+            (samples[-2].collected_at - steady_since).total_seconds(), trail.total_seconds()))
+        state = learn_throughput(state, samples, ready_capacity, settled,
+                                 functools.partial(_most_instances, target, latest))
     elif state.throughput_per_instance is None and len(samples) >= 2:
         state = raise_throughput_floor(state, samples, max(capacity, samples[-2].capacity or 0))
     learned = _known(slo_kernel.serving_throughput(_number(state.throughput_per_instance), _number(state.throughput_floor)))

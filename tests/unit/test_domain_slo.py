@@ -327,7 +327,7 @@ def two_samples(arrived: int, processed: int, backlog_start: int, *, capacity: i
     ],
 )
 def test_interval_throughput(samples, observed, saturated) -> None:
-    rate, was_saturated = interval_throughput(samples, ready_capacity=2)
+    rate, was_saturated, _ = interval_throughput(samples, ready_capacity=2)
     assert rate == pytest.approx(observed)
     assert was_saturated is saturated
 

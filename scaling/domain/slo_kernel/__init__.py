@@ -23,8 +23,9 @@ The rules, in the order an evaluation meets them:
 
 - the engine's gates, every mode's (``bounds_correction``, ``cooldown_over``, the action budget:
   ``action_tokens``, ``budget_allows_scale_in``, ``tokens_after_action``), the learned
-  per-instance throughput and its confirmation (``learned_throughput``), the learned checkpoint
-  delay (``learned_checkpoint_delay``);
+  per-instance throughput and its confirmation (``learned_throughput``; a drop the interval's
+  own readings prove is learned at once: ``corroborated_drop``, ``settled_for_drop``), the
+  learned checkpoint delay (``learned_checkpoint_delay``);
 - rates and ages from the sequence-number history (``rate_since``, ``later_peaks``,
   ``trend``, ``oldest_event_ages``) and the fluid model's prediction (``predicted_age``);
 - each partition's service rate at a count, by its owner's load (``OwnerLoads``, ``sizing.py``
@@ -123,14 +124,18 @@ from scaling.domain.slo_kernel.learning import (  # noqa: F401
     CHECKPOINT_DELAY_FOLLOW,
     CHECKPOINT_DELAY_STEADY_CEILING,
     DENSE_EVENTS,
+    DROP_GROWTH,
+    DROP_SETTLED_DELAYS,
     THROUGHPUT_LEARNING_RATE,
     UNCONFIRMED_DROP,
     busy_partitions,
+    corroborated_drop,
     dense_arrivals,
     learned_checkpoint_delay,
     learned_throughput,
     observed_throughput,
     serving_throughput,
+    settled_for_drop,
 )
 from scaling.domain.slo_kernel.owners import (  # noqa: F401
     NARROW_COLUMNS,

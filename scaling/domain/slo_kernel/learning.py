@@ -24,6 +24,14 @@ UNCONFIRMED_DROP = 0.2
 #: far while consumers stay saturated.
 CHECKPOINT_DELAY_DRIFT = 0.5
 CHECKPOINT_DELAY_CEILING = 0.25
+#: A drop the interval's own readings corroborate (``corroborated_drop``) is learned at once only
+#: where the capacity has been steady for this many checkpoint delays (the learned one, or an
+#: interval) before the interval: checkpoints may trail by more than the delay learned so far,
+#: and then a drain just after a scale-out reads as what the fewer instances before it processed.
+DROP_SETTLED_DELAYS = 2.0
+#: ... and only where the backlog grew by more than this fraction of the interval's arrivals (the
+#: instances processed under half of what arrived).
+DROP_GROWTH = 0.5
 #: Events per partition, on average, over the checkpoint delay for an age reading to change the learned delay.
 DENSE_EVENTS = 10.0
 #: While the hub is steady (``learned_checkpoint_delay``), the learned delay follows an age that
@@ -33,10 +41,12 @@ CHECKPOINT_DELAY_STEADY_CEILING = 0.7
 
 
 def observed_throughput(processed: np.ndarray, elapsed: float, serving: np.ndarray, done: np.ndarray, busy: np.ndarray,
-                        unmeasured: np.ndarray, owners: Owners | None) -> tuple[np.ndarray, np.ndarray]:
-    """Per candidate, events per second per serving instance over the last interval, and whether
+                        unmeasured: np.ndarray, owners: Owners | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per candidate, events per second per serving instance over the last interval, whether
     it was saturated (only a saturated interval tells the real rate: a partition that ran dry
-    left its owner idle part of the time).
+    left its owner idle part of the time), and the fastest serving instance's rate where every
+    one measured (each owner busy; without ownership, the mean where every partition was busy;
+    infinite elsewhere: ``corroborated_drop``).
 
     ``processed`` events over ``elapsed`` seconds, ``done`` per partition (partitions x
     candidates), ``busy`` where a partition held more than two intervals' arrivals at both ends,
@@ -47,13 +57,15 @@ def observed_throughput(processed: np.ndarray, elapsed: float, serving: np.ndarr
     spare): their mean is the rate, so a hub with a few busy partitions still teaches it."""
     spread = processed / elapsed / serving
     if owners is None:
-        return spread, busy.all(axis=0) & ~unmeasured.any(axis=0) & (processed > 0)
+        saturated = busy.all(axis=0) & ~unmeasured.any(axis=0) & (processed > 0)
+        return spread, saturated, np.where(saturated, spread, math.inf)
     # Only a candidate with a busy partition has an owner that measures: the sums by owner are
     # worked out for those alone (most candidates of a sweep have none in most intervals).
     some = np.flatnonzero(busy.any(axis=0))
     saturated = np.zeros(len(spread), dtype=bool)
+    fastest = np.full(len(spread), math.inf)
     if not some.size:
-        return spread, saturated
+        return spread, saturated, fastest
     whole = some.size == len(spread)
     part = owners if whole else owners.of_columns(some)
     done, busy, unmeasured = (values if whole else values[:, some] for values in (done, busy, unmeasured))
@@ -65,7 +77,9 @@ def observed_throughput(processed: np.ndarray, elapsed: float, serving: np.ndarr
     by_owner = np.where(measuring, owner_done, 0.0).sum(axis=0) / elapsed / np.maximum(measured, 1)
     observed = spread.copy()
     observed[some] = np.where(measured > 0, by_owner, spread[some])
-    return observed, saturated
+    every = (measured > 0) & (measured == (part.partitions > 0).sum(axis=0))
+    fastest[some] = np.where(every, np.where(measuring, owner_done, 0.0).max(axis=0) / elapsed, math.inf)
+    return observed, saturated, fastest
 
 
 def busy_partitions(start_backlog, end_backlog, arrived, lag_seconds, elapsed):
@@ -80,24 +94,65 @@ def busy_partitions(start_backlog, end_backlog, arrived, lag_seconds, elapsed):
 
 
 def learned_throughput(throughput: np.ndarray, floor: np.ndarray, held_back: np.ndarray, observed: np.ndarray,
-                       saturated: np.ndarray, learning: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                       saturated: np.ndarray, learning: np.ndarray,
+                       corroborated=False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Fold an interval's per-instance rate into what is learned, where ``learning`` (NaN: none yet).
 
     A saturated interval moves the learned rate by ``THROUGHPUT_LEARNING_RATE`` (the first one sets
     it), unless it reads more than ``UNCONFIRMED_DROP`` below it and nothing waits to confirm it
-    (``held_back``): then it waits one learning step, as the new ``unconfirmed``. An unsaturated
+    (``held_back``): then it waits one learning step, as the new ``unconfirmed``. A drop the
+    interval's own readings confirm (``corroborated``, ``corroborated_drop``: every serving
+    instance busy and slower, and the backlog growing) sets the rate at once: the instances no longer do what
+    they did, and each minute spent blending towards it lets the oldest event age unseen (a
+    slow-down to 30% took 20 minutes to be learned: 17 violation minutes). An unsaturated
     interval only raises the lower bound (``floor``). Returns the throughput, the floor, what waits
     (NaN: nothing) and where a reading was learned."""
     rows = learning & saturated
-    doubtful = rows & is_nan(held_back) & (observed < throughput * (1 - UNCONFIRMED_DROP))  # (NaN: False)
+    drop = rows & (observed < throughput * (1 - UNCONFIRMED_DROP))  # (NaN: False)
+    sudden = drop & corroborated
+    doubtful = drop & negation(sudden) & is_nan(held_back)
     rows = rows & negation(doubtful)
     blended = (1 - THROUGHPUT_LEARNING_RATE) * throughput + THROUGHPUT_LEARNING_RATE * observed
-    throughput = where(rows, where(is_nan(throughput), observed, blended), throughput)
+    throughput = where(rows, where(is_nan(throughput) | sudden, observed, blended), throughput)
     raised = learning & negation(saturated) & (observed > where(is_nan(floor), 0.0, floor))
     # A saturated reading learned below the floor shows the instances no longer do what they did
     # (a slow-down): the floor is what they do now, not the best they ever did.
     lowered = rows & (observed < floor)  # (NaN: False)
     return throughput, where(raised | lowered, observed, floor), where(doubtful, observed, math.nan), rows
+
+
+def settled_for_drop(steady_seconds, trail_seconds):
+    """Whether the capacity has been steady long enough before an interval (``steady_seconds``
+    from the last action or readiness to the interval's start; NaN: no action yet) for a drop
+    to be learned at once: ``DROP_SETTLED_DELAYS`` times the checkpoints' ``trail_seconds``.
+    Checkpoints 180 s late, learned as 112 s, read a drain after 1 -> 32 as 0.5/s per instance."""
+    return is_nan(steady_seconds) | (steady_seconds >= DROP_SETTLED_DELAYS * trail_seconds)
+
+
+def corroborated_drop(observed, fastest, throughput, start_backlog, end_backlog, arrived, done, elapsed, most):
+    """Per candidate, whether an interval's drop below the learned ``throughput`` speaks for
+    itself, a slow-down the readings prove:
+
+    - every serving instance was busy and even the fastest of them (``fastest``,
+      ``observed_throughput``; infinite where not every one measured) did more than
+      ``UNCONFIRMED_DROP`` less than learned: none idle, none at the old rate;
+    - every partition that held a backlog at both ends processed some of it (``done``): none
+      was kept from its partitions (a rebalance's pause stands them still, and their owners
+      read slow);
+    - the backlog of the measured partitions (``start_backlog`` and ``end_backlog``: zero where
+      unmeasured, partitions x candidates or per partition) grew by more than ``DROP_GROWTH`` of
+      what ``arrived``: more than a rise in the arrivals over a checkpoint lag not learned yet
+      explains (180 s late checkpoints learned as 60 s read 17% on a rise);
+    - the ``most`` instances the bounds allow serve what arrived over ``elapsed`` seconds at the
+      ``observed`` rate: a drop beyond that is a stall (``stalled``), where asking for the
+      maximum at once serves nothing and costs (the 1% row held 32 instances for 45 minutes).
+
+    A low reading with another cause still waits to be confirmed (``learned_throughput``)."""
+    grown = end_backlog.sum(axis=0) - start_backlog.sum(axis=0)
+    total = arrived.sum(axis=0)
+    moving = ((start_backlog <= 0) | (end_backlog <= 0) | (done > 0)).all(axis=0)
+    return ((fastest < throughput * (1 - UNCONFIRMED_DROP)) & moving & (grown > DROP_GROWTH * total)
+            & (observed * most * elapsed >= total))
 
 
 def serving_throughput(throughput, floor):

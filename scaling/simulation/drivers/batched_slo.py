@@ -263,12 +263,21 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                     lag = np.where(slo_kernel.checkpoints_keep_pace(checkpoints, previous_checkpoints, partition_backlog), lag, 0.0)
                 busy = slo_kernel.busy_partitions(previous_partition_backlog, partition_backlog, arrived_each, lag,
                                                   interval_seconds) & (checkpoints > 0)
-                observed, saturated = slo_kernel.observed_throughput(
+                observed, saturated, fastest = slo_kernel.observed_throughput(
                     processed, interval_seconds, np.maximum(live_owners, 1), checkpoints - previous_checkpoints, busy,
                     checkpoints <= 0, owned_by)
                 learned = learning & checkpointed.any(axis=0)
+                corroborated = (saturated & (fastest < throughput * (1 - slo_kernel.UNCONFIRMED_DROP))  # (NaN: False)
+                                & slo_kernel.settled_for_drop(moment - interval_seconds - steady, trail))
+                if corroborated.any():  # (the measured partitions' backlog grew: engine.interval_throughput)
+                    measured = checkpoints > 0
+                    corroborated = corroborated & slo_kernel.corroborated_drop(
+                        observed, fastest, throughput, np.where(measured, previous_partition_backlog, 0.0),
+                        np.where(measured, partition_backlog, 0.0), np.where(measured, arrived_each, 0.0),
+                        checkpoints - previous_checkpoints, interval_seconds,
+                        slo_kernel.most_instances(partitions, settings.highest, per_instance))
                 throughput, floor, waits, _ = slo_kernel.learned_throughput(throughput, floor, held_back, observed, saturated,
-                                                                           learned)
+                                                                           learned, corroborated)
                 unconfirmed = np.where(learned, waits, unconfirmed)
             # engine.raise_throughput_floor: an unsteady interval while nothing is learned raises
             # the lower bound, over the most instances that could have served it.
