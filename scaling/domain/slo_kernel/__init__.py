@@ -125,6 +125,7 @@ from scaling.domain.slo_kernel.learning import (  # noqa: F401
     CHECKPOINT_DELAY_STEADY_CEILING,
     DENSE_EVENTS,
     DROP_GROWTH,
+    DROP_MEMORY_SECONDS,
     DROP_SETTLED_DELAYS,
     THROUGHPUT_LEARNING_RATE,
     UNCONFIRMED_DROP,
@@ -133,7 +134,9 @@ from scaling.domain.slo_kernel.learning import (  # noqa: F401
     dense_arrivals,
     learned_checkpoint_delay,
     learned_throughput,
+    let_go,
     observed_throughput,
+    remembered_drop,
     serving_throughput,
     settled_for_drop,
 )
