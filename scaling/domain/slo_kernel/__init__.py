@@ -24,7 +24,8 @@ The rules, in the order an evaluation meets them:
 - the engine's gates, every mode's (``bounds_correction``, ``cooldown_over``, the action budget:
   ``action_tokens``, ``budget_allows_scale_in``, ``tokens_after_action``), the learned
   per-instance throughput and its confirmation (``learned_throughput``; a drop the interval's
-  own readings prove is learned at once: ``corroborated_drop``, ``settled_for_drop``), the
+  own readings prove is learned at once: ``corroborated_drop``, ``settled_for_drop``; and let
+  go after a while unless readings show it again: ``remembered_drop``, ``let_go``), the
   learned checkpoint delay (``learned_checkpoint_delay``);
 - rates and ages from the sequence-number history (``rate_since``, ``later_peaks``,
   ``trend``, ``oldest_event_ages``) and the fluid model's prediction (``predicted_age``);
