@@ -443,7 +443,7 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     steady_since = max((t for t in (state.pending_ready_at, state.last_action_at) if t is not None), default=None)
     trail = timedelta(seconds=state.checkpoint_delay_seconds if state.checkpoint_delay_seconds is not None else 60.0)
     if not pending and (steady_since is None or len(samples) < 2 or samples[-2].collected_at - trail >= steady_since):
-        settled = steady_since is None or bool(slo_kernel.settled_for_drop(
+        settled = steady_since is None or len(samples) < 2 or bool(slo_kernel.settled_for_drop(
             (samples[-2].collected_at - steady_since).total_seconds(), trail.total_seconds()))
         state = learn_throughput(state, samples, ready_capacity, settled,
                                  functools.partial(_most_instances, target, latest))
