@@ -40,6 +40,10 @@ class ScalerState:
     throughput_floor: float | None = None
     #: A saturated reading far below the learned rate, waiting for the next one to confirm it.
     throughput_unconfirmed: float | None = None
+    #: The rate before a drop learned at once and when a saturated reading last showed the drop
+    #: (``slo_kernel.remembered_drop``): ``slo_kernel.let_go`` returns to it after a while.
+    throughput_before_drop: float | None = None
+    throughput_drop_shown_at: datetime | None = None
     checkpoint_delay_seconds: float | None = None
     #: How long a partition that changed owner keeps its checkpoint still (``slo_kernel.rebalance``):
     #: learned from the moves the readings show; above 0, scale-outs allow for it.
@@ -80,6 +84,7 @@ def decision_id_for(target: str, sample_id: str) -> str:
 #: Fields of ``ScalerState`` that the engine learns from the window. Re-evaluating a window whose
 #: newest sample was already evaluated (a late sample arrived) must not learn from it twice.
 LEARNED_FIELDS = ("throughput_per_instance", "throughput_observations", "throughput_floor", "throughput_unconfirmed",
+                  "throughput_before_drop", "throughput_drop_shown_at",
                   "checkpoint_delay_seconds", "rebalance_pause_seconds")
 
 

@@ -18,7 +18,7 @@ import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from operator import attrgetter
 
 import numpy as np
@@ -241,8 +241,36 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
     throughput, floor, waits, learned = slo_kernel.learned_throughput(  # (a batch of one as plain numbers)
         _number(state.throughput_per_instance), _number(state.throughput_floor), _number(held_back), float(observed),
         bool(saturated), True, corroborated and settled)
+    before, shown_at = slo_kernel.remembered_drop(
+        _number(state.throughput_before_drop), _moment(state.throughput_drop_shown_at),
+        _number(state.throughput_per_instance), float(observed), bool(saturated), True, corroborated and settled,
+        samples[-1].collected_at.timestamp())
     return replace(state, throughput_per_instance=_known(throughput), throughput_floor=_known(floor),
-                   throughput_unconfirmed=_known(waits), throughput_observations=state.throughput_observations + int(learned))
+                   throughput_unconfirmed=_known(waits), throughput_observations=state.throughput_observations + int(learned),
+                   throughput_before_drop=_known(before), throughput_drop_shown_at=_time(shown_at))
+
+
+def let_go_of_drop(state: ScalerState, now: datetime) -> ScalerState:
+    """The state once a drop learned at once is ``slo_kernel.DROP_MEMORY_SECONDS`` old with no
+    saturated reading showing it since: the rate before it is back (``slo_kernel.let_go``)."""
+    if state.throughput_before_drop is None:
+        return state
+    throughput, before, shown_at = slo_kernel.let_go(
+        _number(state.throughput_per_instance), state.throughput_before_drop, _moment(state.throughput_drop_shown_at),
+        now.timestamp())
+    return replace(state, throughput_per_instance=_known(throughput), throughput_before_drop=_known(before),
+                   throughput_drop_shown_at=_time(shown_at))
+
+
+def _moment(value: datetime | None) -> float:
+    """Seconds since the epoch (NaN: none), as the kernel reads times."""
+    return math.nan if value is None else value.timestamp()
+
+
+def _time(seconds: float) -> datetime | None:
+    """The moment ``seconds`` since the epoch names (None for NaN)."""
+    seconds = float(seconds)
+    return None if math.isnan(seconds) else datetime.fromtimestamp(seconds, UTC)
 
 
 def raise_throughput_floor(state: ScalerState, samples: Sequence[MetricSample], most_instances: int) -> ScalerState:
@@ -415,12 +443,13 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     steady_since = max((t for t in (state.pending_ready_at, state.last_action_at) if t is not None), default=None)
     trail = timedelta(seconds=state.checkpoint_delay_seconds if state.checkpoint_delay_seconds is not None else 60.0)
     if not pending and (steady_since is None or len(samples) < 2 or samples[-2].collected_at - trail >= steady_since):
-        settled = steady_since is None or bool(slo_kernel.settled_for_drop(
+        settled = steady_since is None or len(samples) < 2 or bool(slo_kernel.settled_for_drop(
             (samples[-2].collected_at - steady_since).total_seconds(), trail.total_seconds()))
         state = learn_throughput(state, samples, ready_capacity, settled,
                                  functools.partial(_most_instances, target, latest))
     elif state.throughput_per_instance is None and len(samples) >= 2:
         state = raise_throughput_floor(state, samples, max(capacity, samples[-2].capacity or 0))
+    state = let_go_of_drop(state, latest.collected_at)
     learned = _known(slo_kernel.serving_throughput(_number(state.throughput_per_instance), _number(state.throughput_floor)))
     throughput = learned or target.slo.events_per_instance_per_second
     throughput_source = "learned" if state.throughput_per_instance else "configured" if throughput else None

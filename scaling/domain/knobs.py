@@ -193,6 +193,8 @@ CONSTANTS: tuple[Constant, ...] = (
              "a drop the interval's readings prove is learned at once only this many checkpoint delays after an action"),
     Constant("DROP_GROWTH", 0.5, "scaling.domain.slo_kernel.learning",
              "... and only where the backlog grew by more than this share of the interval's arrivals"),
+    Constant("DROP_MEMORY_SECONDS", 7200.0, "scaling.domain.slo_kernel.learning",
+             "a drop learned at once is let go (the rate before it returns) this long after a saturated reading last showed it"),
     Constant("CHECKPOINT_DELAY_DRIFT", 0.5, "scaling.domain.slo_kernel.learning",
              "seconds per evaluation the learned checkpoint delay may creep up while consumers stay saturated"),
     Constant("CHECKPOINT_DELAY_CEILING", 0.25, "scaling.domain.slo_kernel.learning",

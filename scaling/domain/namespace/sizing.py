@@ -343,7 +343,8 @@ class NamespaceStatus:
 
 
 #: What a consumer target learns of its instances' throughput: not learned from throttled reads.
-LEARNING_FIELDS = ("throughput_per_instance", "throughput_observations", "throughput_floor", "throughput_unconfirmed")
+LEARNING_FIELDS = ("throughput_per_instance", "throughput_observations", "throughput_floor", "throughput_unconfirmed",
+                   "throughput_before_drop", "throughput_drop_shown_at")
 
 
 def egress_bound_hold(decision: Decision, namespace: NamespaceStatus | None, old_state: ScalerState,

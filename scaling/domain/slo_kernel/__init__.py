@@ -24,7 +24,8 @@ The rules, in the order an evaluation meets them:
 - the engine's gates, every mode's (``bounds_correction``, ``cooldown_over``, the action budget:
   ``action_tokens``, ``budget_allows_scale_in``, ``tokens_after_action``), the learned
   per-instance throughput and its confirmation (``learned_throughput``; a drop the interval's
-  own readings prove is learned at once: ``corroborated_drop``, ``settled_for_drop``), the
+  own readings prove is learned at once: ``corroborated_drop``, ``settled_for_drop``; and let
+  go after a while unless readings show it again: ``remembered_drop``, ``let_go``), the
   learned checkpoint delay (``learned_checkpoint_delay``);
 - rates and ages from the sequence-number history (``rate_since``, ``later_peaks``,
   ``trend``, ``oldest_event_ages``) and the fluid model's prediction (``predicted_age``);
@@ -125,6 +126,7 @@ from scaling.domain.slo_kernel.learning import (  # noqa: F401
     CHECKPOINT_DELAY_STEADY_CEILING,
     DENSE_EVENTS,
     DROP_GROWTH,
+    DROP_MEMORY_SECONDS,
     DROP_SETTLED_DELAYS,
     THROUGHPUT_LEARNING_RATE,
     UNCONFIRMED_DROP,
@@ -133,7 +135,9 @@ from scaling.domain.slo_kernel.learning import (  # noqa: F401
     dense_arrivals,
     learned_checkpoint_delay,
     learned_throughput,
+    let_go,
     observed_throughput,
+    remembered_drop,
     serving_throughput,
     settled_for_drop,
 )

@@ -32,6 +32,13 @@ DROP_SETTLED_DELAYS = 2.0
 #: ... and only where the backlog grew by more than this fraction of the interval's arrivals (the
 #: instances processed under half of what arrived).
 DROP_GROWTH = 0.5
+#: A drop learned at once is remembered for this long (seconds) from the last saturated reading
+#: that shows it (``remembered_drop``); then the rate returns to the one before it (``let_go``).
+#: Instances sized at the dropped rate never read saturated again after the consumers recover
+#: (a 30% slow-down at minute 300 held 11 instances at 5/s for the rest of the run), and the
+#: scale-in rules still keep the oldest event within the SLO if it has not ended: a slow-down
+#: that persists is proved again and learned at once again.
+DROP_MEMORY_SECONDS = 7200.0
 #: Events per partition, on average, over the checkpoint delay for an age reading to change the learned delay.
 DENSE_EVENTS = 10.0
 #: While the hub is steady (``learned_checkpoint_delay``), the learned delay follows an age that
@@ -119,6 +126,30 @@ def learned_throughput(throughput: np.ndarray, floor: np.ndarray, held_back: np.
     # (a slow-down): the floor is what they do now, not the best they ever did.
     lowered = rows & (observed < floor)  # (NaN: False)
     return throughput, where(raised | lowered, observed, floor), where(doubtful, observed, math.nan), rows
+
+
+def remembered_drop(before, shown_at, previous, observed, saturated, learning, corroborated, now):
+    """The rate before a drop learned at once (``before``, NaN: none remembered) and when a saturated
+    reading last showed the drop (``shown_at``), after an interval's learning: a drop learned at
+    once (``corroborated``, below the ``previous`` rate as ``learned_throughput`` learns it) keeps
+    the rate before it (the first one's, where drops follow) and the moment ``now``; any saturated
+    reading still ``UNCONFIRMED_DROP`` below the remembered rate renews the moment."""
+    sudden = learning & saturated & corroborated & (observed < previous * (1 - UNCONFIRMED_DROP))  # (NaN: False)
+    renewed = learning & saturated & (observed < before * (1 - UNCONFIRMED_DROP))  # (NaN: False)
+    before = where(sudden & is_nan(before), previous, before)
+    return before, where(sudden | renewed, now, shown_at)
+
+
+def let_go(throughput, before, shown_at, now):
+    """The learned rate, the remembered rate before a drop and its moment, once ``now`` is
+    ``DROP_MEMORY_SECONDS`` past the last reading that showed the drop: the rate returns to the
+    one before it (never lower than learned since), and nothing is remembered. A rate learned
+    back within ``UNCONFIRMED_DROP`` of the one before the drop forgets it too."""
+    recovered = throughput >= before * (1 - UNCONFIRMED_DROP)  # (NaN: False)
+    due = negation(is_nan(before)) & (now - shown_at >= DROP_MEMORY_SECONDS)
+    forget = due | recovered
+    return (where(due, maximum(throughput, before), throughput), where(forget, math.nan, before),
+            where(forget, math.nan, shown_at))
 
 
 def settled_for_drop(steady_seconds, trail_seconds):

@@ -165,6 +165,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     throughput = np.full(count, np.nan)
     floor = np.full(count, np.nan)
     unconfirmed = np.full(count, np.nan)  # a low reading waiting for the next learning step
+    before_drop = np.full(count, np.nan)  # the rate before a drop learned at once (slo_kernel.remembered_drop)
+    drop_shown_at = np.full(count, np.nan)
     delay = np.full(count, np.nan)
     pause = np.full(count, np.nan)  # the learned rebalance pause (slo_kernel.rebalance)
     tokens = np.full(count, np.nan)
@@ -276,6 +278,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                         np.where(measured, partition_backlog, 0.0), np.where(measured, arrived_each, 0.0),
                         checkpoints - previous_checkpoints, interval_seconds,
                         slo_kernel.most_instances(partitions, settings.highest, per_instance))
+                before_drop, drop_shown_at = slo_kernel.remembered_drop(before_drop, drop_shown_at, throughput, observed,
+                                                                        saturated, learned, corroborated, moment)
                 throughput, floor, waits, _ = slo_kernel.learned_throughput(throughput, floor, held_back, observed, saturated,
                                                                            learned, corroborated)
                 unconfirmed = np.where(learned, waits, unconfirmed)
@@ -286,6 +290,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 observed = (oldest_sum - previous_oldest_sum) / interval_seconds / np.maximum(capacity, previous_capacity)
                 _, floor, _, _ = slo_kernel.learned_throughput(throughput, floor, np.full(count, np.nan), observed,
                                                                np.zeros(count, dtype=bool), bounding)
+        # engine.let_go_of_drop: a drop learned at once and not shown since is let go.
+        throughput, before_drop, drop_shown_at = slo_kernel.let_go(throughput, before_drop, drop_shown_at, moment)
         rate = np.where(np.isnan(throughput), np.where(np.isnan(settings.prior), floor, settings.prior),
                         slo_kernel.serving_throughput(throughput, floor))
         known = rate > 0  # (NaN compares False: not known)
