@@ -263,7 +263,7 @@ def _moved_stand_still(samples: Sequence[MetricSample]) -> np.ndarray | None:
         if any(reading is None for reading in readings):
             continue
         ids = tuple(map(_PARTITION_ID, source.partitions))
-        owned = [tuple(_OWNER(p) for p in reading.partitions) if tuple(map(_PARTITION_ID, reading.partitions)) == ids
+        owned = [tuple(map(_OWNER, reading.partitions)) if tuple(map(_PARTITION_ID, reading.partitions)) == ids
                  else None for reading in readings]
         if None not in owned and len(set(owned)) == 1:  # no owner changed in the window: nothing to measure
             continue
