@@ -116,39 +116,35 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
         # A queue has no sequence numbers: its completions per minute tell the rate.
         return (*slo_queue.interval_throughput(samples, ready_capacity), False)
     earlier_sources = {source.name: source for source in earlier.sources}
-    done, unmeasured, owners = [], [], []  # per partition of the later sample
-    # Per partition, its checkpoint now and before (-1: none) and its backlog: whether the
-    # checkpoints keep pace; per measured partition, its backlogs before and now and its arrivals:
-    # whether it was busy (both worked out once over all partitions, after the loop).
-    now, then, backlog, starts, ends, arrivals, moved = [], [], [], [], [], [], []
-    for source in later.sources:
-        for partition, start in zip(source.partitions, _earlier_readings(earlier_sources.get(source.name), source),
-                                    strict=True):
-            owners.append(partition.owner)
-            now.append(-1.0 if partition.checkpoint is None else float(partition.checkpoint))
-            then.append(-1.0 if start is None or start.checkpoint is None else float(start.checkpoint))
-            backlog.append(float(partition.backlog))
-            if start is None or partition.checkpoint is None:  # its processed events are unknown
-                done.append(0)
-                unmeasured.append(True)
-                continue
-            arrived = partition.last_enqueued - start.last_enqueued
-            done.append(partition.checkpoint - (start.checkpoint if start.checkpoint is not None else start.beginning - 1))
-            if arrived < 0 or done[-1] < 0:
-                return None, False, False
-            moved.append(float(done[-1]))
-            starts.append(float(start.backlog))
-            ends.append(float(partition.backlog))
-            arrivals.append(float(arrived))
-            unmeasured.append(False)
+    # Per partition of the later sample, as it read then (None: not there); each list below in
+    # one pass over them (comprehensions: this runs at every evaluation).
+    pairs = [(partition, start) for source in later.sources
+             for partition, start in zip(source.partitions, _earlier_readings(earlier_sources.get(source.name), source),
+                                         strict=True)]
+    unmeasured = [start is None or partition.checkpoint is None for partition, start in pairs]  # processed unknown
     if all(unmeasured):
         return None, False, False
+    measured = [pair for pair, skip in zip(pairs, unmeasured, strict=True) if not skip]
+    done = [0 if skip else partition.checkpoint - (start.checkpoint if start.checkpoint is not None else start.beginning - 1)
+            for (partition, start), skip in zip(pairs, unmeasured, strict=True)]
+    arrived = [partition.last_enqueued - start.last_enqueued for partition, start in measured]
+    if min(arrived) < 0 or min(done) < 0:
+        return None, False, False
+    moved = [float(events) for events, skip in zip(done, unmeasured, strict=True) if not skip]
     # Checkpoints as far behind as the learned delay only where they keep pace (every partition
     # with a backlog moved its checkpoint: they trail by a delay, not by the wait between
     # checkpoints written less often than collect runs, which the delay does not measure).
-    if lag_seconds and not slo_kernel.checkpoints_keep_pace(np.array(now)[:, None], np.array(then)[:, None],
-                                                             np.array(backlog)[:, None])[0]:
-        lag_seconds = 0.0
+    if lag_seconds:
+        now = [-1.0 if partition.checkpoint is None else float(partition.checkpoint) for partition, _ in pairs]
+        then = [-1.0 if start is None or start.checkpoint is None else float(start.checkpoint) for _, start in pairs]
+        backlog = [float(partition.backlog) for partition, _ in pairs]
+        if not slo_kernel.checkpoints_keep_pace(np.array(now)[:, None], np.array(then)[:, None],
+                                                np.array(backlog)[:, None])[0]:
+            lag_seconds = 0.0
+    starts = [float(start.backlog) for _, start in measured]
+    ends = [float(partition.backlog) for partition, _ in measured]
+    arrivals = [float(events) for events in arrived]
+    owners = [partition.owner for partition, _ in pairs] if by_owner else []
     unmeasured_flags = np.array(unmeasured)
     busy = np.zeros(len(unmeasured), dtype=bool)
     busy[~unmeasured_flags] = slo_kernel.busy_partitions(np.array(starts), np.array(ends), np.array(arrivals), lag_seconds,
@@ -177,6 +173,7 @@ def _earlier_readings(earlier: SourceReading | None, later: SourceReading) -> Se
 
 
 _PARTITION_ID = attrgetter("partition_id")
+_OWNER = attrgetter("owner")
 
 
 def serving_owners(samples: Sequence[MetricSample]) -> int | None:
@@ -189,16 +186,16 @@ def serving_owners(samples: Sequence[MetricSample]) -> int | None:
         return None
     earlier, later = samples[-2], samples[-1]
     earlier_sources = {source.name: source for source in earlier.sources if source.owners is not None}
-    owners: set[str] = set()
+    owners: set[str | None] = set()
     for source in later.sources:
         if source.owners is None:
             return None
-        for partition, start in zip(source.partitions, _earlier_readings(earlier_sources.get(source.name), source),
-                                    strict=True):
-            if (start.owner if start is not None else "") != partition.owner:
-                return 0
-            if partition.owner is not None:
-                owners.add(partition.owner)
+        now = list(map(_OWNER, source.partitions))  # (each partition's owner then and now: compared as lists)
+        if now != ["" if start is None else start.owner
+                   for start in _earlier_readings(earlier_sources.get(source.name), source)]:
+            return 0
+        owners.update(now)
+    owners.discard(None)
     return len(owners)
 
 

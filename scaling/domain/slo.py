@@ -128,6 +128,23 @@ def _positions(reading: SourceReading, ids: tuple[str, ...]) -> np.ndarray:
     return row
 
 
+#: The owners ``_owned`` read last, kept as ``_ROWS`` keeps the positions.
+_OWNED: dict[int, tuple[SourceReading, tuple[str, ...], tuple[str | None, ...] | None]] = {}
+
+
+def _owned(reading: SourceReading, ids: tuple[str, ...]) -> tuple[str | None, ...] | None:
+    """The owners of ``reading``'s partitions when it lists ``ids`` in that order, else None."""
+    kept = _OWNED.get(id(reading))
+    if kept is not None and kept[0] is reading and kept[1] == ids:
+        return kept[2]
+    owned = tuple(map(_OWNER, reading.partitions)) if tuple(map(_PARTITION_ID, reading.partitions)) == ids else None
+    with _ROWS_LOCK:
+        if len(_OWNED) >= _ROWS_KEPT:
+            del _OWNED[next(iter(_OWNED))]
+        _OWNED[id(reading)] = (reading, ids, owned)
+    return owned
+
+
 @functools.lru_cache(maxsize=64)
 def _keys(source: str, ids: tuple[str, ...]) -> tuple[str, ...]:
     """Each partition's key in decisions (``source/partition``): the same at every evaluation."""
@@ -263,8 +280,7 @@ def _moved_stand_still(samples: Sequence[MetricSample]) -> np.ndarray | None:
         if any(reading is None for reading in readings):
             continue
         ids = tuple(map(_PARTITION_ID, source.partitions))
-        owned = [tuple(_OWNER(p) for p in reading.partitions) if tuple(map(_PARTITION_ID, reading.partitions)) == ids
-                 else None for reading in readings]
+        owned = [_owned(reading, ids) for reading in readings]
         if None not in owned and len(set(owned)) == 1:  # no owner changed in the window: nothing to measure
             continue
         codes: dict[str, int] = {}

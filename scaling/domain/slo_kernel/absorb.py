@@ -50,8 +50,10 @@ def bursts_ended(times: np.ndarray, totals: np.ndarray) -> bool:
     if len(steps) < 2 or not (steps > 0).all():
         return False
     rates = (totals[1:] - totals[:-1]) / steps
-    peaks = (rates[:-1] >= 2.0 * np.median(rates)) & (rates[:-1] > 0)
-    return bool((peaks & (rates[1:] <= rates[:-1] / 2.0)).any())
+    drops = (rates[1:] <= rates[:-1] / 2.0) & (rates[:-1] > 0)
+    if not drops.any():  # (no interval halved after a busy one: the median is not needed)
+        return False
+    return bool((drops & (rates[:-1] >= 2.0 * np.median(rates))).any())
 
 
 def blended(plain, absorbed, weight):
@@ -186,7 +188,8 @@ class SourceAbsorbing:
             self._history = self.read()
             count = len(self.max_age)
             history = self._history
-            self._weight = np.zeros(count) if history is None else np.broadcast_to(
+            # (no burst ended, a plain False: 0 everywhere without reading the noise)
+            self._weight = np.zeros(count) if history is None or history.ended is False else np.broadcast_to(
                 np.where(history.ended, absorb_weight(history.noise), 0.0), (count,))
         return self._weight
 

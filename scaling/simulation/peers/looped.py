@@ -10,6 +10,7 @@ values the functions use.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections import deque
 from collections.abc import Callable
@@ -238,11 +239,9 @@ def observation_sample(target: str, observation: Observation, source_name: str =
     checkpoints = observation.checkpoint.tolist()
     owners = observation.owners.tolist() if observation.owners is not None else None
     names = _partition_ids(len(last))
-    partitions = tuple(
-        PartitionReading.measure(names[index], 0, last[index], checkpoints[index] if checkpoints[index] >= 0 else None,
-                                 owner=None if owners is None or owners[index] < 0 else _instance_name(owners[index]))
-        for index in range(len(last))
-    )
+    owner_names = [None] * len(last) if owners is None else [None if owner < 0 else _instance_name(owner) for owner in owners]
+    partitions = tuple(map(PartitionReading.measure, names, itertools.repeat(0, len(last)), last,
+                           [checkpoint if checkpoint >= 0 else None for checkpoint in checkpoints], owner_names))
     collected_at = start + timedelta(minutes=observation.minute) if start != EPOCH else minute_time(observation.minute)
     return MetricSample(target=target, collected_at=collected_at, capacity=observation.capacity,
                         sources=(SourceReading(name=source_name, kind="eventhub", partitions=partitions,
