@@ -408,8 +408,10 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     # Capacity must have been steady over the interval for its throughput to mean anything.
     # Checkpoints trail by the checkpoint delay, so the interval's start must be that much past it.
     steady_since = max((t for t in (state.pending_ready_at, state.last_action_at) if t is not None), default=None)
-    trail = timedelta(seconds=state.checkpoint_delay_seconds if state.checkpoint_delay_seconds is not None else 60.0)
-    span = throughput_span(state, samples)[0]  # (the span the throughput is read over starts steady)
+    # With a checkpoint cadence the throughput is read over a span, and the checkpoints at its start
+    # moved up to a cadence before: that much earlier still (``throughput_span``).
+    span, cadence, _ = throughput_span(state, samples)
+    trail = timedelta(seconds=(state.checkpoint_delay_seconds if state.checkpoint_delay_seconds is not None else 60.0) + cadence)
     if not pending and (steady_since is None or len(samples) < 2 or samples[-1 - span].collected_at - trail >= steady_since):
         state = learn_throughput(state, samples, ready_capacity)
     elif state.throughput_per_instance is None and len(samples) >= 2:

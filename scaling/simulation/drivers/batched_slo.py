@@ -247,10 +247,11 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         # --- learn the per-instance throughput from the last interval ---------------------------
         if samples >= 2:
             steady = np.fmax(pending_at, last_action)
-            trail = np.where(np.isnan(delay), 60.0, delay)
-            # (engine.throughput_span: with a checkpoint cadence, read over as many intervals as it spans)
+            # (engine.throughput_span: with a checkpoint cadence, read over as many intervals as it
+            # spans, steady since a cadence before its start)
             allowed = slo_kernel.cadence_allowance(cadence, interval_seconds)
             spans = slo_kernel.cadence_span(allowed, interval_seconds, samples - 1)
+            trail = np.where(np.isnan(delay), 60.0, delay) + np.where(spans > 1, allowed, 0.0)
             called = ~pending & (np.isnan(steady) | _learns(trail, steady, moment - spans * interval_seconds))  # learn_throughput runs
             held_back = unconfirmed
             unconfirmed = np.where(called, np.nan, unconfirmed)  # (it waits one learning step, no more)
