@@ -277,7 +277,8 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     1. the throughput unknown: wait for new instances, or one step up while the backlog grows;
     2. no source with partitions: hold;
     3. partitions hotter than one instance set aside (``hot_partitions``);
-    4. the checkpoint delay learned (``learned_checkpoint_delay``) and the rebalance pause
+    4. the checkpoints' cadence learned from ``cadence`` and taken off the ages (``cadence_readings``),
+       the checkpoint delay learned (``learned_checkpoint_delay``) and the rebalance pause
        (``learned_rebalance_pause`` from ``stand_still``, the caller's reading of the moved
        partitions' stand-still per column, None or NaN: none measured), the forecasts, the ages
        net of the delay and the age predicted when a scale-out decided at the next evaluation
