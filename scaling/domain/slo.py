@@ -278,16 +278,35 @@ def _checkpoint_history(samples: Sequence[MetricSample], readings: Sequence[Sour
     """A source's history as the kernel reads it (a batch of one: samples x partitions x 1, oldest
     first): the sample times, each partition's live owner (an integer code, -1: none), its
     checkpoint (-1: none yet; NaN: not in the sample) and its backlog."""
-    codes: dict[str, int] = {}
-    owners, checkpoints, backlogs = [], [], []
-    for reading in readings:
-        by_id = {p.partition_id: p for p in reading.partitions}
-        row = [by_id.get(partition_id) for partition_id in ids]
-        owners.append([-1 if p is None or p.owner is None else codes.setdefault(p.owner, len(codes)) for p in row])
-        checkpoints.append([math.nan if p is None else -1.0 if p.checkpoint is None else float(p.checkpoint) for p in row])
-        backlogs.append([0.0 if p is None else float(p.backlog) for p in row])
+    rows = [_history_row(reading, ids) for reading in readings]
+    codes = {"": -1}  # (only equality and liveness are read)
+    owners = np.array([[codes.setdefault(name, len(codes) - 1) for name in row[0]] for row in rows])
+    checkpoints, backlogs = np.array([row[1] for row in rows]), np.array([row[2] for row in rows])
     times = np.array([_seconds(sample.collected_at) for sample in samples])
-    return times, np.array(owners)[:, :, None], np.array(checkpoints)[:, :, None], np.array(backlogs)[:, :, None]
+    return times, owners[:, :, None], checkpoints[:, :, None], backlogs[:, :, None]
+
+
+#: ``_history_row``'s rows by the reading's identity, as ``_ROWS`` (a sample stays in the window
+#: for a window's worth of evaluations, and its readings never change).
+_HISTORY_ROWS: dict[int, tuple] = {}
+
+
+def _history_row(reading: SourceReading, ids: tuple[str, ...]) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
+    """``ids``' owners ("": none), checkpoints (-1: none yet; NaN: missing) and backlogs (0:
+    missing) in ``reading``."""
+    kept = _HISTORY_ROWS.get(id(reading))
+    if kept is not None and kept[0] is reading and kept[1] == ids:
+        return kept[2]
+    by_id = {p.partition_id: p for p in reading.partitions}
+    row = [by_id.get(partition_id) for partition_id in ids]
+    found = (tuple("" if p is None or p.owner is None else p.owner for p in row),
+             np.array([math.nan if p is None else -1.0 if p.checkpoint is None else float(p.checkpoint) for p in row]),
+             np.array([0.0 if p is None else float(p.backlog) for p in row]))
+    with _ROWS_LOCK:
+        if len(_HISTORY_ROWS) >= _ROWS_KEPT:
+            del _HISTORY_ROWS[next(iter(_HISTORY_ROWS))]
+        _HISTORY_ROWS[id(reading)] = (reading, ids, found)
+    return found
 
 
 def _source_history(samples: Sequence[MetricSample], source: SourceReading) -> tuple[np.ndarray, ...] | None:
