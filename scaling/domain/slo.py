@@ -489,6 +489,9 @@ def _proposal(target: TargetPolicy, situation: Situation, outlooks: list[SourceO
         return Proposal(None, HOLD, reason_code, (told + f"holding {capacity} so that the recovery drains at once",
                                                   sizing_note, *hot_reasons), metrics, new_state)
     if code == kernel.AT_RISK:
+        if kernel.confirms_floor(True, situation.throughput_source == "lower bound", cadence, interval,
+                                 situation.ready_capacity, capacity):  # (the floor, learned: ``slo_kernel.cadence``)
+            new_state = replace(new_state, throughput_per_instance=situation.state.throughput_floor)
         _, drain_note = scale_out_drain(target, situation, worst_predicted)
         metrics["predicted_busiest_load"] = round(float(outcome.busiest_wanted[0]), 3)
         metrics["drain_seconds"] = round(float(outcome.drain_seconds[0]), 1)

@@ -77,14 +77,17 @@ from scaling.domain.slo_kernel.arrays import (  # noqa: F401
 )
 from scaling.domain.slo_kernel.cadence import (  # noqa: F401
     CADENCE_LEARNING_RATE,
+    CADENCE_PROBE,
     CADENCE_SHOWN,
     busy_over_span,
     cadence_ages,
     cadence_allowance,
     cadence_readings,
     cadence_span,
+    confirms_floor,
     learned_checkpoint_cadence,
     measured_cadence,
+    probed_rates,
     since_checkpoint_moved,
 )
 from scaling.domain.slo_kernel.counts import (  # noqa: F401

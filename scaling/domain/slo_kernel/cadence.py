@@ -30,6 +30,12 @@ CADENCE_LEARNING_RATE = 0.3
 #: or more often read about one interval (a partition that paused for a rebalance a little
 #: more), and the readings are as they were.
 CADENCE_SHOWN = 1.5
+#: Where the throughput is a lower bound and a cadence is known, a scale-in is sized at this many
+#: times the floor. Every partition keeps up at the counts the floor asks for, so no reading there
+#: could raise it (WC98 held 32, then 16 instances for 16 hours on the cold start's 2.29/s); the
+#: floor rises with the load per instance once fewer serve, and a scale-out from it confirms it
+#: (``confirms_floor``).
+CADENCE_PROBE = 1.5
 #: (a cadence of exactly k intervals spans k, not k + 1, whatever the float's last digit)
 _SPAN_ROUNDING = 1e-9
 
@@ -156,3 +162,22 @@ def _paired_rows(values: np.ndarray, row_of: np.ndarray, rows: int) -> np.ndarra
     np.minimum.at(low, row_of + 1, values)
     high[1::2] = low[1::2]
     return high
+
+
+def probed_rates(rate, measured, cadence, interval: float):
+    """The per-instance rate a scale-in is sized by (``slo_step``): ``CADENCE_PROBE`` times
+    ``rate`` where it is a lower bound (not ``measured``) and the learned ``cadence`` counts
+    (``cadence_allowance``; None: not read), else ``rate``."""
+    if cadence is None:
+        return rate
+    return np.where(~measured & (cadence_allowance(cadence, interval) > 0), rate * CADENCE_PROBE, rate)
+
+
+def confirms_floor(at_risk, lower_bound, cadence, interval: float, ready, capacity):
+    """Where an at-risk scale-out makes the lower bound the learned rate: the throughput was the
+    floor (``lower_bound``), a cadence counts, and every instance asked for served. The hub fell
+    behind at the floor, so the floor is what the instances do; without this the probe goes on
+    (2 -> 4 -> 2 every 15 minutes, 132 actions in 2,000 minutes): under a cadence a saturated span
+    needs both ends to hold two intervals' and a cadence's arrivals, which a hub 20% short builds
+    in half an hour while the risk test scales out within 15 minutes."""
+    return at_risk & lower_bound & (cadence_allowance(cadence, interval) > 0) & (ready >= capacity)

@@ -23,7 +23,7 @@ import numpy as np
 
 from scaling.domain.slo_kernel.absorb import BurstHistory, SourceAbsorbing
 from scaling.domain.slo_kernel.ages import age_at_reaction
-from scaling.domain.slo_kernel.cadence import cadence_readings
+from scaling.domain.slo_kernel.cadence import cadence_readings, probed_rates
 from scaling.domain.slo_kernel.counts import scale_in_counts, scale_out_counts
 from scaling.domain.slo_kernel.hub import (
     FLAT_TOLERANCE,
@@ -532,7 +532,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
         return outcome
     rows = np.flatnonzero(eligible)
     columns = _columns(rows, count)
-    sources = []
+    sources, probed = [], probed_rates(rate, state.measured, outcome.cadence, interval)  # (a lower bound under a cadence)
     for hub, forecast, age, mask, draw, absorbs in zip(hubs, forecasts, ages, sizing_hot, by_draw, absorbing, strict=True):
         peak, rise, noise = hub.scale_in_rates()
         calm = calm_rates(forecast, peak, knobs.headroom_factor, rise, knobs.dwell, noise, knobs.peak_full_noise)
@@ -542,7 +542,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
             calm = np.where(mask, 0.0, calm)
         calm = calm[:, columns]
         held_ages = scale_in_ages(age[:, columns], allowance[columns]) if paused else age[:, columns]
-        sources.append((hub.loads(calm, columns, mask, rate, draw), calm, held_ages))
+        sources.append((hub.loads(calm, columns, mask, probed, draw), calm, held_ages))
     chosen, held = scale_in_counts(counts.levels[columns], state.below[columns], capacity[columns], counts.top,
                                    knobs.limit[columns], knobs.dwell[columns], interval + knobs.provisioning[columns],
                                    sources)

@@ -289,7 +289,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 unconfirmed = np.where(learned, waits, unconfirmed)
             # engine.raise_throughput_floor: an unsteady interval while nothing is learned raises
             # the lower bound, over the most instances that could have served it.
-            bounding = ~called & np.isnan(throughput) & (oldest > 0).any(axis=0)
+            bounding = ~called & np.isnan(throughput) & (oldest > 0).any(axis=0) & ~(spans > 1)
             if bounding.any():
                 observed = (oldest_sum - previous_oldest_sum) / interval_seconds / np.maximum(capacity, previous_capacity)
                 _, floor, _, _ = slo_kernel.learned_throughput(throughput, floor, np.full(count, np.nan), observed,
@@ -348,6 +348,11 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             # (a scale-in only where the cooldown and the action budget would let it act)
             may_scale_in=_scale_in_allowed(settings, tokens, tokens_at, last_action, moment) & (settings.lowest < capacity))
         delay, pause = outcome.delay, outcome.pause
+        # (slo._proposal: an at-risk scale-out from the lower bound under a cadence confirms it)
+        confirmed = slo_kernel.confirms_floor(outcome.reason == slo_kernel.AT_RISK, np.isnan(throughput) & np.isnan(
+            settings.prior) & ~np.isnan(floor), cadence if outcome.cadence is None else outcome.cadence, sample_interval,
+            ready, capacity)
+        throughput = np.where(confirmed, floor, throughput)
         cadence = cadence if outcome.cadence is None else outcome.cadence
         upward = outcome.direction == slo_kernel.UP
         down_rows = np.flatnonzero(outcome.direction == slo_kernel.DOWN)
