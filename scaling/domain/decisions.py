@@ -23,7 +23,8 @@ class ScalerState:
     ``throughput_per_instance`` (events per second) is learned from saturated periods (until then
     ``throughput_floor``, the best rate seen, is a safe lower bound), and
     ``checkpoint_delay_seconds`` (how far checkpoints trail) from the age seen while consumers keep up,
-    ``rebalance_pause_seconds`` (how long a moved partition stands still) from the moves seen.
+    ``rebalance_pause_seconds`` (how long a moved partition stands still) from the moves seen, and
+    ``checkpoint_cadence_seconds`` (how often checkpoints move) from the checkpoints' own moves.
     """
 
     target: str
@@ -48,6 +49,9 @@ class ScalerState:
     #: How long a partition that changed owner keeps its checkpoint still (``slo_kernel.rebalance``):
     #: learned from the moves the readings show; above 0, scale-outs allow for it.
     rebalance_pause_seconds: float | None = None
+    #: How often each partition's checkpoint moves where consumers checkpoint less often than
+    #: collect runs (``slo_kernel.cadence``): learned from the moves the readings show.
+    checkpoint_cadence_seconds: float | None = None
     action_tokens: float | None = None
     action_tokens_at: datetime | None = None
 
@@ -85,7 +89,7 @@ def decision_id_for(target: str, sample_id: str) -> str:
 #: newest sample was already evaluated (a late sample arrived) must not learn from it twice.
 LEARNED_FIELDS = ("throughput_per_instance", "throughput_observations", "throughput_floor", "throughput_unconfirmed",
                   "throughput_before_drop", "throughput_drop_shown_at",
-                  "checkpoint_delay_seconds", "rebalance_pause_seconds")
+                  "checkpoint_delay_seconds", "rebalance_pause_seconds", "checkpoint_cadence_seconds")
 
 
 def restore_learning(new: ScalerState, old: ScalerState) -> ScalerState:

@@ -210,6 +210,15 @@ CONSTANTS: tuple[Constant, ...] = (
     Constant("PAUSE_SHOWN", 0.5, "scaling.domain.slo_kernel.rebalance",
              "a learned rebalance pause counts from this fraction of the collection interval on (under it: a stray "
              "stand-still among moves that showed none)"),
+    Constant("CADENCE_LEARNING_RATE", 0.3, "scaling.domain.slo_kernel.cadence",
+             "weight of a new measurement in the learned checkpoint cadence (the seconds between a partition's "
+             "checkpoint moves)"),
+    Constant("CADENCE_SHOWN", 1.5, "scaling.domain.slo_kernel.cadence",
+             "collection intervals a learned checkpoint cadence must reach before ages are read less the time since "
+             "each checkpoint moved and the throughput over as long a span (checkpoints every interval: as before)"),
+    Constant("CADENCE_PROBE", 1.5, "scaling.domain.slo_kernel.cadence",
+             "where the throughput is a lower bound under a checkpoint cadence, a scale-in is sized at this many times "
+             "the floor (no count that keeps up could raise it); a scale-out from it confirms the floor"),
     Constant("STALL_TOLERANCE", 0.1, "scaling.domain.slo_kernel.hub",
              "the processed rate may rise this much with more instances and still count as a stall"),
     Constant("FLAT_TOLERANCE", 0.1, "scaling.domain.slo_kernel.hub",

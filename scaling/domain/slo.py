@@ -283,25 +283,77 @@ def _moved_stand_still(samples: Sequence[MetricSample]) -> np.ndarray | None:
         owned = [_owned(reading, ids) for reading in readings]
         if None not in owned and len(set(owned)) == 1:  # no owner changed in the window: nothing to measure
             continue
-        codes: dict[str, int] = {}
-        owners, checkpoints, backlogs = [], [], []
-        for reading in readings:
-            by_id = {p.partition_id: p for p in reading.partitions}
-            row = [by_id.get(partition_id) for partition_id in ids]
-            owners.append([-1 if p is None or p.owner is None else codes.setdefault(p.owner, len(codes)) for p in row])
-            checkpoints.append([math.nan if p is None else -1.0 if p.checkpoint is None else float(p.checkpoint) for p in row])
-            backlogs.append([0.0 if p is None else float(p.backlog) for p in row])
-        times = np.array([_seconds(sample.collected_at) for sample in samples])
-        value = kernel.moved_stand_still(times, np.array(owners)[:, :, None], np.array(checkpoints)[:, :, None],
-                                         np.array(backlogs)[:, :, None])[0]
+        value = kernel.moved_stand_still(*_checkpoint_history(samples, readings, ids))[0]
         if not math.isnan(value):
             measured.append(float(value))
     return np.array([sum(measured) / len(measured)]) if measured else None
 
 
-def _hub_reading(samples: Sequence[MetricSample], source: SourceReading, outlook: SourceOutlook, per_instance: np.ndarray
-                 ) -> kernel.HubReading:
-    """One source's outlook as the step reads it: a batch of one (partitions x 1)."""
+def _checkpoint_history(samples: Sequence[MetricSample], readings: Sequence[SourceReading], ids: tuple[str, ...]
+                        ) -> tuple[np.ndarray, ...]:
+    """A source's history as the kernel reads it (a batch of one: samples x partitions x 1, oldest
+    first): the sample times, each partition's live owner (an integer code, -1: none), its
+    checkpoint (-1: none yet; NaN: not in the sample) and its backlog."""
+    rows = [_history_row(reading, ids) for reading in readings]
+    codes = {"": -1}  # (only equality and liveness are read)
+    owners = np.array([[codes.setdefault(name, len(codes) - 1) for name in row[0]] for row in rows])
+    checkpoints, backlogs = np.array([row[1] for row in rows]), np.array([row[2] for row in rows])
+    times = np.array([_seconds(sample.collected_at) for sample in samples])
+    return times, owners[:, :, None], checkpoints[:, :, None], backlogs[:, :, None]
+
+
+#: ``_history_row``'s rows by the reading's identity, as ``_ROWS`` (a sample stays in the window
+#: for a window's worth of evaluations, and its readings never change).
+_HISTORY_ROWS: dict[int, tuple] = {}
+
+
+def _history_row(reading: SourceReading, ids: tuple[str, ...]) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
+    """``ids``' owners ("": none), checkpoints (-1: none yet; NaN: missing) and backlogs (0:
+    missing) in ``reading``."""
+    kept = _HISTORY_ROWS.get(id(reading))
+    if kept is not None and kept[0] is reading and kept[1] == ids:
+        return kept[2]
+    by_id = {p.partition_id: p for p in reading.partitions}
+    row = [by_id.get(partition_id) for partition_id in ids]
+    found = (tuple("" if p is None or p.owner is None else p.owner for p in row),
+             np.array([math.nan if p is None else -1.0 if p.checkpoint is None else float(p.checkpoint) for p in row]),
+             np.array([0.0 if p is None else float(p.backlog) for p in row]))
+    with _ROWS_LOCK:
+        if len(_HISTORY_ROWS) >= _ROWS_KEPT:
+            del _HISTORY_ROWS[next(iter(_HISTORY_ROWS))]
+        _HISTORY_ROWS[id(reading)] = (reading, ids, found)
+    return found
+
+
+def _source_history(samples: Sequence[MetricSample], source: SourceReading) -> tuple[np.ndarray, ...] | None:
+    """``_checkpoint_history`` of a source that read in every sample of the window (None: not)."""
+    readings = [next((x for x in sample.sources if x.name == source.name and x.ok), None) for sample in samples]
+    if any(reading is None for reading in readings):
+        return None
+    return _checkpoint_history(samples, readings, tuple(map(_PARTITION_ID, source.partitions)))
+
+
+def _measured_cadence(histories: Sequence[tuple[np.ndarray, ...] | None]) -> np.ndarray | None:
+    """The seconds between checkpoint moves (``slo_kernel.measured_cadence``, a batch of one) over
+    the sources with a history (the mean where several show one); None: none shows one."""
+    measured = [float(value) for value in (kernel.measured_cadence(*history)[0] for history in histories
+                                           if history is not None) if not math.isnan(value)]
+    return np.array([sum(measured) / len(measured)]) if measured else None
+
+
+def _since_moved(history: tuple[np.ndarray, ...] | None) -> tuple[np.ndarray, None] | None:
+    """Per partition (x 1), the seconds since the sample that showed its checkpoint's last move
+    (``slo_kernel.since_checkpoint_moved``; None without a history: the ages as they are)."""
+    if history is None:
+        return None
+    times, _, checkpoints, _ = history
+    return kernel.since_checkpoint_moved(times, checkpoints), None
+
+
+def _hub_reading(samples: Sequence[MetricSample], source: SourceReading, outlook: SourceOutlook, per_instance: np.ndarray,
+                 history) -> kernel.HubReading:
+    """One source's outlook as the step reads it: a batch of one (partitions x 1); ``history``:
+    its ``_source_history``, read when a rule needs it."""
     backlog = outlook.backlog[:, None]
     peak = outlook.peak_arrival_rate
     return kernel.HubReading(
@@ -310,7 +362,7 @@ def _hub_reading(samples: Sequence[MetricSample], source: SourceReading, outlook
         checkpoints=lambda: _checkpoint_readings(samples, source),
         scale_in_rates=lambda: (np.zeros_like(backlog) if peak is None else peak[:, None], outlook.rise, outlook.noise),
         earlier_backlog=None if outlook.earlier_backlog is None else outlook.earlier_backlog[:, None],
-        bursts=lambda: _burst_history(outlook))
+        bursts=lambda: _burst_history(outlook), since_moved=lambda: _since_moved(history()))
 
 
 def _burst_history(outlook: SourceOutlook) -> kernel.BurstHistory:
@@ -354,14 +406,17 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         backlog_total=np.array([0 if known else latest.backlog]),
         previous_backlog_total=np.array([0 if known or len(samples) < 2 else samples[-2].backlog]),
         unowned=np.array([len(unowned)]),
-        pause=np.array([math.nan if state.rebalance_pause_seconds is None else state.rebalance_pause_seconds]))
+        pause=np.array([math.nan if state.rebalance_pause_seconds is None else state.rebalance_pause_seconds]),
+        cadence=np.array([math.nan if state.checkpoint_cadence_seconds is None else state.checkpoint_cadence_seconds]))
+    histories = {name: functools.cache(functools.partial(_source_history, samples, readings[name])) for name in by_source}
     outcome = kernel.slo_step(
-        [_hub_reading(samples, readings[name], outlook, kernel.per_instance_table(outlook.partitions, top))
+        [_hub_reading(samples, readings[name], outlook, kernel.per_instance_table(outlook.partitions, top), histories[name])
          for name, outlook in by_source.items()],
         step_state, kernel.StepKnobs.one(slo), kernel.StepCounts.one(tuple(counts), top), interval=interval,
         since_latest=clock.since_latest, enough_history=(latest.collected_at - samples[0].collected_at).total_seconds()
         >= slo.rate_window_seconds, stall_readings=lambda: _stall_readings(samples, capacity),
-        stand_still=lambda: _moved_stand_still(samples), explain=True)
+        stand_still=lambda: _moved_stand_still(samples),
+        cadence=lambda: _measured_cadence([history() for history in histories.values()]), explain=True)
     return _proposal(target, situation, outlooks, unowned, outcome, limit, interval)
 
 
@@ -391,8 +446,11 @@ def _proposal(target: TargetPolicy, situation: Situation, outlooks: list[SourceO
 
     delay, pause = float(outcome.delay[0]), float(outcome.pause[0])
     allowance = 0.0 if outcome.allowance is None else float(outcome.allowance[0])
+    cadence = float(outcome.cadence[0]) if outcome.cadence is not None else math.nan if \
+        situation.state.checkpoint_cadence_seconds is None else situation.state.checkpoint_cadence_seconds
     new_state = replace(situation.state, checkpoint_delay_seconds=delay,
-                        rebalance_pause_seconds=None if math.isnan(pause) else pause)
+                        rebalance_pause_seconds=None if math.isnan(pause) else pause,
+                        checkpoint_cadence_seconds=None if math.isnan(cadence) else cadence)
     total_rate = float(sum(o.arrival_rate.sum() for o in outlooks))
     true_worst = max(float(o.age_seconds.max()) for o in outlooks)
     worst_predicted, react = float(outcome.predicted_age[0]), float(outcome.react[0])
@@ -447,6 +505,9 @@ def _proposal(target: TargetPolicy, situation: Situation, outlooks: list[SourceO
         return Proposal(None, HOLD, reason_code, (told + f"holding {capacity} so that the recovery drains at once",
                                                   sizing_note, *hot_reasons), metrics, new_state)
     if code == kernel.AT_RISK:
+        if kernel.confirms_floor(True, situation.throughput_source == "lower bound", cadence, interval,
+                                 situation.ready_capacity, capacity):  # (the floor, learned: ``slo_kernel.cadence``)
+            new_state = replace(new_state, throughput_per_instance=situation.state.throughput_floor)
         _, drain_note = scale_out_drain(target, situation, worst_predicted)
         metrics["predicted_busiest_load"] = round(float(outcome.busiest_wanted[0]), 3)
         metrics["drain_seconds"] = round(float(outcome.drain_seconds[0]), 1)

@@ -16,8 +16,8 @@ arrays (the batched driver). Time is in seconds.
 Its rooms: ``arrays`` (a batch of one as plain numbers), ``serving`` (who serves), ``gates``,
 ``learning``, ``ages`` (rates, ages, the fluid model), ``hub`` (the hub as a whole), ``owners``
 (owner loads), ``counts``, ``absorb`` (bursts the backlog carries), ``rebalance`` (how long a moved
-partition stands still), and ``step`` (the decision assembled from them). Callers read every rule
-here, as ``slo_kernel.name``.
+partition stands still), ``cadence`` (checkpoints written less often than collect runs), and
+``step`` (the decision assembled from them). Callers read every rule here, as ``slo_kernel.name``.
 
 The rules, in the order an evaluation meets them:
 
@@ -76,6 +76,21 @@ from scaling.domain.slo_kernel.arrays import (  # noqa: F401
     minimum,
     negation,
     where,
+)
+from scaling.domain.slo_kernel.cadence import (  # noqa: F401
+    CADENCE_LEARNING_RATE,
+    CADENCE_PROBE,
+    CADENCE_SHOWN,
+    busy_over_span,
+    cadence_ages,
+    cadence_allowance,
+    cadence_readings,
+    cadence_span,
+    confirms_floor,
+    learned_checkpoint_cadence,
+    measured_cadence,
+    probed_rates,
+    since_checkpoint_moved,
 )
 from scaling.domain.slo_kernel.counts import (  # noqa: F401
     EVERY_COUNT_PAIRS,

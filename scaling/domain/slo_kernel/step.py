@@ -23,6 +23,7 @@ import numpy as np
 
 from scaling.domain.slo_kernel.absorb import BurstHistory, SourceAbsorbing
 from scaling.domain.slo_kernel.ages import age_at_reaction
+from scaling.domain.slo_kernel.cadence import cadence_readings, probed_rates
 from scaling.domain.slo_kernel.counts import scale_in_counts, scale_out_counts
 from scaling.domain.slo_kernel.hub import (
     FLAT_TOLERANCE,
@@ -96,6 +97,8 @@ class HubReading:
     row_of: np.ndarray | None = None
     equal_shares: bool = False
     bursts: Callable[[], BurstHistory | None] | None = None
+    #: The seconds since each checkpoint's last move, read when a cadence is known (``cadence.cadence_readings``).
+    since_moved: Callable[[], tuple[np.ndarray, np.ndarray | None] | None] | None = None
 
     @property
     def partitions(self) -> int:
@@ -199,6 +202,8 @@ class StepState:
     #: (queues) Where the throughput is unknown, whether the readings call for a step up: the
     #: source's own reading of "falling behind" (``None``: the hub's, its backlog total grew).
     falling_behind: np.ndarray | None = None
+    #: (hubs) The learned checkpoint cadence (``cadence``; NaN: none yet; None: not read).
+    cadence: np.ndarray | None = None
 
 
 @dataclass(slots=True)
@@ -238,6 +243,8 @@ class StepOutcome:
     #: Where the risk test found the SLO at risk and absorbing bursts relieved it: a short burst
     #: the asked-for count carries within the limit (None: nowhere). The decision log says so.
     absorbed: np.ndarray | None = None
+    #: The learned checkpoint cadence (``cadence.cadence_readings``; None: not read).
+    cadence: np.ndarray | None = None
 
 
 def _plain(values: np.ndarray):
@@ -263,14 +270,15 @@ def _columns(rows: np.ndarray, count: int) -> np.ndarray | slice:
 
 def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, counts: StepCounts, *, interval: float,
              since_latest: float, enough_history: bool | np.ndarray, stall_readings: Callable[[], tuple | None],
-             stand_still: Callable[[], np.ndarray | None] | None = None, may_scale_in: np.ndarray | None = None,
+             stand_still: Callable[[], np.ndarray | None] | None = None, cadence=None, may_scale_in: np.ndarray | None = None,
              explain: bool = False, queue: SourceTests | None = None) -> StepOutcome:
     """The SLO mode's proposal per candidate, the tests in their one order:
 
     1. the throughput unknown: wait for new instances, or one step up while the backlog grows;
     2. no source with partitions: hold;
     3. partitions hotter than one instance set aside (``hot_partitions``);
-    4. the checkpoint delay learned (``learned_checkpoint_delay``) and the rebalance pause
+    4. the checkpoints' cadence learned from ``cadence`` and taken off the ages (``cadence_readings``),
+       the checkpoint delay learned (``learned_checkpoint_delay``) and the rebalance pause
        (``learned_rebalance_pause`` from ``stand_still``, the caller's reading of the moved
        partitions' stand-still per column, None or NaN: none measured), the forecasts, the ages
        net of the delay and the age predicted when a scale-out decided at the next evaluation
@@ -330,6 +338,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     partition_backlogs = [hub.backlog if hub.partition_backlog is None else hub.partition_backlog for hub in hubs]
     arrivals, recents = [hub.arrival_rate for hub in hubs], [hub.recent_rate for hub in hubs]
     ages, waiting = [hub.ages for hub in hubs], [hub.backlog for hub in hubs]
+    outcome.cadence, ages = cadence_readings(state.cadence, cadence, hubs, ages, interval, known)  # (checkpoints' cadence)
     backlogs_in_view, earlier = partition_backlogs, [hub.earlier_backlog for hub in hubs]
     if any_hot:
         def in_view(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -523,7 +532,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
         return outcome
     rows = np.flatnonzero(eligible)
     columns = _columns(rows, count)
-    sources = []
+    sources, probed = [], probed_rates(rate, state.measured, outcome.cadence, interval)  # (a lower bound under a cadence)
     for hub, forecast, age, mask, draw, absorbs in zip(hubs, forecasts, ages, sizing_hot, by_draw, absorbing, strict=True):
         peak, rise, noise = hub.scale_in_rates()
         calm = calm_rates(forecast, peak, knobs.headroom_factor, rise, knobs.dwell, noise, knobs.peak_full_noise)
@@ -533,7 +542,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
             calm = np.where(mask, 0.0, calm)
         calm = calm[:, columns]
         held_ages = scale_in_ages(age[:, columns], allowance[columns]) if paused else age[:, columns]
-        sources.append((hub.loads(calm, columns, mask, rate, draw), calm, held_ages))
+        sources.append((hub.loads(calm, columns, mask, probed, draw), calm, held_ages))
     chosen, held = scale_in_counts(counts.levels[columns], state.below[columns], capacity[columns], counts.top,
                                    knobs.limit[columns], knobs.dwell[columns], interval + knobs.provisioning[columns],
                                    sources)

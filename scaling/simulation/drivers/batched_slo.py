@@ -169,6 +169,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     drop_shown_at = np.full(count, np.nan)
     delay = np.full(count, np.nan)
     pause = np.full(count, np.nan)  # the learned rebalance pause (slo_kernel.rebalance)
+    cadence = np.full(count, np.nan)  # the learned checkpoint cadence (slo_kernel.cadence)
     tokens = np.full(count, np.nan)
     tokens_at = np.full(count, np.nan)
     # What the sample shows (checkpoint positions and backlog per row, their sums), and the previous one's.
@@ -248,11 +249,16 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         # --- learn the per-instance throughput from the last interval ---------------------------
         if samples >= 2:
             steady = np.fmax(pending_at, last_action)
-            trail = np.where(np.isnan(delay), 60.0, delay)
-            called = ~pending & (np.isnan(steady) | _learns(trail, steady, moment - interval_seconds))  # learn_throughput runs
+            # (engine.throughput_span: with a checkpoint cadence, read over as many intervals as it
+            # spans, steady since a cadence before its start)
+            allowed = slo_kernel.cadence_allowance(cadence, interval_seconds)
+            spans = slo_kernel.cadence_span(allowed, interval_seconds, samples - 1)
+            trail = np.where(np.isnan(delay), 60.0, delay) + np.where(spans > 1, allowed, 0.0)
+            called = ~pending & (np.isnan(steady) | _learns(trail, steady, moment - spans * interval_seconds))  # learn_throughput runs
             held_back = unconfirmed
             unconfirmed = np.where(called, np.nan, unconfirmed)  # (it waits one learning step, no more)
-            learning = called & owners_steady & (live_owners > 0)  # (no live owner: nothing served)
+            # (no live owner: nothing served; owners steady over the span)
+            learning = called & owners_steady & (live_owners > 0) & (seen - owner_changed_at >= spans)
             if learning.any():
                 checkpointed = oldest > 0
                 processed = oldest_sum - previous_oldest_sum  # (partitions without a checkpoint add 0 - 0)
@@ -268,8 +274,20 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 observed, saturated, fastest = slo_kernel.observed_throughput(
                     processed, interval_seconds, np.maximum(live_owners, 1), checkpoints - previous_checkpoints, busy,
                     checkpoints <= 0, owned_by)
+                for span in np.unique(spans[learning & (spans > 1)]):  # (engine.interval_throughput over the span)
+                    back = (seen - span) % window_samples
+                    span_seconds = span * interval_seconds
+                    busy = slo_kernel.busy_over_span(backlog_ring[back], partition_backlog,
+                                                     enqueued_now - world.enqueued_at(now - interval * span), allowed,
+                                                     span_seconds, interval_seconds) & (checkpoints > 0)
+                    spanned, spanned_saturated, _ = slo_kernel.observed_throughput(
+                        oldest_sum - checkpointed_ring[back], span_seconds, np.maximum(live_owners, 1),
+                        checkpoints - checkpoint_ring[back], busy, checkpoints <= 0, owned_by)
+                    observed = np.where(spans == span, spanned, observed)
+                    saturated = np.where(spans == span, spanned_saturated, saturated)
                 learned = learning & checkpointed.any(axis=0)
-                corroborated = (saturated & (fastest < throughput * (1 - slo_kernel.UNCONFIRMED_DROP))  # (NaN: False)
+                corroborated = (saturated & (spans == 1)  # (one interval's readings only: engine.learn_throughput)
+                                & (fastest < throughput * (1 - slo_kernel.UNCONFIRMED_DROP))  # (NaN: False)
                                 & slo_kernel.settled_for_drop(moment - interval_seconds - steady, trail))
                 if corroborated.any():  # (the measured partitions' backlog grew: engine.interval_throughput)
                     measured = checkpoints > 0
@@ -285,7 +303,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 unconfirmed = np.where(learned, waits, unconfirmed)
             # engine.raise_throughput_floor: an unsteady interval while nothing is learned raises
             # the lower bound, over the most instances that could have served it.
-            bounding = ~called & np.isnan(throughput) & (oldest > 0).any(axis=0)
+            bounding = ~called & np.isnan(throughput) & (oldest > 0).any(axis=0) & ~(spans > 1)
             if bounding.any():
                 observed = (oldest_sum - previous_oldest_sum) / interval_seconds / np.maximum(capacity, previous_capacity)
                 _, floor, _, _ = slo_kernel.learned_throughput(throughput, floor, np.full(count, np.nan), observed,
@@ -297,7 +315,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         known = rate > 0  # (NaN compares False: not known)
 
         # --- the proposal: the kernel's one SLO step over every candidate --------------------------
-        hubs, stand_still = [], None
+        hubs, stand_still, measure = [], None, None
         if known.any():  # (the readings, worked out only where some candidate may use them)
             window = positions[now - interval * (samples - 1): now + 1: interval]  # (samples, partition), oldest first
             times = _EPOCH_SECONDS + 60.0 * np.arange(now - interval * (samples - 1), now + 1, interval)
@@ -324,6 +342,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                                          checkpoints if row_of is not None else None, totals, traces, arrivals_trend)))
             stand_still = functools.partial(_stand_still, samples, seen, owner_changed_at, window_samples, times, owner_ring,
                                             checkpoint_ring, backlog_ring)
+            order = (seen - (samples - 1) + np.arange(samples)) % window_samples  # (the rings' samples, oldest first)
+            measure = functools.partial(_cadence, times, owner_ring, checkpoint_ring, backlog_ring, order)
+            hubs[0].since_moved = functools.partial(_since_moved, times, checkpoint_ring, order, row_of, candidate_window,
+                                                    checkpoints, np.maximum(arrival, recent_rate))
         below = settings.below[columns, np.minimum(capacity, settings.top)]
         outcome = slo_kernel.slo_step(
             hubs, slo_kernel.StepState(
@@ -334,14 +356,20 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 delay=delay, stalling=stalling, up_size=settings.up_size[columns, np.minimum(capacity, settings.top)],
                 below=below, backlog_total=backlog_sum,
                 previous_backlog_total=previous_backlog_sum if samples >= 2 else np.zeros(count),
-                unowned=(owners_now < 0).any(axis=0) & (live_owners > 0), pause=pause),
+                unowned=(owners_now < 0).any(axis=0) & (live_owners > 0), pause=pause, cadence=cadence),
             settings.knobs, settings.counts, interval=sample_interval, since_latest=0.0,
             enough_history=(samples - 1) * interval_seconds >= rate_window,
             stall_readings=functools.partial(_stall_readings, checkpointed_ring, serving_ring, seen, samples, interval_seconds),
-            stand_still=stand_still,
+            stand_still=stand_still, cadence=measure,
             # (a scale-in only where the cooldown and the action budget would let it act)
             may_scale_in=_scale_in_allowed(settings, tokens, tokens_at, last_action, moment) & (settings.lowest < capacity))
         delay, pause = outcome.delay, outcome.pause
+        # (slo._proposal: an at-risk scale-out from the lower bound under a cadence confirms it)
+        confirmed = slo_kernel.confirms_floor(outcome.reason == slo_kernel.AT_RISK, np.isnan(throughput) & np.isnan(
+            settings.prior) & ~np.isnan(floor), cadence if outcome.cadence is None else outcome.cadence, sample_interval,
+            ready, capacity)
+        throughput = np.where(confirmed, floor, throughput)
+        cadence = cadence if outcome.cadence is None else outcome.cadence
         upward = outcome.direction == slo_kernel.UP
         down_rows = np.flatnonzero(outcome.direction == slo_kernel.DOWN)
         proposal = np.where(outcome.direction != slo_kernel.HOLD, outcome.wanted, 0)  # wanted count; 0 holds
@@ -443,6 +471,24 @@ def _stand_still(samples: int, seen: int, owner_changed_at: np.ndarray, window_s
     measured[rows] = slo_kernel.moved_stand_still(times, owners[:, :, rows][order], checkpoints[:, :, rows][order],
                                                   backlogs[:, :, rows][order])  # (the columns first: the smaller copy)
     return measured
+
+
+def _cadence(times: np.ndarray, owners: np.ndarray, checkpoints: np.ndarray, backlogs: np.ndarray, order: np.ndarray
+             ) -> np.ndarray:
+    """The seconds between checkpoint moves per candidate (``slo_kernel.measured_cadence``, on the
+    rings oldest first; the checkpoints as collect reads them, -1 for none)."""
+    return slo_kernel.measured_cadence(times, owners[order], checkpoints[order] - 1.0, backlogs[order])
+
+
+def _since_moved(times: np.ndarray, checkpoints: np.ndarray, order: np.ndarray, row_of: np.ndarray | None,
+                 window: np.ndarray, partition_oldest: np.ndarray, rates: np.ndarray) -> tuple:
+    """The seconds since each partition's checkpoint last moved (``slo_kernel.since_checkpoint_moved``)
+    and, where rows stand for several partitions, each partition's own age (the engine's: its
+    group's sequence numbers and rates, its own checkpoint), for ``slo_kernel.cadence_readings``."""
+    since = slo_kernel.since_checkpoint_moved(times, checkpoints[order])
+    if row_of is None:
+        return since, None
+    return since, slo_kernel.oldest_event_ages(times, window[:, row_of], partition_oldest, rates[row_of])
 
 
 def _scale_in_allowed(settings: _Candidates, tokens: np.ndarray, tokens_at: np.ndarray, last_action: np.ndarray,
