@@ -220,7 +220,8 @@ def ready_from_owners(expected: int, serving: int | None, pending_ready_at: date
 
 
 def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_capacity: int | None,
-                     settled: bool = True, most: Callable[[], float] = lambda: math.inf) -> ScalerState:
+                     settled: bool = True, most: Callable[[], float] = lambda: math.inf,
+                     span: tuple[int, float, float] | None = None) -> ScalerState:
     """Fold the last interval's per-instance throughput into the state if it was saturated.
 
     Where ownership is collected, the instances that really served (the live owners) divide
@@ -228,14 +229,15 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
     interval in which owners changed teaches nothing. A reading far below the learned rate waits
     for the next one to confirm it (``slo_kernel.UNCONFIRMED_DROP``), unless the interval's own
     readings corroborate it (``most``: the instances' worth the bounds allow) and the capacity
-    has long been steady (``settled``, ``slo_kernel.settled_for_drop``): then it is learned at once."""
+    has long been steady (``settled``, ``slo_kernel.settled_for_drop``): then it is learned at once.
+    ``span``: ``throughput_span`` where the caller has it already."""
     held_back = state.throughput_unconfirmed
     if held_back is not None:
         state = replace(state, throughput_unconfirmed=None)  # it waits one learning step, no more
-    span, cadence, interval = throughput_span(state, samples)
+    span, cadence, interval = throughput_span(state, samples) if span is None else span
     owners = serving_owners(samples)
-    for end in range(len(samples) - span + 1, len(samples)):  # (over a cadence's span: owners steady throughout)
-        owners = 0 if serving_owners(samples[:end]) == 0 else owners
+    if any(serving_owners(samples[:end]) == 0 for end in range(len(samples) - span + 1, len(samples))):
+        owners = 0  # (over a cadence's span: owners steady throughout)
     if owners == 0:
         return state
     observed, saturated, corroborated = interval_throughput(
@@ -464,13 +466,13 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     steady_since = max((t for t in (state.pending_ready_at, state.last_action_at) if t is not None), default=None)
     # With a checkpoint cadence the throughput is read over a span, and the checkpoints at its start
     # moved up to a cadence before: that much earlier still (``throughput_span``).
-    span, cadence, _ = throughput_span(state, samples)
+    span, cadence, _ = spanned = throughput_span(state, samples)
     trail = timedelta(seconds=(state.checkpoint_delay_seconds if state.checkpoint_delay_seconds is not None else 60.0) + cadence)
     if not pending and (steady_since is None or len(samples) < 2 or samples[-1 - span].collected_at - trail >= steady_since):
         settled = steady_since is None or len(samples) < 2 or bool(slo_kernel.settled_for_drop(
             (samples[-2].collected_at - steady_since).total_seconds(), trail.total_seconds()))
         state = learn_throughput(state, samples, ready_capacity, settled,
-                                 functools.partial(_most_instances, target, latest))
+                                 functools.partial(_most_instances, target, latest), spanned)
     elif state.throughput_per_instance is None and len(samples) >= 2 and not cadence:
         # (with a checkpoint cadence one interval's checkpoints move lumps of earlier work: 28.7/s read
         # where the truth is 16.7/s; the floor then rises from the spans alone)

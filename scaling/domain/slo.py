@@ -112,20 +112,32 @@ def _positions(reading: SourceReading, ids: tuple[str, ...]) -> np.ndarray:
     Read off in one pass when the reading lists the same partitions, each once, in the same
     order, as it nearly always does (the dictionary is for the rest). Read-only: the caller
     stacks the rows into a new array."""
-    kept = _ROWS.get(id(reading))
-    if kept is not None and kept[0] is reading and kept[1] == ids:
-        return kept[2]
+    return _kept(_ROWS, reading, ids, _read_positions)
+
+
+def _read_positions(reading: SourceReading, ids: tuple[str, ...]) -> np.ndarray:
+    """``_positions`` read off the reading, not kept."""
     if tuple(map(_PARTITION_ID, reading.partitions)) == ids and len(set(ids)) == len(ids):
         row = np.array(list(map(_LAST_ENQUEUED, reading.partitions)), dtype=float)
     else:
         by_id = {p.partition_id: p.last_enqueued for p in reading.partitions}
         row = np.array([by_id.get(partition_id, np.nan) for partition_id in ids], dtype=float)
     row.flags.writeable = False
-    with _ROWS_LOCK:
-        if len(_ROWS) >= _ROWS_KEPT:
-            del _ROWS[next(iter(_ROWS))]
-        _ROWS[id(reading)] = (reading, ids, row)
     return row
+
+
+def _kept(cache: dict, reading: SourceReading, ids: tuple[str, ...], read):
+    """``read(reading, ids)``, kept in ``cache`` by the reading's identity (the reading is kept
+    with it, so the identity stays its own; at most ``_ROWS_KEPT`` readings, the oldest dropped)."""
+    kept = cache.get(id(reading))
+    if kept is not None and kept[0] is reading and kept[1] == ids:
+        return kept[2]
+    found = read(reading, ids)
+    with _ROWS_LOCK:
+        if len(cache) >= _ROWS_KEPT:
+            del cache[next(iter(cache))]
+        cache[id(reading)] = (reading, ids, found)
+    return found
 
 
 #: The owners ``_owned`` read last, kept as ``_ROWS`` keeps the positions.
@@ -134,15 +146,8 @@ _OWNED: dict[int, tuple[SourceReading, tuple[str, ...], tuple[str | None, ...] |
 
 def _owned(reading: SourceReading, ids: tuple[str, ...]) -> tuple[str | None, ...] | None:
     """The owners of ``reading``'s partitions when it lists ``ids`` in that order, else None."""
-    kept = _OWNED.get(id(reading))
-    if kept is not None and kept[0] is reading and kept[1] == ids:
-        return kept[2]
-    owned = tuple(map(_OWNER, reading.partitions)) if tuple(map(_PARTITION_ID, reading.partitions)) == ids else None
-    with _ROWS_LOCK:
-        if len(_OWNED) >= _ROWS_KEPT:
-            del _OWNED[next(iter(_OWNED))]
-        _OWNED[id(reading)] = (reading, ids, owned)
-    return owned
+    return _kept(_OWNED, reading, ids, lambda reading, ids: tuple(map(_OWNER, reading.partitions))
+                 if tuple(map(_PARTITION_ID, reading.partitions)) == ids else None)
 
 
 @functools.lru_cache(maxsize=64)
@@ -310,19 +315,16 @@ _HISTORY_ROWS: dict[int, tuple] = {}
 def _history_row(reading: SourceReading, ids: tuple[str, ...]) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
     """``ids``' owners ("": none), checkpoints (-1: none yet; NaN: missing) and backlogs (0:
     missing) in ``reading``."""
-    kept = _HISTORY_ROWS.get(id(reading))
-    if kept is not None and kept[0] is reading and kept[1] == ids:
-        return kept[2]
+    return _kept(_HISTORY_ROWS, reading, ids, _read_history_row)
+
+
+def _read_history_row(reading: SourceReading, ids: tuple[str, ...]) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
+    """``_history_row`` read off the reading, not kept."""
     by_id = {p.partition_id: p for p in reading.partitions}
     row = [by_id.get(partition_id) for partition_id in ids]
-    found = (tuple("" if p is None or p.owner is None else p.owner for p in row),
-             np.array([math.nan if p is None else -1.0 if p.checkpoint is None else float(p.checkpoint) for p in row]),
-             np.array([0.0 if p is None else float(p.backlog) for p in row]))
-    with _ROWS_LOCK:
-        if len(_HISTORY_ROWS) >= _ROWS_KEPT:
-            del _HISTORY_ROWS[next(iter(_HISTORY_ROWS))]
-        _HISTORY_ROWS[id(reading)] = (reading, ids, found)
-    return found
+    return (tuple("" if p is None or p.owner is None else p.owner for p in row),
+            np.array([math.nan if p is None else -1.0 if p.checkpoint is None else float(p.checkpoint) for p in row]),
+            np.array([0.0 if p is None else float(p.backlog) for p in row]))
 
 
 def _source_history(samples: Sequence[MetricSample], source: SourceReading) -> tuple[np.ndarray, ...] | None:
