@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import functools
 import math
-import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from operator import attrgetter
 
 import numpy as np
 
+from scaling.domain import slo_history
 from scaling.domain import slo_kernel as kernel
 from scaling.domain.decisions import DOWN, HOLD, UP
 from scaling.domain.policy import TargetPolicy
@@ -93,61 +93,8 @@ def _seconds(moment: datetime) -> float:
 
 
 _PARTITION_ID = attrgetter("partition_id")
-_LAST_ENQUEUED = attrgetter("last_enqueued")
 _BACKLOG = attrgetter("backlog")
 _OWNER = attrgetter("owner")
-
-
-#: The rows ``_positions`` read last, by the reading's identity (the reading is kept with its
-#: row, so the identity stays its own): each sample stays in the window for a window's worth of
-#: evaluations (the simulated loop, a warm host), and its readings never change.
-_ROWS: dict[int, tuple[SourceReading, tuple[str, ...], np.ndarray]] = {}
-_ROWS_KEPT = 64
-_ROWS_LOCK = threading.Lock()
-
-
-def _positions(reading: SourceReading, ids: tuple[str, ...]) -> np.ndarray:
-    """The last-enqueued sequence numbers of ``ids`` in ``reading`` as floats (NaN where one is
-    missing: a partition missing from an older sample counts as not having moved since then).
-    Read off in one pass when the reading lists the same partitions, each once, in the same
-    order, as it nearly always does (the dictionary is for the rest). Read-only: the caller
-    stacks the rows into a new array."""
-    return _kept(_ROWS, reading, ids, _read_positions)
-
-
-def _read_positions(reading: SourceReading, ids: tuple[str, ...]) -> np.ndarray:
-    """``_positions`` read off the reading, not kept."""
-    if tuple(map(_PARTITION_ID, reading.partitions)) == ids and len(set(ids)) == len(ids):
-        row = np.array(list(map(_LAST_ENQUEUED, reading.partitions)), dtype=float)
-    else:
-        by_id = {p.partition_id: p.last_enqueued for p in reading.partitions}
-        row = np.array([by_id.get(partition_id, np.nan) for partition_id in ids], dtype=float)
-    row.flags.writeable = False
-    return row
-
-
-def _kept(cache: dict, reading: SourceReading, ids: tuple[str, ...], read):
-    """``read(reading, ids)``, kept in ``cache`` by the reading's identity (the reading is kept
-    with it, so the identity stays its own; at most ``_ROWS_KEPT`` readings, the oldest dropped)."""
-    kept = cache.get(id(reading))
-    if kept is not None and kept[0] is reading and kept[1] == ids:
-        return kept[2]
-    found = read(reading, ids)
-    with _ROWS_LOCK:
-        if len(cache) >= _ROWS_KEPT:
-            del cache[next(iter(cache))]
-        cache[id(reading)] = (reading, ids, found)
-    return found
-
-
-#: The owners ``_owned`` read last, kept as ``_ROWS`` keeps the positions.
-_OWNED: dict[int, tuple[SourceReading, tuple[str, ...], tuple[str | None, ...] | None]] = {}
-
-
-def _owned(reading: SourceReading, ids: tuple[str, ...]) -> tuple[str | None, ...] | None:
-    """The owners of ``reading``'s partitions when it lists ``ids`` in that order, else None."""
-    return _kept(_OWNED, reading, ids, lambda reading, ids: tuple(map(_OWNER, reading.partitions))
-                 if tuple(map(_PARTITION_ID, reading.partitions)) == ids else None)
 
 
 @functools.lru_cache(maxsize=64)
@@ -166,20 +113,13 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
     for source in latest.sources:
         if not source.ok or not source.partitions:
             continue
-        ids, name = tuple(map(_PARTITION_ID, source.partitions)), source.name
-        times, rows, readings = [], [], []
-        for sample in samples:
-            for reading in sample.sources:  # (the sample's reading of this source, if it read it)
-                if reading.name == name and reading.ok:
-                    rows.append(_positions(reading, ids))
-                    times.append(sample.collected_at.timestamp())
-                    readings.append(reading)
-                    break
-        positions = np.array(rows)
-        missing = np.isnan(positions)
+        ids = tuple(map(_PARTITION_ID, source.partitions))
+        history = slo_history.stacked(samples, source.name, ids)
+        readings, times_array, positions = history.readings, history.times, history.positions
+        times = times_array.tolist()
+        missing = np.isnan(positions)  # (a partition missing from an older sample: not moved since then)
         if missing.any():
             positions = np.where(missing, positions[-1][None, :], positions)
-        times_array = np.asarray(times, dtype=float)
         base = 0
         for index, time in enumerate(times):
             if latest_time - time >= rate_window_seconds:
@@ -273,66 +213,37 @@ def _stall_readings(samples: Sequence[MetricSample], capacity: int) -> tuple | N
     return (serving[0], serving[1]), (done[0], done[1])
 
 
-def _moved_stand_still(samples: Sequence[MetricSample]) -> np.ndarray | None:
+def _moved_stand_still(samples: Sequence[MetricSample], histories: dict[str, Callable[[], tuple | None]]
+                       ) -> np.ndarray | None:
     """How long the partitions that changed owner in the window kept their checkpoints still
     (``slo_kernel.moved_stand_still``, a batch of one; None: no episode ended in the last
-    interval), over the sources that read in every sample (the mean where several show one)."""
+    interval), over the sources that read in every sample (the mean where several show one).
+    ``histories``: each source's ``_source_history`` by name, read once for this and the cadence."""
     measured = []
     for source in samples[-1].sources:
-        if not source.ok or not source.partitions or source.owners is None:
+        if not source.ok or not source.partitions or source.owners is None or source.name not in histories:
             continue
-        readings = [next((x for x in sample.sources if x.name == source.name and x.ok), None) for sample in samples]
-        if any(reading is None for reading in readings):
+        history = histories[source.name]()
+        if history is None:
             continue
-        ids = tuple(map(_PARTITION_ID, source.partitions))
-        owned = [_owned(reading, ids) for reading in readings]
-        if None not in owned and len(set(owned)) == 1:  # no owner changed in the window: nothing to measure
+        owners = history[1]
+        if (owners == owners[0]).all():  # no owner changed in the window: nothing to measure
             continue
-        value = kernel.moved_stand_still(*_checkpoint_history(samples, readings, ids))[0]
+        value = kernel.moved_stand_still(*history)[0]
         if not math.isnan(value):
             measured.append(float(value))
     return np.array([sum(measured) / len(measured)]) if measured else None
 
 
-def _checkpoint_history(samples: Sequence[MetricSample], readings: Sequence[SourceReading], ids: tuple[str, ...]
-                        ) -> tuple[np.ndarray, ...]:
-    """A source's history as the kernel reads it (a batch of one: samples x partitions x 1, oldest
-    first): the sample times, each partition's live owner (an integer code, -1: none), its
-    checkpoint (-1: none yet; NaN: not in the sample) and its backlog."""
-    rows = [_history_row(reading, ids) for reading in readings]
-    codes = {"": -1}  # (only equality and liveness are read)
-    owners = np.array([[codes.setdefault(name, len(codes) - 1) for name in row[0]] for row in rows])
-    checkpoints, backlogs = np.array([row[1] for row in rows]), np.array([row[2] for row in rows])
-    times = np.array([_seconds(sample.collected_at) for sample in samples])
-    return times, owners[:, :, None], checkpoints[:, :, None], backlogs[:, :, None]
-
-
-#: ``_history_row``'s rows by the reading's identity, as ``_ROWS`` (a sample stays in the window
-#: for a window's worth of evaluations, and its readings never change).
-_HISTORY_ROWS: dict[int, tuple] = {}
-
-
-def _history_row(reading: SourceReading, ids: tuple[str, ...]) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
-    """``ids``' owners ("": none), checkpoints (-1: none yet; NaN: missing) and backlogs (0:
-    missing) in ``reading``."""
-    return _kept(_HISTORY_ROWS, reading, ids, _read_history_row)
-
-
-def _read_history_row(reading: SourceReading, ids: tuple[str, ...]) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
-    """``_history_row`` read off the reading, not kept."""
-    by_id = {p.partition_id: p for p in reading.partitions}
-    row = [by_id.get(partition_id) for partition_id in ids]
-    return (tuple("" if p is None or p.owner is None else p.owner for p in row),
-            np.array([math.nan if p is None else -1.0 if p.checkpoint is None else float(p.checkpoint) for p in row]),
-            np.array([0.0 if p is None else float(p.backlog) for p in row]))
-
-
 def _source_history(samples: Sequence[MetricSample], source: SourceReading) -> tuple[np.ndarray, ...] | None:
-    """``_checkpoint_history`` of a source that read in every sample of the window (None: not)."""
-    readings = [next((x for x in sample.sources if x.name == source.name and x.ok), None) for sample in samples]
-    if any(reading is None for reading in readings):
+    """A source's history as the kernel reads it (a batch of one: samples x partitions x 1, oldest
+    first), where it read in every sample of the window (None: not): the sample times, each
+    partition's live owner (an integer code, -1: none), its checkpoint (-1: none yet; NaN: not
+    in the sample) and its backlog (``slo_history``)."""
+    history = slo_history.stacked(samples, source.name, tuple(map(_PARTITION_ID, source.partitions)))
+    if len(history.readings) != len(samples):
         return None
-    return _checkpoint_history(samples, readings, tuple(map(_PARTITION_ID, source.partitions)))
+    return history.times, history.owners[:, :, None], history.checkpoints[:, :, None], history.backlogs[:, :, None]
 
 
 def _measured_cadence(histories: Sequence[tuple[np.ndarray, ...] | None]) -> np.ndarray | None:
@@ -417,7 +328,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         step_state, kernel.StepKnobs.one(slo), kernel.StepCounts.one(tuple(counts), top), interval=interval,
         since_latest=clock.since_latest, enough_history=(latest.collected_at - samples[0].collected_at).total_seconds()
         >= slo.rate_window_seconds, stall_readings=lambda: _stall_readings(samples, capacity),
-        stand_still=lambda: _moved_stand_still(samples),
+        stand_still=lambda: _moved_stand_still(samples, histories),
         cadence=lambda: _measured_cadence([history() for history in histories.values()]), explain=True)
     return _proposal(target, situation, outlooks, unowned, outcome, limit, interval)
 
