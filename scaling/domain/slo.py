@@ -82,6 +82,8 @@ class SourceOutlook:
     times: np.ndarray | None = None
     positions: np.ndarray | None = None
     oldest: np.ndarray | None = None
+    #: The source's history over the window (``slo_history``), for the rules that read more of it.
+    history: slo_history.Stack | None = None
 
     @property
     def partitions(self) -> int:
@@ -151,6 +153,7 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
             times=times_array,
             positions=positions,
             oldest=oldest,
+            history=history,
         )
     return outlooks
 
@@ -235,12 +238,11 @@ def _moved_stand_still(samples: Sequence[MetricSample], histories: dict[str, Cal
     return np.array([sum(measured) / len(measured)]) if measured else None
 
 
-def _source_history(samples: Sequence[MetricSample], source: SourceReading) -> tuple[np.ndarray, ...] | None:
+def _source_history(samples: Sequence[MetricSample], history: slo_history.Stack) -> tuple[np.ndarray, ...] | None:
     """A source's history as the kernel reads it (a batch of one: samples x partitions x 1, oldest
     first), where it read in every sample of the window (None: not): the sample times, each
     partition's live owner (an integer code, -1: none), its checkpoint (-1: none yet; NaN: not
-    in the sample) and its backlog (``slo_history``)."""
-    history = slo_history.stacked(samples, source.name, tuple(map(_PARTITION_ID, source.partitions)))
+    in the sample) and its backlog (``history``: its ``slo_history.stacked``)."""
     if len(history.readings) != len(samples):
         return None
     return history.times, history.owners[:, :, None], history.checkpoints[:, :, None], history.backlogs[:, :, None]
@@ -321,7 +323,8 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         unowned=np.array([len(unowned)]),
         pause=np.array([math.nan if state.rebalance_pause_seconds is None else state.rebalance_pause_seconds]),
         cadence=np.array([math.nan if state.checkpoint_cadence_seconds is None else state.checkpoint_cadence_seconds]))
-    histories = {name: functools.cache(functools.partial(_source_history, samples, readings[name])) for name in by_source}
+    histories = {name: functools.cache(functools.partial(_source_history, samples, outlook.history))
+                 for name, outlook in by_source.items()}
     outcome = kernel.slo_step(
         [_hub_reading(samples, readings[name], outlook, kernel.per_instance_table(outlook.partitions, top), histories[name])
          for name, outlook in by_source.items()],

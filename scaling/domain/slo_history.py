@@ -81,24 +81,25 @@ _LOCK = threading.Lock()
 
 def stacked(samples: Sequence[MetricSample], name: str, ids: tuple[str, ...]) -> Stack:
     """The history of source ``name``'s partitions ``ids`` over the samples that read it."""
-    readings, times = [], []
+    readings, read = [], []
     for sample in samples:
         for reading in sample.sources:  # (the sample's reading of this source, if it read it)
             if reading.name == name and reading.ok:
                 readings.append(reading)
-                times.append(sample.collected_at.timestamp())
+                read.append(sample)
                 break
     if not readings:
-        return _stack(ids, (), (), times, {"": -1})
+        return _stack(ids, (), (), [], {"": -1})
     same = _STACKS.get(id(readings[-1]))
     if same is not None and same.ids == ids and _continues(same.readings, readings):
         return same
     before = _STACKS.get(id(readings[-2])) if len(readings) > 1 else None
     if before is not None and before.ids == ids and len(before.codes) < CODES_KEPT and _continues(before.readings,
                                                                                                    readings[:-1]):
-        stack = _slid(before, readings, times, ids)
+        stack = _slid(before, readings, read[-1].collected_at.timestamp(), ids)
     else:
-        stack = _stack(ids, tuple(readings), tuple(Row.read(reading, ids) for reading in readings), times, {"": -1})
+        stack = _stack(ids, tuple(readings), tuple(Row.read(reading, ids) for reading in readings),
+                       [sample.collected_at.timestamp() for sample in read], {"": -1})
     for values in (stack.times, stack.positions, stack.owners, stack.checkpoints, stack.backlogs):
         values.flags.writeable = False  # (read by every later window: nobody writes them)
     with _LOCK:
@@ -116,13 +117,14 @@ def _continues(kept: Sequence[SourceReading], readings: Sequence[SourceReading])
     return start >= 0 and all(a is b for a, b in zip(kept[start:], readings, strict=True))
 
 
-def _slid(before: Stack, readings: list[SourceReading], times: list[float], ids: tuple[str, ...]) -> Stack:
-    """``before`` less its rows older than ``readings``, with the newest reading's row added."""
+def _slid(before: Stack, readings: list[SourceReading], time: float, ids: tuple[str, ...]) -> Stack:
+    """``before`` less its rows older than ``readings``, with the newest reading's row (read at
+    ``time``) added."""
     start = len(before.readings) - len(readings) + 1
     row = Row.read(readings[-1], ids)
     owners = before.owners[-1] if row.owners == before.rows[-1].owners else _coded(row.owners, before.codes)
     return Stack(ids, (*before.readings[start:], readings[-1]), (*before.rows[start:], row),
-                 np.array(times, dtype=float), _added(before.positions[start:], row.positions),
+                 np.concatenate((before.times[start:], (time,))), _added(before.positions[start:], row.positions),
                  _added(before.owners[start:], owners), _added(before.checkpoints[start:], row.checkpoints),
                  _added(before.backlogs[start:], row.backlogs), before.codes)
 
