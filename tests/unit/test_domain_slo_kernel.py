@@ -918,32 +918,6 @@ def test_carried_age_limits(forecasts, expected: float) -> None:
     assert carried(forecasts) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize(
-    ("calm", "expected"),
-    [
-        pytest.param([49.9, 10.0, 10.0, 10.0], 49.9, id="under-half-an-instance-may-share"),
-        pytest.param([50.0, 10.0, 10.0, 10.0], 100.0, id="half-an-instance-keeps-its-own"),
-        pytest.param([80.0, 10.0, 10.0, 10.0], 100.0, id="near-an-instance-keeps-its-own"),
-        pytest.param([100.0, 10.0, 10.0, 10.0], 100.0, id="at-an-instance-as-it-is"),
-        pytest.param([130.0, 10.0, 10.0, 10.0], 130.0, id="past-an-instance-as-it-is"),
-        # the spread as ``carried_age_limits`` reads it: 90 against a mean of 45 is skewed, against 45.75 not
-        pytest.param([90.0, 30.0, 30.0, 30.0], 100.0, id="spread-at-the-threshold-its-own"),
-        pytest.param([90.0, 31.0, 31.0, 31.0], 90.0, id="spread-just-below-the-threshold-as-it-is"),
-        pytest.param([60.0, 60.0, 60.0, 60.0], 60.0, id="an-even-hub-as-it-is"),
-        pytest.param([0.0, 0.0, 0.0, 0.0], 0.0, id="an-idle-hub"),
-    ],
-)
-def test_own_instance_rates(calm, expected: float) -> None:
-    """At a scale-in, a partition of a skewed hub at half an instance (100/s) or more and below it
-    counts as a whole instance, so no count that makes it share an owner holds (WC98 in `hot`,
-    issue 53); below half, at or past an instance, or on an even hub, its calm rate stands."""
-    assert kernel.OWN_INSTANCE_SHARE == 0.5
-    column = np.array(calm, dtype=float)[:, None]
-    rates = kernel.own_instance_rates(column, column, one(100.0))
-    assert float(rates[0, 0]) == pytest.approx(expected)
-    assert np.array_equal(rates[1:], column[1:])  # (the quiet partitions as they are)
-
-
 def test_carried_age_limits_count_rows_standing_for_several_partitions_once_each() -> None:
     """Rows standing for several partitions (the batched driver's equal-share rows) weigh the mean as the partitions."""
     assert carried([90.0, 30.0], row_of=[0, 1, 1, 1]) == carried([90.0, 30.0, 30.0, 30.0])

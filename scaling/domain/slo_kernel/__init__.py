@@ -116,7 +116,6 @@ from scaling.domain.slo_kernel.gates import (  # noqa: F401
 )
 from scaling.domain.slo_kernel.hub import (  # noqa: F401
     FLAT_TOLERANCE,
-    OWN_INSTANCE_SHARE,
     SKEWED_SPREAD,
     STALL_TOLERANCE,
     _per_candidate,
@@ -132,7 +131,6 @@ from scaling.domain.slo_kernel.hub import (  # noqa: F401
     hot_partitions,
     hub_servable,
     most_instances,
-    own_instance_rates,
     scale_out_need,
     stalled,
 )

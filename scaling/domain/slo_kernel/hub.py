@@ -158,29 +158,6 @@ def carried_age_limits(limit, forecast, rate, horizon, row_of: np.ndarray | None
     return np.where(flowing & skewed, np.minimum(limit, drained), limit)
 
 
-#: From what share of one instance's throughput a partition of a skewed hub keeps an instance of
-#: its own at a scale-in (``own_instance_rates``): two such partitions cannot share an owner.
-OWN_INSTANCE_SHARE = 0.5
-
-
-def own_instance_rates(calm, forecast, rate, row_of: np.ndarray | None = None):
-    """The ``calm`` rates (partitions x candidates) a scale-in holds at, with each partition of a
-    skewed hub (``carried_age_limits``' test on the ``forecast``) at ``OWN_INSTANCE_SHARE`` of an
-    instance's ``rate`` or more, and below it, counted at the whole rate: no count at which it
-    shares an owner holds. Shared, it drains what it carries at ``1 - load`` of a second a second
-    (an owner at 89-98% of an instance after WC98's scale-ins 32 -> 11 in `hot`) and takes that
-    age into the next hot phase, where an instance of its own had kept it within the SLO (the
-    avoidable minutes); on an even hub the calm rates stand."""
-    forecast = np.asarray(forecast, dtype=float)
-    partitions = forecast.shape[0] if row_of is None else len(row_of)
-    mean = column_sums(forecast, row_of) / max(partitions, 1)
-    skewed = (mean > NO_RATE) & (forecast.max(axis=0) >= SKEWED_SPREAD * mean)
-    if not any_of(skewed):
-        return calm
-    near = skewed & (calm >= OWN_INSTANCE_SHARE * rate) & (calm < rate)
-    return np.where(near, rate, calm)
-
-
 def scale_out_need(forecast, backlog, provisioning, since, safety, drain):
     """What each partition must be served to serve its forecast and drain, over ``drain``
     seconds, what will have piled up (less the safety margin's worth) by the time new instances

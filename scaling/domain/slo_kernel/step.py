@@ -38,7 +38,6 @@ from scaling.domain.slo_kernel.hub import (
     forecast_rates,
     hot_partitions,
     most_instances,
-    own_instance_rates,
     scale_out_need,
     stalled,
 )
@@ -541,7 +540,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
             calm = absorbs.calm(calm, rows, rise)
         if mask is not None:
             calm = np.where(mask, 0.0, calm)
-        calm = own_instance_rates(calm, forecast, rate, hub.row_of)[:, columns]
+        calm = calm[:, columns]
         held_ages = scale_in_ages(age[:, columns], allowance[columns]) if paused else age[:, columns]
         sources.append((hub.loads(calm, columns, mask, probed, draw), calm, held_ages))
     chosen, held = scale_in_counts(counts.levels[columns], state.below[columns], capacity[columns], counts.top,
