@@ -193,7 +193,7 @@ def serving_throughput(throughput, floor):
     what was processed; where the two agree this close, the learned rate stands). A rate learned
     during a slow-down would otherwise stay low for good: an over-provisioned hub is never
     saturated again to correct it (the 15% slow-down row at 32 instances for hours)."""
-    bound = where(is_nan(floor), throughput, floor * (1 - UNCONFIRMED_DROP))
+    bound = where(is_nan(floor), throughput, floor)
     return where(is_nan(throughput), throughput, maximum(throughput, bound))
 
 
