@@ -321,9 +321,10 @@ def test_busy_partitions(backlog, lag, busy) -> None:
     [
         pytest.param(None, 10.0, None, id="nothing-learned-stays-nothing"),
         pytest.param(5.0, None, 5.0, id="no-floor"),
-        pytest.param(5.0, 10.0, 8.0, id="a-rate-far-below-the-floor-rises-to-its-80-percent"),
-        pytest.param(8.0, 10.0, 8.0, id="at-80-percent-of-the-floor-stands"),
-        pytest.param(9.0, 10.0, 9.0, id="within-20-percent-stands"),
+        pytest.param(5.0, 10.0, 9.5, id="a-rate-far-below-the-floor-rises-to-its-95-percent"),
+        pytest.param(8.0, 10.0, 9.5, id="a-rate-20-percent-below-the-floor-rises-to-its-95-percent"),
+        pytest.param(9.5, 10.0, 9.5, id="at-95-percent-of-the-floor-stands"),
+        pytest.param(9.7, 10.0, 9.7, id="within-5-percent-stands"),
         pytest.param(16.0, 10.0, 16.0, id="above-the-floor-stands"),
     ],
 )

@@ -143,6 +143,7 @@ from scaling.domain.slo_kernel.learning import (  # noqa: F401
     DROP_GROWTH,
     DROP_MEMORY_SECONDS,
     DROP_SETTLED_DELAYS,
+    FLOOR_DOUBT,
     THROUGHPUT_LEARNING_RATE,
     UNCONFIRMED_DROP,
     busy_partitions,

@@ -19,6 +19,11 @@ THROUGHPUT_LEARNING_RATE = 0.3
 #: on a checkpoint's lag while nothing arrived) would otherwise pull the rate down, and a rate
 #: learned too low never recovers: the engine over-provisions, so no interval is saturated again.
 UNCONFIRMED_DROP = 0.2
+#: How far below the floor (the best rate an unsaturated interval showed) the rate sized by may
+#: stand: consumers whose speed swings (a 10% wave over hours) showed the floor at their fastest.
+#: At 0.2 (``UNCONFIRMED_DROP``, as it once was) the public realistic rows paid 1-2% more; at 0 a
+#: bursty member of the realistic family missed its SLO (docs/policy-experiments.md, ninth round).
+FLOOR_DOUBT = 0.05
 #: How fast the learned checkpoint delay may creep up per evaluation (seconds), and its ceiling
 #: as a fraction of the SLO: a delay is learned from the lowest ages seen, so it must not drift
 #: far while consumers stay saturated.
@@ -188,13 +193,11 @@ def corroborated_drop(observed, fastest, throughput, start_backlog, end_backlog,
 
 def serving_throughput(throughput, floor):
     """The per-instance rate to size by: the learned one (NaN: none), never below the ``floor``
-    the instances have shown since (an unsaturated interval can only raise it), less the
-    ``UNCONFIRMED_DROP`` the learning itself doubts (one interval's checkpoints may overstate
-    what was processed; where the two agree this close, the learned rate stands). A rate learned
-    during a slow-down would otherwise stay low for good: an over-provisioned hub is never
-    saturated again to correct it (the 15% slow-down row at 32 instances for hours)."""
-    bound = where(is_nan(floor), throughput, floor * (1 - UNCONFIRMED_DROP))
-    return where(is_nan(throughput), throughput, maximum(throughput, bound))
+    the instances have shown since (an unsaturated interval can only raise it) less
+    ``FLOOR_DOUBT``. A rate learned during a slow-down would otherwise stay low for good: an
+    over-provisioned hub is never saturated again to correct it (the 15% slow-down row at 32
+    instances for hours)."""
+    return where(is_nan(throughput), throughput, maximum(throughput, where(is_nan(floor), throughput, floor * (1 - FLOOR_DOUBT))))
 
 
 def learned_checkpoint_delay(worst_age, previous, interval, ceiling, dense=True, steady=False, steady_ceiling=0.0):
