@@ -13,6 +13,7 @@ import pytest
 
 from scaling.domain.decisions import DOWN, HOLD, UP
 from scaling.domain.engine import evaluate
+from scaling.domain.slo_kernel import FLOOR_DOUBT
 from scaling.simulation.peers.looped import EngineAutoscaler, simulated_target
 from scaling.simulation.world.loop import Scenario, simulate
 from tests.helpers import noisy_diurnal
@@ -20,8 +21,8 @@ from tests.unit.test_domain_slo import T0, history, slo_target, state
 
 
 @pytest.mark.parametrize(("learned", "floor", "sized_by"), [
-    pytest.param(5.0, 14.0, 0.8 * 14.0, id="a-rate-learned-in-a-slow-down-rises-with-what-instances-showed-since"),
-    pytest.param(12.0, 14.0, 12.0, id="within-the-doubt-the-learned-rate-stands"),
+    pytest.param(5.0, 14.0, (1 - FLOOR_DOUBT) * 14.0, id="a-rate-learned-in-a-slow-down-rises-with-what-instances-showed-since"),
+    pytest.param(13.5, 14.0, 13.5, id="within-the-doubt-the-learned-rate-stands"),
     pytest.param(5.0, None, 5.0, id="no-floor-no-change"),
 ])
 def test_the_rate_sized_by_is_never_far_below_the_floor(learned, floor, sized_by) -> None:
