@@ -364,7 +364,8 @@ def _hub_reading(samples: Sequence[MetricSample], source: SourceReading, outlook
         checkpoints=lambda: _checkpoint_readings(samples, source),
         scale_in_rates=lambda: (np.zeros_like(backlog) if peak is None else peak[:, None], outlook.rise, outlook.noise),
         earlier_backlog=None if outlook.earlier_backlog is None else outlook.earlier_backlog[:, None],
-        bursts=lambda: _burst_history(outlook), since_moved=lambda: _since_moved(history()))
+        bursts=lambda: _burst_history(outlook), since_moved=lambda: _since_moved(history()),
+        arrivals=lambda: (outlook.times, outlook.positions))
 
 
 def _burst_history(outlook: SourceOutlook) -> kernel.BurstHistory:

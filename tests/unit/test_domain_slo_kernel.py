@@ -282,6 +282,43 @@ def test_learned_checkpoint_delay_dense_and_steady(worst, previous, dense, stead
 
 
 @pytest.mark.parametrize(
+    ("quiet_minute", "delay", "dense"),
+    [
+        pytest.param(None, 180.0, True, id="busy-throughout"),
+        pytest.param(9, 180.0, False, id="a-pause-in-the-last-interval"),
+        pytest.param(6, 180.0, False, id="a-pause-within-the-delay-and-an-interval"),
+        pytest.param(5, 180.0, True, id="a-pause-before-it"),
+        pytest.param(8, None, False, id="without-a-delay-within-two-intervals"),
+        pytest.param(7, None, True, id="without-a-delay-before-them"),
+    ],
+)
+def test_dense_arrivals_over_the_history(quiet_minute, delay, dense) -> None:
+    """With the arrivals' history, a pause inside the delay (and an interval) leaves the oldest
+    event younger than the delay though the rate window and the last interval are busy."""
+    times = 60.0 * np.arange(11)
+    per_minute = np.full((10, 4), 60.0)  # (1/s each of 4 partitions)
+    if quiet_minute is not None:
+        per_minute[quiet_minute] = 0.0
+    positions = np.vstack([np.zeros((1, 4)), per_minute.cumsum(axis=0)])
+    rates = np.ones(4)
+    assert bool(kernel.dense_arrivals(rates, rates, one(delay), 60.0, history=(times, positions))[0]) is dense
+    assert bool(kernel.dense_arrivals(rates, rates, one(delay), 60.0)[0])  # (without it: the rates alone)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [
+        pytest.param([60.0, 120.0, 240.0], [3.0, 2.0, 1.0], id="the-intervals-ending-within-the-seconds"),
+        pytest.param([0.0], [math.inf], id="none-within"),
+    ],
+)
+def test_quietest_rate(seconds, expected) -> None:
+    times = 60.0 * np.arange(5)
+    positions = np.array([0.0, 60.0, 180.0, 300.0, 480.0])[:, None] * np.array([[0.5, 0.5]])  # (1, 2, 2, 3 /s)
+    assert kernel.quietest_rate(times, positions, np.array(seconds)).tolist() == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
     ("recent", "delay", "dense"),
     [
         pytest.param(10 / 60, None, True, id="ten-events-an-interval-without-a-delay"),

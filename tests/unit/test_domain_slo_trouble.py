@@ -53,6 +53,22 @@ def test_checkpoints_180_s_late_teach_their_delay_and_cost_less() -> None:
     assert result.cost_ratio < 3.0
 
 
+def test_a_pause_in_the_arrivals_inside_the_delay_keeps_it() -> None:
+    """Two minutes without arrivals inside a 180 s delay, the minutes around them busy: for two
+    minutes after it the oldest event is only as old as the first arrival after the pause, and
+    the delay learned from that (NASA minute 1888: 177 s -> 60 s) read every partition busy and
+    taught 5.6/s where the truth is 16.7/s. The quietest interval within the delay says so."""
+    scenario = Scenario(checkpoint_delay_seconds=180.0)
+    arrivals = noisy_diurnal(420, seed=3)
+    arrivals[360:362] = 0.0
+    delays = {}
+    simulate(arrivals, EngineAutoscaler(simulated_target(scenario), on_decision=lambda sample, decision: delays.update(
+        {sample.collected_at: decision.state.checkpoint_delay_seconds})), scenario)
+    learned = [value for _, value in sorted(delays.items())]
+    assert learned[355] > 120.0
+    assert min(learned[356:]) >= learned[355]  # (on main: 60 s for the rest of the run)
+
+
 def stalled_run(**slo):
     scenario = Scenario(partitions=8, peak_instances=6.0, slowdowns=((300.0, 45.0, 0.01, 0.0),))
     target = simulated_target(scenario)

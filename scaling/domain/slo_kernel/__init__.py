@@ -152,6 +152,7 @@ from scaling.domain.slo_kernel.learning import (  # noqa: F401
     learned_throughput,
     let_go,
     observed_throughput,
+    quietest_rate,
     remembered_drop,
     serving_throughput,
     settled_for_drop,

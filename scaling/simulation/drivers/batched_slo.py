@@ -344,6 +344,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                                             checkpoint_ring, backlog_ring)
             order = (seen - (samples - 1) + np.arange(samples)) % window_samples  # (the rings' samples, oldest first)
             measure = functools.partial(_cadence, times, owner_ring, checkpoint_ring, backlog_ring, order)
+            hubs[0].arrivals = functools.partial(_read, (times, candidate_window))
             hubs[0].since_moved = functools.partial(_since_moved, times, checkpoint_ring, order, row_of, candidate_window,
                                                     checkpoints, np.maximum(arrival, recent_rate))
         below = settings.below[columns, np.minimum(capacity, settings.top)]
