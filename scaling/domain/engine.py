@@ -153,8 +153,10 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
         busy[~unmeasured_flags] = slo_kernel.busy_over_span(np.array(starts), np.array(ends), np.array(arrivals), cadence,
                                                             elapsed, interval)
     else:
-        busy[~unmeasured_flags] = slo_kernel.busy_partitions(np.array(starts), np.array(ends), np.array(arrivals),
-                                                             lag_seconds, elapsed)
+        busy[~unmeasured_flags] = slo_kernel.busy_partitions(
+            np.array(starts), np.array(ends), np.array(arrivals), lag_seconds, elapsed,
+            _arrived_over_lag(samples, later, [partition for (partition, _), skip in zip(pairs, unmeasured, strict=True)
+                                                if not skip], lag_seconds) if lag_seconds > elapsed else None)
     observed, saturated, fastest = slo_kernel.observed_throughput(
         np.array([float(sum(done))]), elapsed, np.array([float(ready_capacity)]), np.array(done, dtype=float)[:, None],
         busy[:, None], unmeasured_flags[:, None], slo_kernel.Owners.of(tuple(owners), len(owners)) if by_owner else None)
@@ -164,6 +166,36 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
         float(observed[0]), float(fastest[0]), throughput, np.array(starts), np.array(ends), np.array(arrivals),
         np.array(moved), elapsed, most())))
     return float(observed[0]), bool(saturated[0]), corroborated
+
+
+def _arrived_over_lag(samples: Sequence[MetricSample], later: MetricSample, partitions: Sequence[PartitionReading],
+                      lag_seconds: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """What arrived at each of ``partitions`` (the measured ones of ``later``) over the ``lag_seconds``
+    before the interval's start and before its end (``slo_kernel.arrived_before``, for
+    ``slo_kernel.busy_partitions``), off the window's samples; None where a sample did not read
+    them all."""
+    if len(samples) < 3:
+        return None
+    ids = {id(partition) for partition in partitions}
+    rows, times = [], []
+    for sample in samples:
+        if not sample.ok:
+            return None
+        row = []
+        for source in later.sources:
+            earlier = next((reading for reading in sample.sources if reading.name == source.name), None)
+            row.extend(float(start.last_enqueued) if start is not None else math.nan
+                       for partition, start in zip(source.partitions, _earlier_readings(earlier, source), strict=True)
+                       if id(partition) in ids)
+        rows.append(row)
+        times.append(sample.collected_at.timestamp())
+    positions = np.array(rows)
+    if np.isnan(positions).any():
+        return None
+    times_array = np.array(times)
+    lag = np.array([lag_seconds])
+    return (slo_kernel.arrived_before(times_array[:-1], positions[:-1], lag)[:, 0],
+            slo_kernel.arrived_before(times_array, positions, lag)[:, 0])
 
 
 def _earlier_readings(earlier: SourceReading | None, later: SourceReading) -> Sequence[PartitionReading | None]:
@@ -467,7 +499,11 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     # With a checkpoint cadence the throughput is read over a span, and the checkpoints at its start
     # moved up to a cadence before: that much earlier still (``throughput_span``).
     span, cadence, _ = spanned = throughput_span(state, samples)
-    trail = timedelta(seconds=(state.checkpoint_delay_seconds if state.checkpoint_delay_seconds is not None else 60.0) + cadence)
+    max_age = target.slo.max_event_age_seconds
+    # (a delay at its ceiling is only a lower bound: as long as it may follow to, ``slo_kernel.learning_trail``)
+    trail = timedelta(seconds=float(slo_kernel.learning_trail(
+        _number(state.checkpoint_delay_seconds), max_age * slo_kernel.CHECKPOINT_DELAY_CEILING,
+        max_age * slo_kernel.CHECKPOINT_DELAY_STEADY_CEILING)) + cadence)
     if not pending and (steady_since is None or len(samples) < 2 or samples[-1 - span].collected_at - trail >= steady_since):
         settled = steady_since is None or len(samples) < 2 or bool(slo_kernel.settled_for_drop(
             (samples[-2].collected_at - steady_since).total_seconds(), trail.total_seconds()))

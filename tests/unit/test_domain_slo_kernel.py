@@ -354,6 +354,58 @@ def test_busy_partitions(backlog, lag, busy) -> None:
 
 
 @pytest.mark.parametrize(
+    ("start", "end", "lag", "busy"),
+    [
+        pytest.param(2201.0, 2201.0, 180.0, True, id="beyond-what-arrived-over-the-lag"),
+        pytest.param(2200.0, 2201.0, 180.0, False, id="the-start-at-its-lag-s-arrivals"),
+        pytest.param(2201.0, 1700.0, 180.0, False, id="the-end-at-its-lag-s-arrivals"),
+        pytest.param(1800.0, 1600.0, 180.0, False, id="a-quiet-interval-after-busy-ones-holds-the-lag-s-backlog"),
+        pytest.param(201.0, 201.0, 60.0, True, id="a-lag-of-an-interval-counts-none"),
+    ],
+)
+def test_busy_partitions_over_what_arrived_over_the_lag(start, end, lag, busy) -> None:
+    """100 events arrived over the 60 s interval, 2,000 over the lag before its start and 1,500
+    before its end (the arrivals fell): the backlog a checkpoint trailing by the lag shows is what
+    arrived then, not the interval's rate over the lag (300 events: every partition busy)."""
+    arrived = (np.array([2000.0]), np.array([1500.0]))
+    assert bool(kernel.busy_partitions(np.array([start]), np.array([end]), np.array([100.0]), lag, 60.0, arrived)[0]) is busy
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [
+        pytest.param(60.0, 180.0, id="the-last-interval"),
+        pytest.param(90.0, 240.0, id="read-between-samples"),
+        pytest.param(240.0, 480.0, id="the-whole-history"),
+        pytest.param(300.0, 540.0, id="before-it-at-the-first-interval-s-rate"),
+    ],
+)
+def test_arrived_before(seconds, expected) -> None:
+    times = 60.0 * np.arange(5)
+    positions = np.array([0.0, 60.0, 180.0, 300.0, 480.0])[:, None] * np.array([[1.0, 2.0]])
+    assert kernel.arrived_before(times, positions, seconds)[:, 0].tolist() == pytest.approx([expected, 2 * expected])
+    per_candidate = np.stack([positions, 3 * positions], axis=2)  # (samples, partitions, candidates)
+    assert kernel.arrived_before(times, per_candidate, np.array([seconds, seconds]))[0].tolist() == pytest.approx(
+        [expected, 3 * expected])
+
+
+@pytest.mark.parametrize(
+    ("delay", "trail"),
+    [
+        pytest.param(None, 60.0, id="none-learned-an-interval"),
+        pytest.param(30.0, 30.0, id="below-the-ceiling-the-delay"),
+        pytest.param(74.9, 74.9, id="just-below-the-ceiling"),
+        pytest.param(75.0, 210.0, id="at-the-ceiling-the-longest-it-may-follow-to"),
+        pytest.param(111.0, 210.0, id="following-past-the-ceiling"),
+        pytest.param(250.0, 250.0, id="past-the-steady-ceiling-the-delay"),
+    ],
+)
+def test_learning_trail(delay, trail) -> None:
+    """A delay at its ceiling is a lower bound: the first ages were older still."""
+    assert kernel.learning_trail(one(delay), 75.0, 210.0)[0] == pytest.approx(trail)
+
+
+@pytest.mark.parametrize(
     ("throughput", "floor", "expected"),
     [
         pytest.param(None, 10.0, None, id="nothing-learned-stays-nothing"),

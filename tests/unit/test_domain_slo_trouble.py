@@ -14,7 +14,8 @@ import pytest
 from scaling.domain.decisions import DOWN, HOLD, UP
 from scaling.domain.engine import evaluate
 from scaling.simulation.peers.looped import EngineAutoscaler, simulated_target
-from scaling.simulation.world.loop import Scenario, simulate
+from scaling.simulation.world.loop import Scenario, load_trace, per_minute, scale_trace, simulate
+from scaling.simulation.world.traces import NASA_JUL95
 from tests.helpers import noisy_diurnal
 from tests.unit.test_domain_slo import T0, history, slo_target, state
 
@@ -67,6 +68,21 @@ def test_a_pause_in_the_arrivals_inside_the_delay_keeps_it() -> None:
     learned = [value for _, value in sorted(delays.items())]
     assert learned[355] > 120.0
     assert min(learned[356:]) >= learned[355]  # (on main: 60 s for the rest of the run)
+
+
+def test_a_cold_start_under_late_checkpoints_learns_the_rate_the_new_instances_show() -> None:
+    """NASA's first hour, checkpoints 180 s late: the first ages set the delay at its 75 s
+    ceiling, and the interval read 75 s after 3 -> 32 showed the three instances before it
+    (1.56/s per instance, the truth 16.7/s); the rate learned from it stayed at 10.2/s for hours.
+    A delay at its ceiling is only a lower bound: learning waits as long as it may follow to."""
+    scenario = Scenario(checkpoint_delay_seconds=180.0)
+    arrivals = scale_trace(per_minute(load_trace(NASA_JUL95), 60)[:60], scenario)
+    rates = []
+    simulate(arrivals, EngineAutoscaler(simulated_target(scenario), on_decision=lambda _, decision: rates.append(
+        decision.state.throughput_per_instance)), scenario)
+    learned = [rate for rate in rates if rate is not None]
+    assert learned, "the drain after the scale-out saturates the consumers"
+    assert learned[0] == pytest.approx(scenario.events_per_instance_per_minute / 60.0, rel=0.05)
 
 
 def stalled_run(**slo):

@@ -89,15 +89,44 @@ def observed_throughput(processed: np.ndarray, elapsed: float, serving: np.ndarr
     return observed, saturated, fastest
 
 
-def busy_partitions(start_backlog, end_backlog, arrived, lag_seconds, elapsed):
+def busy_partitions(start_backlog, end_backlog, arrived, lag_seconds, elapsed, lag_arrivals=None):
     """Where a partition was saturated over an interval of ``elapsed`` seconds in which
     ``arrived`` events came: it held, at both ends, more than two intervals' arrivals (room for
     checkpoints trailing by up to an interval), and, where the checkpoints trail by more than an
     interval (``lag_seconds``: the learned checkpoint delay), more by the arrivals over that lag.
     A consumer that keeps up shows a backlog of the arrivals over the lag: counted as busy,
     every partition of a hub whose checkpoints trail by 150 s or more reads saturated, and the
-    rate is learned as arrivals / owners (3.5/s where the truth is 16.7/s)."""
-    return minimum(start_backlog, end_backlog) > arrived * (2.0 + where(lag_seconds > elapsed, lag_seconds, 0.0) / elapsed)
+    rate is learned as arrivals / owners (3.5/s where the truth is 16.7/s).
+
+    The arrivals over the lag are the interval's rate's, or, given ``lag_arrivals`` (what arrived
+    over the lag before the interval's start and before its end, ``arrived_before``), those: the
+    backlog a checkpoint that trails by the lag shows is what arrived then, and an interval
+    quieter than the lag before it (NASA's outage; a minute of 20/s after minutes of 250/s) read
+    every partition busy and taught what the checkpoints' lumps of earlier work say: 0.5-9.9/s
+    where the truth is 16.7/s."""
+    late = lag_seconds > elapsed
+    if lag_arrivals is None:
+        return minimum(start_backlog, end_backlog) > arrived * (2.0 + where(late, lag_seconds, 0.0) / elapsed)
+    before_start, before_end = lag_arrivals
+    return ((start_backlog > 2.0 * arrived + where(late, before_start, 0.0))
+            & (end_backlog > 2.0 * arrived + where(late, before_end, 0.0)))
+
+
+def arrived_before(times: np.ndarray, positions: np.ndarray, seconds) -> np.ndarray:
+    """Per partition (and candidate), the events that arrived over the ``seconds`` (per candidate)
+    before the last sample (``positions``: last-enqueued sequence numbers, samples x partitions[ x
+    candidates], oldest first), the positions read linearly between samples (before the first
+    one, at its interval's rate)."""
+    seconds = np.atleast_1d(np.asarray(seconds, dtype=float))
+    at = times[-1] - seconds
+    index = np.clip(np.searchsorted(times, at, side="right") - 1, 0, len(times) - 2)
+    share = (at - times[index]) / (times[index + 1] - times[index])
+    if positions.ndim == 2:
+        low, high = positions[index].T, positions[index + 1].T  # (partitions, candidates)
+    else:
+        columns = np.arange(positions.shape[2])
+        low, high = positions[index, :, columns].T, positions[index + 1, :, columns].T
+    return (positions[-1][:, None] if positions.ndim == 2 else positions[-1]) - (low + (high - low) * share)
 
 
 def learned_throughput(throughput: np.ndarray, floor: np.ndarray, held_back: np.ndarray, observed: np.ndarray,
@@ -219,6 +248,16 @@ def learned_checkpoint_delay(worst_age, previous, interval, ceiling, dense=True,
     return where(is_nan(previous), minimum(worst_age, ceiling), kept)
 
 
+def learning_trail(delay, ceiling, steady_ceiling):
+    """How long after a change of capacity the checkpoints may still show the count before it:
+    the learned checkpoint ``delay`` (NaN: none yet, an interval), or, while it stands at or past
+    its ``ceiling`` (the first ages were older still: the true delay may be longer), the
+    ``steady_ceiling`` it may follow up to. NASA's cold start with checkpoints 180 s late learned
+    a delay of 75 s and, 2.5 minutes after 3 -> 32, 1.56/s per instance (three instances' work
+    over 32): the rate learned from it stayed at 10.2/s, the truth 16.7/s, for hours."""
+    return where(is_nan(delay), 60.0, where(delay >= ceiling, maximum(delay, steady_ceiling), delay))
+
+
 def dense_arrivals(arrival_rate, recent_rate, delay, interval, row_of=None, history=None):
     """Per candidate, whether the partitions in view received, over the checkpoint ``delay`` (at
     least an ``interval``), ``DENSE_EVENTS`` events each on average, at the lower of the rate
@@ -235,18 +274,19 @@ def dense_arrivals(arrival_rate, recent_rate, delay, interval, row_of=None, hist
     span = where(is_nan(delay), interval, maximum(delay, interval))
     rate = minimum(column_sums(_per_candidate(arrival_rate), row_of), column_sums(_per_candidate(recent_rate), row_of))
     if history is not None:
-        rate = minimum(rate, quietest_rate(*history, span + interval))
+        rate = minimum(rate, quietest_rate(*history, span + interval, row_of))
     return rate * span >= DENSE_EVENTS * partitions
 
 
-def quietest_rate(times: np.ndarray, positions: np.ndarray, seconds):
+def quietest_rate(times: np.ndarray, positions: np.ndarray, seconds, row_of=None):
     """Per candidate, the hub's lowest arrival rate (events/s, every partition) among the
     collection intervals that end within ``seconds`` (per candidate) of the last sample
-    (``positions``: last-enqueued sequence numbers, samples x partitions[ x candidates], oldest
-    first); infinite where no interval does."""
+    (``positions``: last-enqueued sequence numbers, samples x rows[ x candidates], oldest
+    first; ``row_of``: each partition's row, where rows stand for several); infinite where no
+    interval does."""
     if len(times) < 2:
         return np.full(np.shape(seconds) or (1,), math.inf)
-    totals = positions.sum(axis=1)
+    totals = (positions if row_of is None else positions[:, row_of]).sum(axis=1)
     steps = times[1:] - times[:-1]
     steps = np.where(steps > 0, steps, np.inf).reshape(-1, *[1] * (totals.ndim - 1))
     rates = np.maximum(totals[1:] - totals[:-1], 0.0) / steps  # (intervals[, candidates])

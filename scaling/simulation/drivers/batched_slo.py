@@ -253,7 +253,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             # spans, steady since a cadence before its start)
             allowed = slo_kernel.cadence_allowance(cadence, interval_seconds)
             spans = slo_kernel.cadence_span(allowed, interval_seconds, samples - 1)
-            trail = np.where(np.isnan(delay), 60.0, delay) + np.where(spans > 1, allowed, 0.0)
+            trail = (slo_kernel.learning_trail(delay, settings.knobs.delay_ceiling, settings.knobs.delay_steady_ceiling)
+                     + np.where(spans > 1, allowed, 0.0))
             called = ~pending & (np.isnan(steady) | _learns(trail, steady, moment - spans * interval_seconds))  # learn_throughput runs
             held_back = unconfirmed
             unconfirmed = np.where(called, np.nan, unconfirmed)  # (it waits one learning step, no more)
@@ -269,8 +270,16 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 lag = np.where(np.isnan(delay) | (delay == 0), 0.0, delay)
                 if lag.any():  # (only where the checkpoints keep pace: engine.interval_throughput)
                     lag = np.where(slo_kernel.checkpoints_keep_pace(checkpoints, previous_checkpoints, partition_backlog), lag, 0.0)
+                lag_arrivals = None
+                if (lag > interval_seconds).any() and samples >= 3:  # (what arrived over the lag: engine._arrived_over_lag)
+                    minutes = now - interval * np.arange(samples - 1, -1, -1)
+                    history = np.stack([world.enqueued_at(minute) for minute in minutes])
+                    history = history[:, :, 0] if history.shape[2] == 1 else history  # (one trace: shared)
+                    moments = _EPOCH_SECONDS + 60.0 * minutes
+                    lag_arrivals = (slo_kernel.arrived_before(moments[:-1], history[:-1], lag),
+                                    slo_kernel.arrived_before(moments, history, lag))
                 busy = slo_kernel.busy_partitions(previous_partition_backlog, partition_backlog, arrived_each, lag,
-                                                  interval_seconds) & (checkpoints > 0)
+                                                  interval_seconds, lag_arrivals) & (checkpoints > 0)
                 observed, saturated, fastest = slo_kernel.observed_throughput(
                     processed, interval_seconds, np.maximum(live_owners, 1), checkpoints - previous_checkpoints, busy,
                     checkpoints <= 0, owned_by)
