@@ -253,7 +253,7 @@ def ready_from_owners(expected: int, serving: int | None, pending_ready_at: date
 
 def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_capacity: int | None,
                      settled: bool = True, most: Callable[[], float] = lambda: math.inf,
-                     span: tuple[int, float, float] | None = None) -> ScalerState:
+                     span: tuple[int, float, float] | None = None, steady_ceiling: float = 0.0) -> ScalerState:
     """Fold the last interval's per-instance throughput into the state if it was saturated.
 
     Where ownership is collected, the instances that really served (the live owners) divide
@@ -262,7 +262,8 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
     for the next one to confirm it (``slo_kernel.UNCONFIRMED_DROP``), unless the interval's own
     readings corroborate it (``most``: the instances' worth the bounds allow) and the capacity
     has long been steady (``settled``, ``slo_kernel.settled_for_drop``): then it is learned at once.
-    ``span``: ``throughput_span`` where the caller has it already."""
+    ``span``: ``throughput_span`` where the caller has it already; ``steady_ceiling``: the
+    longest delay a clipped one may follow to (``slo_kernel.saturation_lag``)."""
     held_back = state.throughput_unconfirmed
     if held_back is not None:
         state = replace(state, throughput_unconfirmed=None)  # it waits one learning step, no more
@@ -275,7 +276,8 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
     observed, saturated, corroborated = interval_throughput(
         samples if span == 1 else [samples[-1 - span], samples[-1]], owners or ready_capacity,
         by_owner=owners is not None,
-        lag_seconds=_number(state.checkpoint_delay_seconds) if state.checkpoint_delay_seconds else 0.0,
+        lag_seconds=float(slo_kernel.saturation_lag(state.checkpoint_delay_seconds, state.checkpoint_delay_clipped,
+                                                    steady_ceiling)) if state.checkpoint_delay_seconds else 0.0,
         cadence=cadence, interval=interval, most=most,
         # (a drop is learned at once only from one interval's readings: under a cadence checkpoints
         # move in lumps and partitions stand still between them, so no interval can prove one)
@@ -508,7 +510,8 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
         settled = steady_since is None or len(samples) < 2 or bool(slo_kernel.settled_for_drop(
             (samples[-2].collected_at - steady_since).total_seconds(), trail.total_seconds()))
         state = learn_throughput(state, samples, ready_capacity, settled,
-                                 functools.partial(_most_instances, target, latest), spanned)
+                                 functools.partial(_most_instances, target, latest), spanned,
+                                 max_age * slo_kernel.CHECKPOINT_DELAY_STEADY_CEILING)
     elif state.throughput_per_instance is None and len(samples) >= 2 and not cadence:
         # (with a checkpoint cadence one interval's checkpoints move lumps of earlier work: 28.7/s read
         # where the truth is 16.7/s; the floor then rises from the spans alone)

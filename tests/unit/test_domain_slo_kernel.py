@@ -390,6 +390,33 @@ def test_arrived_before(seconds, expected) -> None:
 
 
 @pytest.mark.parametrize(
+    ("clipped", "previous", "delay", "expected"),
+    [
+        pytest.param(False, None, 75.0, True, id="first-at-the-ceiling-a-bound"),
+        pytest.param(False, None, 74.0, False, id="first-below-it-seen"),
+        pytest.param(True, 75.0, 85.0, True, id="following-up-still-a-bound"),
+        pytest.param(True, 75.0, 75.0, True, id="unchanged-still-a-bound"),
+        pytest.param(True, 75.0, 60.0, False, id="lowered-by-an-age-seen"),
+        pytest.param(False, 74.5, 75.0, False, id="crept-to-the-ceiling-no-bound"),
+    ],
+)
+def test_delay_clipped(clipped, previous, delay, expected) -> None:
+    assert bool(kernel.delay_clipped(np.array([clipped]), one(previous), one(delay), 75.0)[0]) is expected
+
+
+@pytest.mark.parametrize(
+    ("delay", "clipped", "lag"),
+    [
+        pytest.param(75.0, False, 75.0, id="seen-the-delay"),
+        pytest.param(75.0, True, 210.0, id="a-bound-the-longest-it-may-follow-to"),
+        pytest.param(250.0, True, 250.0, id="past-it-the-delay"),
+    ],
+)
+def test_saturation_lag(delay, clipped, lag) -> None:
+    assert kernel.saturation_lag(one(delay), np.array([clipped]), 210.0)[0] == pytest.approx(lag)
+
+
+@pytest.mark.parametrize(
     ("delay", "trail"),
     [
         pytest.param(None, 60.0, id="none-learned-an-interval"),

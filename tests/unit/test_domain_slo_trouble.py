@@ -66,7 +66,7 @@ def test_a_pause_in_the_arrivals_inside_the_delay_keeps_it() -> None:
     simulate(arrivals, EngineAutoscaler(simulated_target(scenario), on_decision=lambda sample, decision: delays.update(
         {sample.collected_at: decision.state.checkpoint_delay_seconds})), scenario)
     learned = [value for _, value in sorted(delays.items())]
-    assert learned[355] > 120.0
+    assert learned[355] >= 75.0
     assert min(learned[356:]) >= learned[355]  # (on main: 60 s for the rest of the run)
 
 
@@ -83,6 +83,23 @@ def test_a_cold_start_under_late_checkpoints_learns_the_rate_the_new_instances_s
     learned = [rate for rate in rates if rate is not None]
     assert learned, "the drain after the scale-out saturates the consumers"
     assert learned[0] == pytest.approx(scenario.events_per_instance_per_minute / 60.0, rel=0.05)
+
+
+def test_a_cold_start_under_late_checkpoints_learns_no_rate_below_what_the_instances_show() -> None:
+    """Checkpoints 180 s late, the delay set at its 75 s ceiling by the first ages and never
+    lowered: every partition that kept up held three intervals' arrivals, more than the two and
+    75 s the saturation test allowed (here 3.2/s learned, sized by at 80% of what the instances had
+    shown). A clipped delay is a lower bound: the test allows the longest it may follow to."""
+    scenario = Scenario(checkpoint_delay_seconds=180.0)
+    decisions = []
+    simulate(noisy_diurnal(240, seed=3), EngineAutoscaler(simulated_target(scenario), on_decision=lambda _, decision:
+                                                          decisions.append(decision)), scenario)
+    truth = scenario.events_per_instance_per_minute / 60.0
+    assert decisions[-1].state.checkpoint_delay_clipped
+    learned = [decision.state.throughput_per_instance for decision in decisions
+               if decision.state.throughput_per_instance is not None]
+    assert all(rate > 0.8 * truth for rate in learned)
+    assert decisions[-1].metrics["throughput_per_instance"] > 0.95 * truth
 
 
 def stalled_run(**slo):

@@ -148,6 +148,7 @@ from scaling.domain.slo_kernel.learning import (  # noqa: F401
     arrived_before,
     busy_partitions,
     corroborated_drop,
+    delay_clipped,
     dense_arrivals,
     learned_checkpoint_delay,
     learned_throughput,
@@ -156,6 +157,7 @@ from scaling.domain.slo_kernel.learning import (  # noqa: F401
     observed_throughput,
     quietest_rate,
     remembered_drop,
+    saturation_lag,
     serving_throughput,
     settled_for_drop,
 )

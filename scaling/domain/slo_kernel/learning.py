@@ -258,6 +258,24 @@ def learning_trail(delay, ceiling, steady_ceiling):
     return where(is_nan(delay), 60.0, where(delay >= ceiling, maximum(delay, steady_ceiling), delay))
 
 
+def delay_clipped(clipped, previous, delay, ceiling):
+    """Whether the learned checkpoint ``delay`` is only a lower bound, after an evaluation that
+    learned it from ``previous`` (NaN: none yet; ``clipped``: whether it was one): the first
+    ages set it at its ``ceiling`` (they were older still), and no age has lowered it since. A
+    delay that crept to its ceiling (0.5 s per evaluation while the ages stay within an interval
+    of it) is no bound: ages were seen at it."""
+    return where(is_nan(previous), delay >= ceiling, clipped & negation(delay < previous))
+
+
+def saturation_lag(delay, clipped, steady_ceiling):
+    """How far the saturation test (``busy_partitions``) allows the checkpoints to trail: the
+    learned ``delay``, or, where it is only a lower bound (``delay_clipped``), the
+    ``steady_ceiling`` it may follow to. Checkpoints 180 s late learned at the 75 s ceiling read
+    every partition that kept up busy (three intervals' arrivals against two and 75 s'): NASA's
+    cold start learned 10.2/s, the truth 16.7/s."""
+    return where(clipped, maximum(delay, steady_ceiling), delay)
+
+
 def dense_arrivals(arrival_rate, recent_rate, delay, interval, row_of=None, history=None):
     """Per candidate, whether the partitions in view received, over the checkpoint ``delay`` (at
     least an ``interval``), ``DENSE_EVENTS`` events each on average, at the lower of the rate

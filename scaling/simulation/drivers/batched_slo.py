@@ -168,6 +168,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     before_drop = np.full(count, np.nan)  # the rate before a drop learned at once (slo_kernel.remembered_drop)
     drop_shown_at = np.full(count, np.nan)
     delay = np.full(count, np.nan)
+    clipped = np.zeros(count, dtype=bool)  # (the delay only a lower bound: slo_kernel.delay_clipped)
     pause = np.full(count, np.nan)  # the learned rebalance pause (slo_kernel.rebalance)
     cadence = np.full(count, np.nan)  # the learned checkpoint cadence (slo_kernel.cadence)
     tokens = np.full(count, np.nan)
@@ -267,7 +268,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 # checkpoint is unmeasured (and one without a live owner measures no owner).
                 arrived_each = enqueued_now - world.enqueued_at(now - interval)
                 # (beyond what checkpoints as far behind as the learned delay explain)
-                lag = np.where(np.isnan(delay) | (delay == 0), 0.0, delay)
+                lag = np.where(np.isnan(delay) | (delay == 0), 0.0, slo_kernel.saturation_lag(  # (a clipped delay: a bound)
+                    delay, clipped, settings.knobs.delay_steady_ceiling))
                 if lag.any():  # (only where the checkpoints keep pace: engine.interval_throughput)
                     lag = np.where(slo_kernel.checkpoints_keep_pace(checkpoints, previous_checkpoints, partition_backlog), lag, 0.0)
                 lag_arrivals = None
@@ -373,6 +375,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             stand_still=stand_still, cadence=measure,
             # (a scale-in only where the cooldown and the action budget would let it act)
             may_scale_in=_scale_in_allowed(settings, tokens, tokens_at, last_action, moment) & (settings.lowest < capacity))
+        clipped = slo_kernel.delay_clipped(clipped, delay, outcome.delay, settings.knobs.delay_ceiling)
         delay, pause = outcome.delay, outcome.pause
         # (slo._proposal: an at-risk scale-out from the lower bound under a cadence confirms it)
         confirmed = slo_kernel.confirms_floor(outcome.reason == slo_kernel.AT_RISK, np.isnan(throughput) & np.isnan(
