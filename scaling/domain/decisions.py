@@ -46,6 +46,9 @@ class ScalerState:
     throughput_before_drop: float | None = None
     throughput_drop_shown_at: datetime | None = None
     checkpoint_delay_seconds: float | None = None
+    #: Whether the learned checkpoint delay is only a lower bound: the first ages set it at its
+    #: ceiling and none has lowered it since (``slo_kernel.delay_clipped``).
+    checkpoint_delay_clipped: bool = False
     #: How long a partition that changed owner keeps its checkpoint still (``slo_kernel.rebalance``):
     #: learned from the moves the readings show; above 0, scale-outs allow for it.
     rebalance_pause_seconds: float | None = None
@@ -89,7 +92,8 @@ def decision_id_for(target: str, sample_id: str) -> str:
 #: newest sample was already evaluated (a late sample arrived) must not learn from it twice.
 LEARNED_FIELDS = ("throughput_per_instance", "throughput_observations", "throughput_floor", "throughput_unconfirmed",
                   "throughput_before_drop", "throughput_drop_shown_at",
-                  "checkpoint_delay_seconds", "rebalance_pause_seconds", "checkpoint_cadence_seconds")
+                  "checkpoint_delay_seconds", "checkpoint_delay_clipped", "rebalance_pause_seconds",
+                  "checkpoint_cadence_seconds")
 
 
 def restore_learning(new: ScalerState, old: ScalerState) -> ScalerState:

@@ -153,8 +153,10 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
         busy[~unmeasured_flags] = slo_kernel.busy_over_span(np.array(starts), np.array(ends), np.array(arrivals), cadence,
                                                             elapsed, interval)
     else:
-        busy[~unmeasured_flags] = slo_kernel.busy_partitions(np.array(starts), np.array(ends), np.array(arrivals),
-                                                             lag_seconds, elapsed)
+        busy[~unmeasured_flags] = slo_kernel.busy_partitions(
+            np.array(starts), np.array(ends), np.array(arrivals), lag_seconds, elapsed,
+            _arrived_over_lag(samples, later, [partition for (partition, _), skip in zip(pairs, unmeasured, strict=True)
+                                                if not skip], lag_seconds) if lag_seconds > elapsed else None)
     observed, saturated, fastest = slo_kernel.observed_throughput(
         np.array([float(sum(done))]), elapsed, np.array([float(ready_capacity)]), np.array(done, dtype=float)[:, None],
         busy[:, None], unmeasured_flags[:, None], slo_kernel.Owners.of(tuple(owners), len(owners)) if by_owner else None)
@@ -164,6 +166,36 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
         float(observed[0]), float(fastest[0]), throughput, np.array(starts), np.array(ends), np.array(arrivals),
         np.array(moved), elapsed, most())))
     return float(observed[0]), bool(saturated[0]), corroborated
+
+
+def _arrived_over_lag(samples: Sequence[MetricSample], later: MetricSample, partitions: Sequence[PartitionReading],
+                      lag_seconds: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """What arrived at each of ``partitions`` (the measured ones of ``later``) over the ``lag_seconds``
+    before the interval's start and before its end (``slo_kernel.arrived_before``, for
+    ``slo_kernel.busy_partitions``), off the window's samples; None where a sample did not read
+    them all."""
+    if len(samples) < 3:
+        return None
+    ids = {id(partition) for partition in partitions}
+    rows, times = [], []
+    for sample in samples:
+        if not sample.ok:
+            return None
+        row = []
+        for source in later.sources:
+            earlier = next((reading for reading in sample.sources if reading.name == source.name), None)
+            row.extend(float(start.last_enqueued) if start is not None else math.nan
+                       for partition, start in zip(source.partitions, _earlier_readings(earlier, source), strict=True)
+                       if id(partition) in ids)
+        rows.append(row)
+        times.append(sample.collected_at.timestamp())
+    positions = np.array(rows)
+    if np.isnan(positions).any():
+        return None
+    times_array = np.array(times)
+    lag = np.array([lag_seconds])
+    return (slo_kernel.arrived_before(times_array[:-1], positions[:-1], lag)[:, 0],
+            slo_kernel.arrived_before(times_array, positions, lag)[:, 0])
 
 
 def _earlier_readings(earlier: SourceReading | None, later: SourceReading) -> Sequence[PartitionReading | None]:
@@ -221,7 +253,7 @@ def ready_from_owners(expected: int, serving: int | None, pending_ready_at: date
 
 def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_capacity: int | None,
                      settled: bool = True, most: Callable[[], float] = lambda: math.inf,
-                     span: tuple[int, float, float] | None = None) -> ScalerState:
+                     span: tuple[int, float, float] | None = None, steady_ceiling: float = 0.0) -> ScalerState:
     """Fold the last interval's per-instance throughput into the state if it was saturated.
 
     Where ownership is collected, the instances that really served (the live owners) divide
@@ -230,7 +262,8 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
     for the next one to confirm it (``slo_kernel.UNCONFIRMED_DROP``), unless the interval's own
     readings corroborate it (``most``: the instances' worth the bounds allow) and the capacity
     has long been steady (``settled``, ``slo_kernel.settled_for_drop``): then it is learned at once.
-    ``span``: ``throughput_span`` where the caller has it already."""
+    ``span``: ``throughput_span`` where the caller has it already; ``steady_ceiling``: the
+    longest delay a clipped one may follow to (``slo_kernel.saturation_lag``)."""
     held_back = state.throughput_unconfirmed
     if held_back is not None:
         state = replace(state, throughput_unconfirmed=None)  # it waits one learning step, no more
@@ -243,7 +276,8 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
     observed, saturated, corroborated = interval_throughput(
         samples if span == 1 else [samples[-1 - span], samples[-1]], owners or ready_capacity,
         by_owner=owners is not None,
-        lag_seconds=_number(state.checkpoint_delay_seconds) if state.checkpoint_delay_seconds else 0.0,
+        lag_seconds=float(slo_kernel.saturation_lag(state.checkpoint_delay_seconds, state.checkpoint_delay_clipped,
+                                                    steady_ceiling)) if state.checkpoint_delay_seconds else 0.0,
         cadence=cadence, interval=interval, most=most,
         # (a drop is learned at once only from one interval's readings: under a cadence checkpoints
         # move in lumps and partitions stand still between them, so no interval can prove one)
@@ -467,12 +501,17 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     # With a checkpoint cadence the throughput is read over a span, and the checkpoints at its start
     # moved up to a cadence before: that much earlier still (``throughput_span``).
     span, cadence, _ = spanned = throughput_span(state, samples)
-    trail = timedelta(seconds=(state.checkpoint_delay_seconds if state.checkpoint_delay_seconds is not None else 60.0) + cadence)
+    max_age = target.slo.max_event_age_seconds
+    # (a delay at its ceiling is only a lower bound: as long as it may follow to, ``slo_kernel.learning_trail``)
+    trail = timedelta(seconds=float(slo_kernel.learning_trail(
+        _number(state.checkpoint_delay_seconds), max_age * slo_kernel.CHECKPOINT_DELAY_CEILING,
+        max_age * slo_kernel.CHECKPOINT_DELAY_STEADY_CEILING)) + cadence)
     if not pending and (steady_since is None or len(samples) < 2 or samples[-1 - span].collected_at - trail >= steady_since):
         settled = steady_since is None or len(samples) < 2 or bool(slo_kernel.settled_for_drop(
             (samples[-2].collected_at - steady_since).total_seconds(), trail.total_seconds()))
         state = learn_throughput(state, samples, ready_capacity, settled,
-                                 functools.partial(_most_instances, target, latest), spanned)
+                                 functools.partial(_most_instances, target, latest), spanned,
+                                 max_age * slo_kernel.CHECKPOINT_DELAY_STEADY_CEILING)
     elif state.throughput_per_instance is None and len(samples) >= 2 and not cadence:
         # (with a checkpoint cadence one interval's checkpoints move lumps of earlier work: 28.7/s read
         # where the truth is 16.7/s; the floor then rises from the spans alone)

@@ -277,7 +277,8 @@ def _hub_reading(samples: Sequence[MetricSample], source: SourceReading, outlook
         checkpoints=lambda: _checkpoint_readings(samples, source),
         scale_in_rates=lambda: (np.zeros_like(backlog) if peak is None else peak[:, None], outlook.rise, outlook.noise),
         earlier_backlog=None if outlook.earlier_backlog is None else outlook.earlier_backlog[:, None],
-        bursts=lambda: _burst_history(outlook), since_moved=lambda: _since_moved(history()))
+        bursts=lambda: _burst_history(outlook), since_moved=lambda: _since_moved(history()),
+        arrivals=lambda: (outlook.times, outlook.positions))
 
 
 def _burst_history(outlook: SourceOutlook) -> kernel.BurstHistory:
@@ -364,7 +365,10 @@ def _proposal(target: TargetPolicy, situation: Situation, outlooks: list[SourceO
     allowance = 0.0 if outcome.allowance is None else float(outcome.allowance[0])
     cadence = float(outcome.cadence[0]) if outcome.cadence is not None else math.nan if \
         situation.state.checkpoint_cadence_seconds is None else situation.state.checkpoint_cadence_seconds
-    new_state = replace(situation.state, checkpoint_delay_seconds=delay,
+    previous = situation.state.checkpoint_delay_seconds
+    clipped = bool(kernel.delay_clipped(situation.state.checkpoint_delay_clipped, math.nan if previous is None else previous,
+                                        delay, target.slo.max_event_age_seconds * kernel.CHECKPOINT_DELAY_CEILING))
+    new_state = replace(situation.state, checkpoint_delay_seconds=delay, checkpoint_delay_clipped=clipped,
                         rebalance_pause_seconds=None if math.isnan(pause) else pause,
                         checkpoint_cadence_seconds=None if math.isnan(cadence) else cadence)
     total_rate = float(sum(o.arrival_rate.sum() for o in outlooks))

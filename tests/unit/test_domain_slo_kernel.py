@@ -282,6 +282,43 @@ def test_learned_checkpoint_delay_dense_and_steady(worst, previous, dense, stead
 
 
 @pytest.mark.parametrize(
+    ("quiet_minute", "delay", "dense"),
+    [
+        pytest.param(None, 180.0, True, id="busy-throughout"),
+        pytest.param(9, 180.0, False, id="a-pause-in-the-last-interval"),
+        pytest.param(6, 180.0, False, id="a-pause-within-the-delay-and-an-interval"),
+        pytest.param(5, 180.0, True, id="a-pause-before-it"),
+        pytest.param(8, None, False, id="without-a-delay-within-two-intervals"),
+        pytest.param(7, None, True, id="without-a-delay-before-them"),
+    ],
+)
+def test_dense_arrivals_over_the_history(quiet_minute, delay, dense) -> None:
+    """With the arrivals' history, a pause inside the delay (and an interval) leaves the oldest
+    event younger than the delay though the rate window and the last interval are busy."""
+    times = 60.0 * np.arange(11)
+    per_minute = np.full((10, 4), 60.0)  # (1/s each of 4 partitions)
+    if quiet_minute is not None:
+        per_minute[quiet_minute] = 0.0
+    positions = np.vstack([np.zeros((1, 4)), per_minute.cumsum(axis=0)])
+    rates = np.ones(4)
+    assert bool(kernel.dense_arrivals(rates, rates, one(delay), 60.0, history=(times, positions))[0]) is dense
+    assert bool(kernel.dense_arrivals(rates, rates, one(delay), 60.0)[0])  # (without it: the rates alone)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [
+        pytest.param([60.0, 120.0, 240.0], [3.0, 2.0, 1.0], id="the-intervals-ending-within-the-seconds"),
+        pytest.param([0.0], [math.inf], id="none-within"),
+    ],
+)
+def test_quietest_rate(seconds, expected) -> None:
+    times = 60.0 * np.arange(5)
+    positions = np.array([0.0, 60.0, 180.0, 300.0, 480.0])[:, None] * np.array([[0.5, 0.5]])  # (1, 2, 2, 3 /s)
+    assert kernel.quietest_rate(times, positions, np.array(seconds)).tolist() == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
     ("recent", "delay", "dense"),
     [
         pytest.param(10 / 60, None, True, id="ten-events-an-interval-without-a-delay"),
@@ -314,6 +351,85 @@ def test_dense_arrivals(recent, delay, dense) -> None:
 def test_busy_partitions(backlog, lag, busy) -> None:
     """100 events arrived over a 60 s interval; the backlog at both ends."""
     assert bool(kernel.busy_partitions(backlog, backlog + 50.0, 100.0, lag, 60.0)) is busy
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "lag", "busy"),
+    [
+        pytest.param(2201.0, 2201.0, 180.0, True, id="beyond-what-arrived-over-the-lag"),
+        pytest.param(2200.0, 2201.0, 180.0, False, id="the-start-at-its-lag-s-arrivals"),
+        pytest.param(2201.0, 1700.0, 180.0, False, id="the-end-at-its-lag-s-arrivals"),
+        pytest.param(1800.0, 1600.0, 180.0, False, id="a-quiet-interval-after-busy-ones-holds-the-lag-s-backlog"),
+        pytest.param(201.0, 201.0, 60.0, True, id="a-lag-of-an-interval-counts-none"),
+    ],
+)
+def test_busy_partitions_over_what_arrived_over_the_lag(start, end, lag, busy) -> None:
+    """100 events arrived over the 60 s interval, 2,000 over the lag before its start and 1,500
+    before its end (the arrivals fell): the backlog a checkpoint trailing by the lag shows is what
+    arrived then, not the interval's rate over the lag (300 events: every partition busy)."""
+    arrived = (np.array([2000.0]), np.array([1500.0]))
+    assert bool(kernel.busy_partitions(np.array([start]), np.array([end]), np.array([100.0]), lag, 60.0, arrived)[0]) is busy
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [
+        pytest.param(60.0, 180.0, id="the-last-interval"),
+        pytest.param(90.0, 240.0, id="read-between-samples"),
+        pytest.param(240.0, 480.0, id="the-whole-history"),
+        pytest.param(300.0, 540.0, id="before-it-at-the-first-interval-s-rate"),
+    ],
+)
+def test_arrived_before(seconds, expected) -> None:
+    times = 60.0 * np.arange(5)
+    positions = np.array([0.0, 60.0, 180.0, 300.0, 480.0])[:, None] * np.array([[1.0, 2.0]])
+    assert kernel.arrived_before(times, positions, seconds)[:, 0].tolist() == pytest.approx([expected, 2 * expected])
+    per_candidate = np.stack([positions, 3 * positions], axis=2)  # (samples, partitions, candidates)
+    assert kernel.arrived_before(times, per_candidate, np.array([seconds, seconds]))[0].tolist() == pytest.approx(
+        [expected, 3 * expected])
+
+
+@pytest.mark.parametrize(
+    ("clipped", "previous", "delay", "expected"),
+    [
+        pytest.param(False, None, 75.0, True, id="first-at-the-ceiling-a-bound"),
+        pytest.param(False, None, 74.0, False, id="first-below-it-seen"),
+        pytest.param(True, 75.0, 85.0, True, id="following-up-still-a-bound"),
+        pytest.param(True, 75.0, 75.0, True, id="unchanged-still-a-bound"),
+        pytest.param(True, 75.0, 60.0, False, id="lowered-by-an-age-seen"),
+        pytest.param(False, 74.5, 75.0, False, id="crept-to-the-ceiling-no-bound"),
+    ],
+)
+def test_delay_clipped(clipped, previous, delay, expected) -> None:
+    assert bool(kernel.delay_clipped(np.array([clipped]), one(previous), one(delay), 75.0)[0]) is expected
+
+
+@pytest.mark.parametrize(
+    ("delay", "clipped", "lag"),
+    [
+        pytest.param(75.0, False, 75.0, id="seen-the-delay"),
+        pytest.param(75.0, True, 210.0, id="a-bound-the-longest-it-may-follow-to"),
+        pytest.param(250.0, True, 250.0, id="past-it-the-delay"),
+    ],
+)
+def test_saturation_lag(delay, clipped, lag) -> None:
+    assert kernel.saturation_lag(one(delay), np.array([clipped]), 210.0)[0] == pytest.approx(lag)
+
+
+@pytest.mark.parametrize(
+    ("delay", "trail"),
+    [
+        pytest.param(None, 60.0, id="none-learned-an-interval"),
+        pytest.param(30.0, 30.0, id="below-the-ceiling-the-delay"),
+        pytest.param(74.9, 74.9, id="just-below-the-ceiling"),
+        pytest.param(75.0, 210.0, id="at-the-ceiling-the-longest-it-may-follow-to"),
+        pytest.param(111.0, 210.0, id="following-past-the-ceiling"),
+        pytest.param(250.0, 250.0, id="past-the-steady-ceiling-the-delay"),
+    ],
+)
+def test_learning_trail(delay, trail) -> None:
+    """A delay at its ceiling is a lower bound: the first ages were older still."""
+    assert kernel.learning_trail(one(delay), 75.0, 210.0)[0] == pytest.approx(trail)
 
 
 @pytest.mark.parametrize(

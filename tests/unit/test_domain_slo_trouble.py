@@ -15,7 +15,8 @@ from scaling.domain.decisions import DOWN, HOLD, UP
 from scaling.domain.engine import evaluate
 from scaling.domain.slo_kernel import FLOOR_DOUBT
 from scaling.simulation.peers.looped import EngineAutoscaler, simulated_target
-from scaling.simulation.world.loop import Scenario, simulate
+from scaling.simulation.world.loop import Scenario, load_trace, per_minute, scale_trace, simulate
+from scaling.simulation.world.traces import NASA_JUL95
 from tests.helpers import noisy_diurnal
 from tests.unit.test_domain_slo import T0, history, slo_target, state
 
@@ -52,6 +53,54 @@ def test_checkpoints_180_s_late_teach_their_delay_and_cost_less() -> None:
     assert decisions[-1].state.checkpoint_delay_seconds > 150.0
     assert result.slo_violation_minutes == 0
     assert result.cost_ratio < 3.0
+
+
+def test_a_pause_in_the_arrivals_inside_the_delay_keeps_it() -> None:
+    """Two minutes without arrivals inside a 180 s delay, the minutes around them busy: for two
+    minutes after it the oldest event is only as old as the first arrival after the pause, and
+    the delay learned from that (NASA minute 1888: 177 s -> 60 s) read every partition busy and
+    taught 5.6/s where the truth is 16.7/s. The quietest interval within the delay says so."""
+    scenario = Scenario(checkpoint_delay_seconds=180.0)
+    arrivals = noisy_diurnal(420, seed=3)
+    arrivals[360:362] = 0.0
+    delays = {}
+    simulate(arrivals, EngineAutoscaler(simulated_target(scenario), on_decision=lambda sample, decision: delays.update(
+        {sample.collected_at: decision.state.checkpoint_delay_seconds})), scenario)
+    learned = [value for _, value in sorted(delays.items())]
+    assert learned[355] >= 75.0
+    assert min(learned[356:]) >= learned[355]  # (on main: 60 s for the rest of the run)
+
+
+def test_a_cold_start_under_late_checkpoints_learns_the_rate_the_new_instances_show() -> None:
+    """NASA's first hour, checkpoints 180 s late: the first ages set the delay at its 75 s
+    ceiling, and the interval read 75 s after 3 -> 32 showed the three instances before it
+    (1.56/s per instance, the truth 16.7/s); the rate learned from it stayed at 10.2/s for hours.
+    A delay at its ceiling is only a lower bound: learning waits as long as it may follow to."""
+    scenario = Scenario(checkpoint_delay_seconds=180.0)
+    arrivals = scale_trace(per_minute(load_trace(NASA_JUL95), 60)[:60], scenario)
+    rates = []
+    simulate(arrivals, EngineAutoscaler(simulated_target(scenario), on_decision=lambda _, decision: rates.append(
+        decision.state.throughput_per_instance)), scenario)
+    learned = [rate for rate in rates if rate is not None]
+    assert learned, "the drain after the scale-out saturates the consumers"
+    assert learned[0] == pytest.approx(scenario.events_per_instance_per_minute / 60.0, rel=0.05)
+
+
+def test_a_cold_start_under_late_checkpoints_learns_no_rate_below_what_the_instances_show() -> None:
+    """Checkpoints 180 s late, the delay set at its 75 s ceiling by the first ages and never
+    lowered: every partition that kept up held three intervals' arrivals, more than the two and
+    75 s the saturation test allowed (here 3.2/s learned, sized by at 80% of what the instances had
+    shown). A clipped delay is a lower bound: the test allows the longest it may follow to."""
+    scenario = Scenario(checkpoint_delay_seconds=180.0)
+    decisions = []
+    simulate(noisy_diurnal(240, seed=3), EngineAutoscaler(simulated_target(scenario), on_decision=lambda _, decision:
+                                                          decisions.append(decision)), scenario)
+    truth = scenario.events_per_instance_per_minute / 60.0
+    assert decisions[-1].state.checkpoint_delay_clipped
+    learned = [decision.state.throughput_per_instance for decision in decisions
+               if decision.state.throughput_per_instance is not None]
+    assert all(rate > 0.8 * truth for rate in learned)
+    assert decisions[-1].metrics["throughput_per_instance"] > 0.95 * truth
 
 
 def stalled_run(**slo):

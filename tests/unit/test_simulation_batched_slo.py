@@ -102,6 +102,19 @@ def test_the_trouble_worlds_match_too(changes: dict, traffic: float) -> None:
             assert_same_run(simulate(arrivals, EngineAutoscaler(target), scenario), result, f"{changes} skew {skew} {target.slo}")
 
 
+def test_late_checkpoints_over_pauses_in_the_arrivals_match_too() -> None:
+    """Two minutes without arrivals inside a 180 s checkpoint delay, every 100 minutes: the batch
+    reads the quietest interval within the delay off its window as the engine does off its samples
+    (``slo_kernel.dense_arrivals``), and learns the same delay."""
+    scenario = Scenario(partitions=8, peak_instances=6.0, checkpoint_delay_seconds=180.0)
+    arrivals = noisy_diurnal(600, seed=7) * 0.4
+    for start in range(150, 600, 100):
+        arrivals[start:start + 2] = 0.0
+    targets = candidates(scenario)[::7]
+    for target, result in zip(targets, simulate_slo_batch(arrivals, targets, scenario), strict=True):
+        assert_same_run(simulate(arrivals, EngineAutoscaler(target), scenario), result, str(target.slo))
+
+
 @pytest.mark.parametrize(("seed", "partitions", "failures_per_day"), [(1, 4, 60.0), (4, 8, 150.0), (6, 8, 60.0)])
 def test_the_lone_instance_failing_matches_too(seed: int, partitions: int, failures_per_day: float) -> None:
     """A hub one instance serves, whose instances fail often. When the only instance fails,

@@ -94,15 +94,44 @@ def observed_throughput(processed: np.ndarray, elapsed: float, serving: np.ndarr
     return observed, saturated, fastest
 
 
-def busy_partitions(start_backlog, end_backlog, arrived, lag_seconds, elapsed):
+def busy_partitions(start_backlog, end_backlog, arrived, lag_seconds, elapsed, lag_arrivals=None):
     """Where a partition was saturated over an interval of ``elapsed`` seconds in which
     ``arrived`` events came: it held, at both ends, more than two intervals' arrivals (room for
     checkpoints trailing by up to an interval), and, where the checkpoints trail by more than an
     interval (``lag_seconds``: the learned checkpoint delay), more by the arrivals over that lag.
     A consumer that keeps up shows a backlog of the arrivals over the lag: counted as busy,
     every partition of a hub whose checkpoints trail by 150 s or more reads saturated, and the
-    rate is learned as arrivals / owners (3.5/s where the truth is 16.7/s)."""
-    return minimum(start_backlog, end_backlog) > arrived * (2.0 + where(lag_seconds > elapsed, lag_seconds, 0.0) / elapsed)
+    rate is learned as arrivals / owners (3.5/s where the truth is 16.7/s).
+
+    The arrivals over the lag are the interval's rate's, or, given ``lag_arrivals`` (what arrived
+    over the lag before the interval's start and before its end, ``arrived_before``), those: the
+    backlog a checkpoint that trails by the lag shows is what arrived then, and an interval
+    quieter than the lag before it (NASA's outage; a minute of 20/s after minutes of 250/s) read
+    every partition busy and taught what the checkpoints' lumps of earlier work say: 0.5-9.9/s
+    where the truth is 16.7/s."""
+    late = lag_seconds > elapsed
+    if lag_arrivals is None:
+        return minimum(start_backlog, end_backlog) > arrived * (2.0 + where(late, lag_seconds, 0.0) / elapsed)
+    before_start, before_end = lag_arrivals
+    return ((start_backlog > 2.0 * arrived + where(late, before_start, 0.0))
+            & (end_backlog > 2.0 * arrived + where(late, before_end, 0.0)))
+
+
+def arrived_before(times: np.ndarray, positions: np.ndarray, seconds) -> np.ndarray:
+    """Per partition (and candidate), the events that arrived over the ``seconds`` (per candidate)
+    before the last sample (``positions``: last-enqueued sequence numbers, samples x partitions[ x
+    candidates], oldest first), the positions read linearly between samples (before the first
+    one, at its interval's rate)."""
+    seconds = np.atleast_1d(np.asarray(seconds, dtype=float))
+    at = times[-1] - seconds
+    index = np.clip(np.searchsorted(times, at, side="right") - 1, 0, len(times) - 2)
+    share = (at - times[index]) / (times[index + 1] - times[index])
+    if positions.ndim == 2:
+        low, high = positions[index].T, positions[index + 1].T  # (partitions, candidates)
+    else:
+        columns = np.arange(positions.shape[2])
+        low, high = positions[index, :, columns].T, positions[index + 1, :, columns].T
+    return (positions[-1][:, None] if positions.ndim == 2 else positions[-1]) - (low + (high - low) * share)
 
 
 def learned_throughput(throughput: np.ndarray, floor: np.ndarray, held_back: np.ndarray, observed: np.ndarray,
@@ -222,12 +251,65 @@ def learned_checkpoint_delay(worst_age, previous, interval, ceiling, dense=True,
     return where(is_nan(previous), minimum(worst_age, ceiling), kept)
 
 
-def dense_arrivals(arrival_rate, recent_rate, delay, interval, row_of=None):
+def learning_trail(delay, ceiling, steady_ceiling):
+    """How long after a change of capacity the checkpoints may still show the count before it:
+    the learned checkpoint ``delay`` (NaN: none yet, an interval), or, while it stands at or past
+    its ``ceiling`` (the first ages were older still: the true delay may be longer), the
+    ``steady_ceiling`` it may follow up to. NASA's cold start with checkpoints 180 s late learned
+    a delay of 75 s and, 2.5 minutes after 3 -> 32, 1.56/s per instance (three instances' work
+    over 32): the rate learned from it stayed at 10.2/s, the truth 16.7/s, for hours."""
+    return where(is_nan(delay), 60.0, where(delay >= ceiling, maximum(delay, steady_ceiling), delay))
+
+
+def delay_clipped(clipped, previous, delay, ceiling):
+    """Whether the learned checkpoint ``delay`` is only a lower bound, after an evaluation that
+    learned it from ``previous`` (NaN: none yet; ``clipped``: whether it was one): the first
+    ages set it at its ``ceiling`` (they were older still), and no age has lowered it since. A
+    delay that crept to its ceiling (0.5 s per evaluation while the ages stay within an interval
+    of it) is no bound: ages were seen at it."""
+    return where(is_nan(previous), delay >= ceiling, clipped & negation(delay < previous))
+
+
+def saturation_lag(delay, clipped, steady_ceiling):
+    """How far the saturation test (``busy_partitions``) allows the checkpoints to trail: the
+    learned ``delay``, or, where it is only a lower bound (``delay_clipped``), the
+    ``steady_ceiling`` it may follow to. Checkpoints 180 s late learned at the 75 s ceiling read
+    every partition that kept up busy (three intervals' arrivals against two and 75 s'): NASA's
+    cold start learned 10.2/s, the truth 16.7/s."""
+    return where(clipped, maximum(delay, steady_ceiling), delay)
+
+
+def dense_arrivals(arrival_rate, recent_rate, delay, interval, row_of=None, history=None):
     """Per candidate, whether the partitions in view received, over the checkpoint ``delay`` (at
     least an ``interval``), ``DENSE_EVENTS`` events each on average, at the lower of the rate
     window's and the last interval's arrivals: enough for the oldest event's age to show the
-    delay (a partition that received nothing since its checkpoint looks caught up)."""
+    delay (a partition that received nothing since its checkpoint looks caught up).
+
+    With the arrivals' ``history`` (the sample times and the last-enqueued sequence numbers,
+    samples x partitions[ x candidates], oldest first), at the quietest interval's rate among
+    those within an interval of the delay (``quietest_rate``): a pause of two minutes inside a
+    180 s delay leaves the oldest event 60 s old while the other intervals are busy, and the
+    delay learned from it (NASA minute 1888: 177 s -> 60 s) read every partition busy and
+    taught 5.6/s where the truth is 16.7/s."""
     partitions = len(row_of) if row_of is not None else arrival_rate.shape[0]
     span = where(is_nan(delay), interval, maximum(delay, interval))
     rate = minimum(column_sums(_per_candidate(arrival_rate), row_of), column_sums(_per_candidate(recent_rate), row_of))
+    if history is not None:
+        rate = minimum(rate, quietest_rate(*history, span + interval, row_of))
     return rate * span >= DENSE_EVENTS * partitions
+
+
+def quietest_rate(times: np.ndarray, positions: np.ndarray, seconds, row_of=None):
+    """Per candidate, the hub's lowest arrival rate (events/s, every partition) among the
+    collection intervals that end within ``seconds`` (per candidate) of the last sample
+    (``positions``: last-enqueued sequence numbers, samples x rows[ x candidates], oldest
+    first; ``row_of``: each partition's row, where rows stand for several); infinite where no
+    interval does."""
+    if len(times) < 2:
+        return np.full(np.shape(seconds) or (1,), math.inf)
+    totals = (positions if row_of is None else positions[:, row_of]).sum(axis=1)
+    steps = times[1:] - times[:-1]
+    steps = np.where(steps > 0, steps, np.inf).reshape(-1, *[1] * (totals.ndim - 1))
+    rates = np.maximum(totals[1:] - totals[:-1], 0.0) / steps  # (intervals[, candidates])
+    within = (times[1:] > times[-1] - np.atleast_1d(seconds)[:, None]).T  # (intervals, candidates)
+    return np.where(within, rates if rates.ndim > 1 else rates[:, None], math.inf).min(axis=0)

@@ -99,6 +99,10 @@ class HubReading:
     bursts: Callable[[], BurstHistory | None] | None = None
     #: The seconds since each checkpoint's last move, read when a cadence is known (``cadence.cadence_readings``).
     since_moved: Callable[[], tuple[np.ndarray, np.ndarray | None] | None] | None = None
+    #: The arrivals' history: the sample times and the last-enqueued sequence numbers (samples x
+    #: partitions, shared, or samples x partitions x candidates), read to learn the checkpoint
+    #: delay (``dense_arrivals``; None: not read).
+    arrivals: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None
 
     @property
     def partitions(self) -> int:
@@ -361,7 +365,8 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     # (a batch of one runs these per-candidate rules on plain numbers, as ``arrays`` lets them)
     previous = _plain(state.delay)
     worst = functools.reduce(np.maximum, [age.max(axis=0) for age in ages])
-    dense = functools.reduce(np.logical_and, [dense_arrivals(arrival, recent, previous, interval, hub.row_of)
+    dense = functools.reduce(np.logical_and, [dense_arrivals(arrival, recent, previous, interval, hub.row_of,
+                                                             None if hub.arrivals is None else hub.arrivals())
                                               for hub, arrival, recent in zip(hubs, arrivals, recents, strict=True)])
     enough = enough_history if isinstance(enough_history, np.ndarray) else bool(enough_history)
     steady = (state.ready >= capacity) & (capacity >= counts.highest) & enough

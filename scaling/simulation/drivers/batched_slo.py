@@ -168,6 +168,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     before_drop = np.full(count, np.nan)  # the rate before a drop learned at once (slo_kernel.remembered_drop)
     drop_shown_at = np.full(count, np.nan)
     delay = np.full(count, np.nan)
+    clipped = np.zeros(count, dtype=bool)  # (the delay only a lower bound: slo_kernel.delay_clipped)
     pause = np.full(count, np.nan)  # the learned rebalance pause (slo_kernel.rebalance)
     cadence = np.full(count, np.nan)  # the learned checkpoint cadence (slo_kernel.cadence)
     tokens = np.full(count, np.nan)
@@ -253,7 +254,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             # spans, steady since a cadence before its start)
             allowed = slo_kernel.cadence_allowance(cadence, interval_seconds)
             spans = slo_kernel.cadence_span(allowed, interval_seconds, samples - 1)
-            trail = np.where(np.isnan(delay), 60.0, delay) + np.where(spans > 1, allowed, 0.0)
+            trail = (slo_kernel.learning_trail(delay, settings.knobs.delay_ceiling, settings.knobs.delay_steady_ceiling)
+                     + np.where(spans > 1, allowed, 0.0))
             called = ~pending & (np.isnan(steady) | _learns(trail, steady, moment - spans * interval_seconds))  # learn_throughput runs
             held_back = unconfirmed
             unconfirmed = np.where(called, np.nan, unconfirmed)  # (it waits one learning step, no more)
@@ -266,11 +268,20 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 # checkpoint is unmeasured (and one without a live owner measures no owner).
                 arrived_each = enqueued_now - world.enqueued_at(now - interval)
                 # (beyond what checkpoints as far behind as the learned delay explain)
-                lag = np.where(np.isnan(delay) | (delay == 0), 0.0, delay)
+                lag = np.where(np.isnan(delay) | (delay == 0), 0.0, slo_kernel.saturation_lag(  # (a clipped delay: a bound)
+                    delay, clipped, settings.knobs.delay_steady_ceiling))
                 if lag.any():  # (only where the checkpoints keep pace: engine.interval_throughput)
                     lag = np.where(slo_kernel.checkpoints_keep_pace(checkpoints, previous_checkpoints, partition_backlog), lag, 0.0)
+                lag_arrivals = None
+                if (lag > interval_seconds).any() and samples >= 3:  # (what arrived over the lag: engine._arrived_over_lag)
+                    minutes = now - interval * np.arange(samples - 1, -1, -1)
+                    history = np.stack([world.enqueued_at(minute) for minute in minutes])
+                    history = history[:, :, 0] if history.shape[2] == 1 else history  # (one trace: shared)
+                    moments = _EPOCH_SECONDS + 60.0 * minutes
+                    lag_arrivals = (slo_kernel.arrived_before(moments[:-1], history[:-1], lag),
+                                    slo_kernel.arrived_before(moments, history, lag))
                 busy = slo_kernel.busy_partitions(previous_partition_backlog, partition_backlog, arrived_each, lag,
-                                                  interval_seconds) & (checkpoints > 0)
+                                                  interval_seconds, lag_arrivals) & (checkpoints > 0)
                 observed, saturated, fastest = slo_kernel.observed_throughput(
                     processed, interval_seconds, np.maximum(live_owners, 1), checkpoints - previous_checkpoints, busy,
                     checkpoints <= 0, owned_by)
@@ -344,6 +355,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                                             checkpoint_ring, backlog_ring)
             order = (seen - (samples - 1) + np.arange(samples)) % window_samples  # (the rings' samples, oldest first)
             measure = functools.partial(_cadence, times, owner_ring, checkpoint_ring, backlog_ring, order)
+            hubs[0].arrivals = functools.partial(_read, (times, candidate_window))
             hubs[0].since_moved = functools.partial(_since_moved, times, checkpoint_ring, order, row_of, candidate_window,
                                                     checkpoints, np.maximum(arrival, recent_rate))
         below = settings.below[columns, np.minimum(capacity, settings.top)]
@@ -363,6 +375,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             stand_still=stand_still, cadence=measure,
             # (a scale-in only where the cooldown and the action budget would let it act)
             may_scale_in=_scale_in_allowed(settings, tokens, tokens_at, last_action, moment) & (settings.lowest < capacity))
+        clipped = slo_kernel.delay_clipped(clipped, delay, outcome.delay, settings.knobs.delay_ceiling)
         delay, pause = outcome.delay, outcome.pause
         # (slo._proposal: an at-risk scale-out from the lower bound under a cadence confirms it)
         confirmed = slo_kernel.confirms_floor(outcome.reason == slo_kernel.AT_RISK, np.isnan(throughput) & np.isnan(
