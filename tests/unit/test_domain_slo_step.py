@@ -52,6 +52,8 @@ class Case:
     #: window shows (NaN: none measured).
     pause: float = math.nan
     stand_still: float = math.nan
+    #: The learned checkpoint cadence (None: not read).
+    cadence: float | None = None
     slo: SloSettings = field(default_factory=lambda: SloSettings(max_event_age_seconds=300.0, safety_seconds=30.0,
                                                                  headroom=0.0, provisioning_delay_seconds=120.0,
                                                                  min_dwell_seconds=600.0))
@@ -102,7 +104,9 @@ def step(cases: list[Case]) -> kernel.StepOutcome:
         below=np.array([sum(1 for n in case.counts if n < case.capacity) for case in cases]),
         backlog_total=np.array([case.backlog_total for case in cases]),
         previous_backlog_total=np.array([case.previous_backlog_total for case in cases]),
-        unowned=np.array([case.unowned for case in cases]), pause=np.array([case.pause for case in cases]))
+        unowned=np.array([case.unowned for case in cases]), pause=np.array([case.pause for case in cases]),
+        cadence=None if all(case.cadence is None for case in cases) else np.array(
+            [math.nan if case.cadence is None else case.cadence for case in cases]))
 
     def stall_readings():
         if any(case.stall is None for case in cases):
@@ -181,6 +185,10 @@ CASES = {
         Case(arrival=(1.0,) * 4, capacity=4, owners=(0, 1, 2, 3), ages=(390.0,) * 4), kernel.SURPLUS, kernel.DOWN, 1),
     "surplus, the oldest still past the SLO after an interval at one": (
         Case(arrival=(1.0,) * 4, capacity=4, owners=(0, 1, 2, 3), ages=(390.1,) * 4), kernel.SURPLUS, kernel.DOWN, 2),
+    # ... not under a learned cadence (its wait is in the ages): the limit after a reaction alone
+    "surplus, the oldest past the SLO, checkpoints every 602 s": (
+        Case(arrival=(1.0,) * 4, capacity=4, owners=(0, 1, 2, 3), ages=(390.1,) * 4, cadence=602.0), kernel.SURPLUS,
+        kernel.DOWN, 1),
 }
 
 
