@@ -77,7 +77,7 @@ param maximumInstanceCount int = 40
 @description('Flex Consumption: memory per instance, in MB.')
 param instanceMemoryMB int = 2048
 
-@description('E-mail addresses notified by the alert rules (SLO breached, collector silent, scale writes failing, dead letters, hot or unowned partition); empty: no action group, the alerts still show in Azure Monitor.')
+@description('E-mail addresses notified by the alert rules (SLO breached, collector silent, scale writes failing, dead letters, hot or unowned partition or stalled consumers); empty: no action group, the alerts still show in Azure Monitor.')
 param alertEmailAddresses array = []
 
 var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))

@@ -385,7 +385,7 @@ var partitionProblemQuery = '''
 customMetrics
 | where name == "autoscaler.decisions"
 | extend target = tostring(customDimensions.target), reason = tostring(customDimensions.reason)
-| where reason in ("hot_partition", "unowned_partitions")
+| where reason in ("hot_partition", "unowned_partitions", "stall")
 | summarize reports = sum(value) by target, reason
 | where reports > 0
 '''
@@ -452,8 +452,8 @@ var alertRules = [
   }
   {
     name: 'partition-problem'
-    displayName: 'Autoscaler: hot or unowned partition'
-    description: 'A decision reported a hot partition or unowned partitions (autoscaler.decisions reason hot_partition / unowned_partitions) in the last 15 minutes: more instances will not help, look at the consumers.'
+    displayName: 'Autoscaler: hot or unowned partition, or stalled consumers'
+    description: 'A decision reported a hot partition, unowned partitions or a stall (autoscaler.decisions reason hot_partition / unowned_partitions / stall; the decision log has the numbers: instances serving, events processed per second before and now, arrivals) in the last 15 minutes: more instances will not help, look at the consumers.'
     severity: 3
     frequency: 'PT5M'
     window: 'PT15M'

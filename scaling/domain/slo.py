@@ -422,6 +422,13 @@ def _proposal(target: TargetPolicy, situation: Situation, outlooks: list[SourceO
             return Proposal(wanted, DOWN, reason_code,
                             (told + f"scaling to the minimum ({counts[0]}) until the consumers recover (stall_scale_to_minimum)",
                              sizing_note, *hot_reasons), metrics, new_state)
+        if direction == UP:
+            waiting = sum(float(o.backlog.sum()) for o in outlooks)
+            return Proposal(wanted, UP, reason_code,
+                            (told + f"scaling out so that the recovery drains at once: {wanted} instances at "
+                                    f"{throughput:.2f}/s serve the arrivals and drain the {waiting:.0f} events waiting "
+                                    f"within the SLO ({slo.max_event_age_seconds:.0f}s)", sizing_note, *hot_reasons),
+                            metrics, new_state)
         return Proposal(None, HOLD, reason_code, (told + f"holding {capacity} so that the recovery drains at once",
                                                   sizing_note, *hot_reasons), metrics, new_state)
     if code == kernel.AT_RISK:

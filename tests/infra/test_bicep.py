@@ -996,6 +996,7 @@ def test_alert_rules_cover_the_operators_conditions(operations: Template) -> Non
     assert "ago(5m)" in rules["collector-silent"]["query"]
     assert '"failed"' in rules["scale-writes-failing"]["query"]
     assert '"hot_partition"' in rules["partition-problem"]["query"] and '"unowned_partitions"' in rules["partition-problem"]["query"]
+    assert '"stall"' in rules["partition-problem"]["query"]
     assert 'reason startswith "conflict:"' in rules["controller-conflict"]["query"]
     assert 'reason == "state_unreadable"' in rules["state-unreadable"]["query"]
     assert all(rule["severity"] in (0, 1, 2, 3, 4) and rule["description"] for rule in rules.values())

@@ -498,6 +498,22 @@ def test_stalled(serving, processed, growing, continuing, most, stalled) -> None
     assert bool(kernel.stalled(*serving, *processed, np.array([growing]), np.array([continuing]), 66.0, most)[0]) is stalled
 
 
+@pytest.mark.parametrize(
+    ("arrivals", "backlog", "highest", "expected"),
+    [
+        pytest.param(66.0, 0.0, 32, 4, id="nothing-waiting-the-arrivals-alone"),
+        pytest.param(66.0, 4950.0, 32, 5, id="an-instance-more-drains-the-backlog-within-the-slo"),
+        pytest.param(66.0, 4950.1, 32, 6, id="a-hair-more-takes-the-next"),
+        pytest.param(66.0, 179_000.0, 32, 32, id="never-above-the-highest"),
+    ],
+)
+def test_recovery_counts(arrivals, backlog, highest, expected) -> None:
+    """At 16.5/s per instance and an SLO of 300 s: what serves the arrivals and drains the backlog
+    once stalled consumers recover (``recovery_counts``)."""
+    got = kernel.recovery_counts(one(arrivals), one(backlog), one(16.5), one(300.0), np.array([highest]))
+    assert int(got[0]) == expected
+
+
 # --- oldest-event ages ------------------------------------------------------------------------------------------
 # History: last-enqueued 99, 199, 299 at t = 0, 60, 120 s (100 events a minute).
 
@@ -811,6 +827,29 @@ def test_scale_in_counts(scale, capacity, age, dwell, expected) -> None:
         assert hold(expected) == held[0] and held[0] >= dwell > (hold(expected - 1) if expected > 1 else -1.0)
     else:
         assert math.isnan(held[0])
+
+
+@pytest.mark.parametrize(
+    ("age", "count", "holds"),
+    [
+        # each 5/s partition: two instances serve it 25/s (the owner's 100/s over four), 240 s
+        # younger a minute; three 33.3/s, 340 s. The SLO 300 s, the limit 180 s, a scale-out 120 s
+        # away: the limit alone lets two hold up to 660 s
+        pytest.param(540.0, 2, True, id="back-at-the-slo-after-an-interval"),
+        pytest.param(540.1, 2, False, id="still-past-the-slo-after-an-interval"),
+        pytest.param(540.1, 3, True, id="a-count-that-drains-it-within-the-interval"),
+        pytest.param(300.0, 2, True, id="at-the-slo-not-past-it"),
+    ],
+)
+def test_hold_seconds_past_the_slo(age, count, holds) -> None:
+    """A scale-in while the oldest event is past the SLO must bring it back within an interval
+    (``hold_seconds``'s ``breach``); without it only the limit after a reaction counts."""
+    calm = np.full((8, 1), 5.0)
+    loads = loads_of(calm[:, 0], ("a",) * 8)
+    ages = np.full((8, 1), age)
+    seconds = kernel.hold_seconds(loads, calm, ages, np.array([count]), one(180.0), one(120.0), breach=(one(300.0), 60.0))
+    assert (float(seconds[0]) > 0) is holds
+    assert float(kernel.hold_seconds(loads, calm, ages, np.array([count]), one(180.0), one(120.0))[0]) > 0
 
 
 # --- a candidate in a batch gets what it gets alone ----------------------------------------------------------------

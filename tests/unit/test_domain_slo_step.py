@@ -52,6 +52,8 @@ class Case:
     #: window shows (NaN: none measured).
     pause: float = math.nan
     stand_still: float = math.nan
+    #: The learned checkpoint cadence (None: not read).
+    cadence: float | None = None
     slo: SloSettings = field(default_factory=lambda: SloSettings(max_event_age_seconds=300.0, safety_seconds=30.0,
                                                                  headroom=0.0, provisioning_delay_seconds=120.0,
                                                                  min_dwell_seconds=600.0))
@@ -102,7 +104,9 @@ def step(cases: list[Case]) -> kernel.StepOutcome:
         below=np.array([sum(1 for n in case.counts if n < case.capacity) for case in cases]),
         backlog_total=np.array([case.backlog_total for case in cases]),
         previous_backlog_total=np.array([case.previous_backlog_total for case in cases]),
-        unowned=np.array([case.unowned for case in cases]), pause=np.array([case.pause for case in cases]))
+        unowned=np.array([case.unowned for case in cases]), pause=np.array([case.pause for case in cases]),
+        cadence=None if all(case.cadence is None for case in cases) else np.array(
+            [math.nan if case.cadence is None else case.cadence for case in cases]))
 
     def stall_readings():
         if any(case.stall is None for case in cases):
@@ -130,7 +134,16 @@ CASES = {
     # a stall: more instances, the processed rate no higher (within 10%), the backlog growing
     "stall": (Case(**GROWING_BACKLOG, stall=((1, 2), (5.0, 5.5))), kernel.STALL, kernel.HOLD, 2),
     "no stall: processed rose": (Case(**GROWING_BACKLOG, stall=((1, 2), (5.0, 5.6))), kernel.GROWING, kernel.HOLD, 2),
-    "stall goes on": (Case(**GROWING_BACKLOG, stall=((2, 2), (5.0, 5.0)), stalling=True), kernel.STALL, kernel.HOLD, 2),
+    # a stall that goes on: held, raised to the count that serves the arrivals (4/s) and drains the
+    # backlog (4,800 events) within the SLO (300 s) at 10/s per instance: 2.0 holds, a hair more takes 3
+    "stall goes on, the count held drains": (Case(arrival=(1.0,) * 4, backlog=(1200.0,) * 4, earlier=(0.0,) * 4,
+                                                  stall=((2, 2), (5.0, 5.0)), stalling=True), kernel.STALL, kernel.HOLD, 2),
+    "stall goes on, the recovery needs 3": (Case(arrival=(1.0,) * 4, backlog=(1200.1,) * 4, earlier=(0.0,) * 4,
+                                                 stall=((2, 2), (5.0, 5.0)), stalling=True), kernel.STALL, kernel.UP, 3),
+    "stall goes on, at most the highest": (Case(**GROWING_BACKLOG, stall=((2, 2), (5.0, 5.0)), stalling=True), kernel.STALL,
+                                           kernel.UP, 4),
+    "stall recognised now: held, not raised": (Case(**GROWING_BACKLOG, stall=((1, 2), (5.0, 5.0))), kernel.STALL,
+                                               kernel.HOLD, 2),
     "stall to the minimum": (Case(**GROWING_BACKLOG, stall=((1, 2), (5.0, 5.0)), slo=SloSettings(
         max_event_age_seconds=300.0, safety_seconds=30.0, headroom=0.0, stall_scale_to_minimum=True)),
         kernel.STALL, kernel.DOWN, 1),
@@ -166,6 +179,16 @@ CASES = {
                                                         ages=(130.0,) * 4, pause=120.0), kernel.SURPLUS, kernel.DOWN, 2),
     "surplus, no pause: from the ages now": (Case(arrival=(2.6,) * 4, capacity=4, owners=(0, 1, 2, 3), ages=(130.0,) * 4),
                                              kernel.SURPLUS, kernel.DOWN, 1),
+    # an oldest event past the SLO (300 s): no count that leaves it past the SLO after an interval
+    # (one instance drains 2.5/s of the 1/s arriving per partition: 90 s younger; two: 240 s)
+    "surplus, the oldest back within the SLO after an interval": (
+        Case(arrival=(1.0,) * 4, capacity=4, owners=(0, 1, 2, 3), ages=(390.0,) * 4), kernel.SURPLUS, kernel.DOWN, 1),
+    "surplus, the oldest still past the SLO after an interval at one": (
+        Case(arrival=(1.0,) * 4, capacity=4, owners=(0, 1, 2, 3), ages=(390.1,) * 4), kernel.SURPLUS, kernel.DOWN, 2),
+    # ... not under a learned cadence (its wait is in the ages): the limit after a reaction alone
+    "surplus, the oldest past the SLO, checkpoints every 602 s": (
+        Case(arrival=(1.0,) * 4, capacity=4, owners=(0, 1, 2, 3), ages=(390.1,) * 4, cadence=602.0), kernel.SURPLUS,
+        kernel.DOWN, 1),
 }
 
 

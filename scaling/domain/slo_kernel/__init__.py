@@ -131,6 +131,7 @@ from scaling.domain.slo_kernel.hub import (  # noqa: F401
     hot_partitions,
     hub_servable,
     most_instances,
+    recovery_counts,
     scale_out_need,
     stalled,
 )

@@ -30,17 +30,24 @@ def scale_out_counts(levels: np.ndarray, valid: np.ndarray, capacity: np.ndarray
 
 
 def hold_seconds(loads: OwnerLoads, calm: np.ndarray, age: np.ndarray, counts: np.ndarray, limit: np.ndarray,
-                 reaction: np.ndarray, columns: np.ndarray | slice = slice(None)) -> np.ndarray:
+                 reaction: np.ndarray, columns: np.ndarray | slice = slice(None), breach: tuple | None = None) -> np.ndarray:
     """How long ``counts`` (one per chosen column) keep every partition's oldest event under
     ``limit``, at the ``calm`` rates from ``age`` now, a scale-out ``reaction`` seconds away
     (infinite where no partition fills). Not at all where a partition's oldest event is past the
     limit and still would be after ``reaction`` seconds of draining at that count: an old backlog
-    that drains slowly is no surplus (scaled in on it, the SLO was missed until the next scale-out)."""
+    that drains slowly is no surplus (scaled in on it, the SLO was missed until the next scale-out).
+    Nor, with ``breach`` (the SLO and the collection interval, per chosen column), where it is past
+    the SLO and still would be after an interval at that count: the drain after a stall, scaled in
+    halfway, added a violation minute."""
     calm = calm[:, columns]
     serve = loads.service(calm, counts, columns)
     growth = np.where(calm > NO_RATE, 1.0 - serve / np.maximum(calm, NO_RATE), -1.0)
     filling = growth > 0
-    margin = limit - growth * reaction - age[:, columns]
+    ages = age[:, columns]
+    margin = limit - growth * reaction - ages
+    if breach is not None:
+        slo, interval = breach
+        margin = np.where((ages > slo) & (ages + growth * interval > slo), 0.0, margin)
     return np.where(margin > 0, np.where(filling, margin / np.where(filling, growth, 1.0), np.inf), 0.0).min(axis=0)
 
 
@@ -51,11 +58,12 @@ EVERY_COUNT_PAIRS = 64
 
 def scale_in_counts(levels: np.ndarray, below: np.ndarray, capacity: np.ndarray, top: int, limit: np.ndarray,
                     dwell: np.ndarray, reaction: np.ndarray,
-                    sources: Sequence[tuple[OwnerLoads, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+                    sources: Sequence[tuple[OwnerLoads, np.ndarray, np.ndarray]],
+                    breach: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per candidate, the smallest allowed count below ``capacity`` expected to hold for ``dwell``
     (``hold_seconds`` over every source: its loads, calm rates and ages), -1 where none does, and
     how long it holds (seconds; NaN where none does). ``levels`` holds the allowed counts ascending
-    (candidates x counts), ``below`` how many lie under the capacity.
+    (candidates x counts), ``below`` how many lie under the capacity; ``breach``: ``hold_seconds``'s.
 
     The counts are tried ascending and the first that holds is taken: all at once when there are
     few (``EVERY_COUNT_PAIRS``). With many, since how long a count holds never shrinks as the
@@ -76,7 +84,8 @@ def scale_in_counts(levels: np.ndarray, below: np.ndarray, capacity: np.ndarray,
         at = counts[columns[chosen], level]
         shortest = None  # (the first source's, then the shortest: as from infinity, one np.minimum fewer)
         for loads, calm, age in sources:
-            seconds = hold_seconds(loads, calm, age, at, limit[chosen], reaction[chosen], chosen)
+            seconds = hold_seconds(loads, calm, age, at, limit[chosen], reaction[chosen], chosen,
+                                   None if breach is None else (breach[0][chosen], breach[1]))
             shortest = seconds if shortest is None else np.minimum(shortest, seconds)
         return np.full(len(at), np.inf) if shortest is None else shortest
 

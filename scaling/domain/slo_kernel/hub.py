@@ -111,6 +111,15 @@ def stalled(serving_before, serving_now, processed_before, processed_now, growin
     return growing & (continuing | recognised)
 
 
+def recovery_counts(arrivals, backlog, rate, drain, highest):
+    """Per candidate, the instances that, once stalled consumers recover, serve the ``arrivals``
+    and drain the ``backlog`` (events, the hub's) within ``drain`` seconds at ``rate`` per
+    instance: at most ``highest``. Held through a stall, they serve from the recovery's first
+    minute instead of a provisioning delay later (held at the count that served, 16 of the 32
+    the WC98 stall's backlog needed: 48 violation minutes, the lag peers' 45)."""
+    return np.minimum(highest, np.ceil((arrivals + backlog / drain) / rate)).astype(np.int64)
+
+
 def checkpoints_keep_pace(checkpoint: np.ndarray, before: np.ndarray, backlog: np.ndarray) -> np.ndarray:
     """Per candidate, whether every partition holding a ``backlog`` (partitions x candidates) moved
     its ``checkpoint`` since the reading ``before``: the
