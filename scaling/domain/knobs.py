@@ -131,7 +131,7 @@ KNOBS: tuple[Knob, ...] = (
          "the peak hold pays only on noisy traffic (docs/policy-experiments.md, the trace family)", 0, 10),
     Knob("slo.stall_scale_to_minimum", False,
          "during a stall (more instances did not raise the processed rate while the backlog grows) scale to the "
-         "minimum instead of holding the count that was serving",
+         "minimum instead of holding the count that was serving (raised, while it goes on, to what the recovery needs)",
          "holding drains the backlog as soon as the consumers recover; the minimum is cheaper while they do not"),
     Knob("rules.metric", "backlog", "backlog (events), backlog_per_instance, or lag_seconds (estimated time to drain)",
          "the backlog is what KEDA's Event Hubs scaler reads too"),
