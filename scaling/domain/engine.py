@@ -517,7 +517,9 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
         # where the truth is 16.7/s; the floor then rises from the spans alone)
         state = raise_throughput_floor(state, samples, max(capacity, samples[-2].capacity or 0))
     state = let_go_of_drop(state, latest.collected_at)
-    learned = _known(slo_kernel.serving_throughput(_number(state.throughput_per_instance), _number(state.throughput_floor)))
+    doubt = slo_kernel.QUEUE_FLOOR_DOUBT if slo_queue.is_queue_target(target) else slo_kernel.FLOOR_DOUBT
+    learned = _known(slo_kernel.serving_throughput(_number(state.throughput_per_instance), _number(state.throughput_floor),
+                                                   doubt))
     throughput = learned or target.slo.events_per_instance_per_second
     throughput_source = "learned" if state.throughput_per_instance else "configured" if throughput else None
     if throughput is None and state.throughput_floor:

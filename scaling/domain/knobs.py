@@ -191,6 +191,8 @@ CONSTANTS: tuple[Constant, ...] = (
              "a lone low reading must be confirmed before it lowers the learned rate, which never recovers"),
     Constant("FLOOR_DOUBT", 0.05, "scaling.domain.slo_kernel.learning",
              "the rate sized by stands at least at the best unsaturated rate shown less this share"),
+    Constant("QUEUE_FLOOR_DOUBT", 0.2, "scaling.domain.slo_kernel.learning",
+             "... and for a Service Bus queue, whose per-minute completions come late and lumpy"),
     Constant("DROP_SETTLED_DELAYS", 2.0, "scaling.domain.slo_kernel.learning",
              "a drop the interval's readings prove is learned at once only this many checkpoint delays after an action"),
     Constant("DROP_GROWTH", 0.5, "scaling.domain.slo_kernel.learning",

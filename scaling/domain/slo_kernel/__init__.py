@@ -145,6 +145,7 @@ from scaling.domain.slo_kernel.learning import (  # noqa: F401
     DROP_MEMORY_SECONDS,
     DROP_SETTLED_DELAYS,
     FLOOR_DOUBT,
+    QUEUE_FLOOR_DOUBT,
     THROUGHPUT_LEARNING_RATE,
     UNCONFIRMED_DROP,
     arrived_before,

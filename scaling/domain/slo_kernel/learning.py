@@ -24,6 +24,10 @@ UNCONFIRMED_DROP = 0.2
 #: At 0.2 (``UNCONFIRMED_DROP``, as it once was) the public realistic rows paid 1-2% more; at 0 a
 #: bursty member of the realistic family missed its SLO (docs/policy-experiments.md, ninth round).
 FLOOR_DOUBT = 0.05
+#: The same for a Service Bus queue, whose rate is Azure Monitor's completions per minute, 1-3
+#: minutes late and lumpy (a minute's count may carry the minute before's): its best minute
+#: overstates more, and at 0.05 the queue benchmark's bursts member missed at lag 3 (4 -> 14 minutes).
+QUEUE_FLOOR_DOUBT = UNCONFIRMED_DROP
 #: How fast the learned checkpoint delay may creep up per evaluation (seconds), and its ceiling
 #: as a fraction of the SLO: a delay is learned from the lowest ages seen, so it must not drift
 #: far while consumers stay saturated.
@@ -220,13 +224,13 @@ def corroborated_drop(observed, fastest, throughput, start_backlog, end_backlog,
             & (observed * most * elapsed >= total))
 
 
-def serving_throughput(throughput, floor):
+def serving_throughput(throughput, floor, doubt=FLOOR_DOUBT):
     """The per-instance rate to size by: the learned one (NaN: none), never below the ``floor``
-    the instances have shown since (an unsaturated interval can only raise it) less
-    ``FLOOR_DOUBT``. A rate learned during a slow-down would otherwise stay low for good: an
+    the instances have shown since (an unsaturated interval can only raise it) less the ``doubt``
+    (``FLOOR_DOUBT``; a queue's ``QUEUE_FLOOR_DOUBT``). A rate learned during a slow-down would otherwise stay low for good: an
     over-provisioned hub is never saturated again to correct it (the 15% slow-down row at 32
     instances for hours)."""
-    return where(is_nan(throughput), throughput, maximum(throughput, where(is_nan(floor), throughput, floor * (1 - FLOOR_DOUBT))))
+    return where(is_nan(throughput), throughput, maximum(throughput, where(is_nan(floor), throughput, floor * (1 - doubt))))
 
 
 def learned_checkpoint_delay(worst_age, previous, interval, ceiling, dense=True, steady=False, steady_ceiling=0.0):
