@@ -13,6 +13,7 @@ busiest interval. Where the history shows no short bursts (its measured noise un
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -267,3 +268,13 @@ class SourceAbsorbing:
         calm = calm.copy()
         calm[:, chosen] = blended(calm[:, chosen], absorbed, self.weight()[chosen])
         return calm
+
+
+# --- the step's marked sites (``step.slo_step``, ``# absorb``) read this ---------------------------
+
+def absorbed_risk(risks: list[np.ndarray], absorbing: list[SourceAbsorbing | None], risk: np.ndarray,
+                  react: np.ndarray) -> np.ndarray:
+    """``risk`` (the undecided columns at risk) where some source stays at risk once the bursts
+    its asked-for count carries are no reason (``SourceAbsorbing.relieved``)."""
+    return functools.reduce(np.logical_or, [hub_risk & risk if absorbs is None else absorbs.relieved(hub_risk & risk, react)
+                                            for hub_risk, absorbs in zip(risks, absorbing, strict=True)])

@@ -9,7 +9,7 @@ state it carries from one evaluation to the next, and the gates after the propos
 
 Where a source's arrivals come in short bursts (``absorb``), three marked sites move the risk
 test, the scale-out's need and the scale-in's rates towards what the backlog's own arrival times
-and an SLO-long window's arrivals ask (``absorb.SourceAbsorbing``, helpers at the end).
+and an SLO-long window's arrivals ask (``absorb.SourceAbsorbing``, ``absorb.absorbed_risk``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Protocol
 
 import numpy as np
 
-from scaling.domain.slo_kernel.absorb import BurstHistory, SourceAbsorbing
+from scaling.domain.slo_kernel.absorb import BurstHistory, SourceAbsorbing, absorbed_risk
 from scaling.domain.slo_kernel.ages import age_at_reaction
 from scaling.domain.slo_kernel.cadence import cadence_allowance, cadence_readings, probed_rates
 from scaling.domain.slo_kernel.counts import scale_in_counts, scale_out_counts
@@ -427,7 +427,10 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
         hub_risk = (then > carried_age_limits(risk_limit, forecast, rate, knobs.horizon, hub.row_of)).any(axis=0)
         risk |= hub_risk
         risks.append(hub_risk)  # absorb
-        absorbing.append(_absorbing(hub, forecast, served_ready, served, first, knobs, delay, interval, mask))  # absorb
+        # absorb: the age limit counts from the event's arrival, so the learned checkpoint delay adds to it
+        absorbing.append(None if hub.bursts is None else SourceAbsorbing(
+            hub.bursts, forecast, served_ready, served, first, knobs.limit + delay, interval, knobs.headroom_factor,
+            knobs.max_age, knobs.dwell, hub.row_of, mask))
     outcome.predicted_age, outcome.react = predicted, react
     if explain:
         outcome.owned = functools.reduce(np.logical_and, [load.ownership for load in loads])
@@ -479,7 +482,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     # by the time new instances serve: the smallest allowed count that serves every partition's need.
     risk = risk & undecided
     if _any(risk) and any(absorbing):  # absorb: a burst the count carries within the limit is no reason to scale out
-        relieved = _absorbed_risk(risks, absorbing, risk, react)
+        relieved = absorbed_risk(risks, absorbing, risk, react)
         outcome.absorbed = risk & ~relieved
         risk = relieved
     if _any(risk):
@@ -595,24 +598,3 @@ class SourceTests(Protocol):
     def decide(self, outcome: StepOutcome, known: np.ndarray, state: StepState, knobs: StepKnobs, counts: StepCounts, *,
                interval: float, since_latest: float, enough_history: bool | np.ndarray) -> StepOutcome:
         ...
-
-
-# --- absorbing short bursts (``absorb``): the step's three marked sites read these ---------------
-
-def _absorbing(hub: HubReading, forecast: np.ndarray, served_ready: np.ndarray, served: np.ndarray, first: np.ndarray,
-               knobs: StepKnobs, delay: np.ndarray, interval: float, hot: np.ndarray | None) -> SourceAbsorbing | None:
-    """A source's absorbing rules at this step (None where its history is not read): the age
-    limit counts from the event's arrival, so the learned checkpoint delay adds to it, and a
-    backlog already past it is caught up within a collection interval."""
-    if hub.bursts is None:
-        return None
-    return SourceAbsorbing(hub.bursts, forecast, served_ready, served, first, knobs.limit + delay, interval,
-                           knobs.headroom_factor, knobs.max_age, knobs.dwell, hub.row_of, hot)
-
-
-def _absorbed_risk(risks: list[np.ndarray], absorbing: list[SourceAbsorbing | None], risk: np.ndarray,
-                   react: np.ndarray) -> np.ndarray:
-    """``risk`` (the undecided columns at risk) where some source stays at risk once the bursts
-    its asked-for count carries are no reason (``SourceAbsorbing.relieved``)."""
-    return functools.reduce(np.logical_or, [hub_risk & risk if absorbs is None else absorbs.relieved(hub_risk & risk, react)
-                                            for hub_risk, absorbs in zip(risks, absorbing, strict=True)])
