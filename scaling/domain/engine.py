@@ -319,12 +319,14 @@ def _time(seconds: float) -> datetime | None:
     return None if math.isnan(seconds) else datetime.fromtimestamp(seconds, UTC)
 
 
-def throughput_span(state: ScalerState, samples: Sequence[MetricSample]) -> tuple[int, float, float]:
+def throughput_span(state: ScalerState, samples: Sequence[MetricSample], interval: float | None = None
+                    ) -> tuple[int, float, float]:
     """Over how many collection intervals the throughput is read, the checkpoint cadence allowed
     for (``slo_kernel.cadence_allowance``; 0: none) and the collection interval: one interval
     without a cadence; with one, enough intervals to hold it (``slo_kernel.cadence_span``), as a
-    checkpoint moves a cadence's work at once."""
-    interval = sample_interval(samples)
+    checkpoint moves a cadence's work at once. ``interval``: ``sample_interval`` where the caller
+    has it already."""
+    interval = sample_interval(samples) if interval is None else interval
     cadence = float(slo_kernel.cadence_allowance(_number(state.checkpoint_cadence_seconds), interval))
     span = slo_kernel.cadence_span(cadence, interval, len(samples) - 1)
     return span, (cadence if span > 1 else 0.0), interval
@@ -492,15 +494,16 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
                      [f"plan capacity unknown: {latest.capacity_error or 'not in sample'}"], {}, state)
     pending = state.pending_ready_at is not None and now < state.pending_ready_at
     ready_capacity = min(state.ready_capacity or capacity, capacity) if pending else capacity
+    interval = sample_interval(samples)
     ready_capacity = ready_from_owners(ready_capacity, serving_instances(latest, capacity), state.pending_ready_at,
-                                       now, sample_interval(samples))
+                                       now, interval)
     state = replace(state, capacity=capacity, ready_capacity=ready_capacity, last_sample_at=latest.collected_at)
     # Capacity must have been steady over the interval for its throughput to mean anything.
     # Checkpoints trail by the checkpoint delay, so the interval's start must be that much past it.
     steady_since = max((t for t in (state.pending_ready_at, state.last_action_at) if t is not None), default=None)
     # With a checkpoint cadence the throughput is read over a span, and the checkpoints at its start
     # moved up to a cadence before: that much earlier still (``throughput_span``).
-    span, cadence, _ = spanned = throughput_span(state, samples)
+    span, cadence, _ = spanned = throughput_span(state, samples, interval)
     max_age = target.slo.max_event_age_seconds
     # (a delay at its ceiling is only a lower bound: as long as it may follow to, ``slo_kernel.learning_trail``)
     trail = timedelta(seconds=float(slo_kernel.learning_trail(
