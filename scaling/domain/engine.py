@@ -28,7 +28,7 @@ from scaling.domain.decisions import DOWN, HOLD, UP, Decision, ScalerState, deci
 from scaling.domain.lag import balanced_counts
 from scaling.domain.modes import mode_of
 from scaling.domain.pause import Hold, paused_reason
-from scaling.domain.policy import TargetPolicy
+from scaling.domain.policy import Bounds, TargetPolicy
 from scaling.domain.profiles import BoundsInForce, bounds_in_force, with_bounds
 from scaling.domain.proposal import Proposal, Situation, sample_interval, serving_instances
 from scaling.domain.samples import MAX_CLOCK_SKEW, MetricSample, PartitionReading, SourceReading
@@ -41,12 +41,12 @@ def window_samples(history: Iterable[MetricSample], target: str, now: datetime, 
     Late samples (arriving after newer ones) land in their place by time; samples from the
     future beyond the tolerated clock skew are ignored.
     """
-    start = now - timedelta(seconds=window_seconds)
+    start, end = now - timedelta(seconds=window_seconds), now + clock_skew
     unique: dict[str, MetricSample] = {}
     for sample in history:
-        if sample.target == target and start < sample.collected_at <= now + clock_skew:
+        if sample.target == target and start < sample.collected_at <= end:
             unique.setdefault(sample.sample_id, sample)
-    return sorted(unique.values(), key=lambda sample: sample.collected_at)
+    return sorted(unique.values(), key=_COLLECTED_AT)
 
 
 def partition_count(sample: MetricSample) -> int:
@@ -55,8 +55,12 @@ def partition_count(sample: MetricSample) -> int:
 
 
 def allowed_counts(target: TargetPolicy, partitions: int) -> list[int]:
-    """Instance counts the policy allows, ascending."""
-    bounds = target.bounds
+    """Instance counts the policy allows, ascending (made once per bounds and partitions)."""
+    return list(_allowed_counts(target.bounds, partitions))
+
+
+@functools.lru_cache(maxsize=256)
+def _allowed_counts(bounds: Bounds, partitions: int) -> tuple[int, ...]:
     high = bounds.max_instances
     if bounds.cap_at_partitions and partitions > 0:
         high = min(high, max(partitions, bounds.min_instances))
@@ -65,8 +69,8 @@ def allowed_counts(target: TargetPolicy, partitions: int) -> list[int]:
         for edge in (bounds.min_instances, high):
             if edge not in counts:
                 counts.append(edge)
-        return sorted(set(counts))
-    return list(range(bounds.min_instances, high + 1))
+        return tuple(sorted(set(counts)))
+    return tuple(range(bounds.min_instances, high + 1))
 
 
 def snap_up(counts: Sequence[int], wanted: int) -> int:
@@ -210,8 +214,7 @@ def _earlier_readings(earlier: SourceReading | None, later: SourceReading) -> Se
     return [by_id.get(partition.partition_id) for partition in later.partitions]
 
 
-_PARTITION_ID = attrgetter("partition_id")
-_OWNER = attrgetter("owner")
+_PARTITION_ID, _OWNER, _COLLECTED_AT = attrgetter("partition_id"), attrgetter("owner"), attrgetter("collected_at")
 
 
 def serving_owners(samples: Sequence[MetricSample]) -> int | None:
@@ -319,13 +322,11 @@ def _time(seconds: float) -> datetime | None:
     return None if math.isnan(seconds) else datetime.fromtimestamp(seconds, UTC)
 
 
-def throughput_span(state: ScalerState, samples: Sequence[MetricSample], interval: float | None = None
-                    ) -> tuple[int, float, float]:
+def throughput_span(state: ScalerState, samples: Sequence[MetricSample], interval: float | None = None) -> tuple[int, float, float]:
     """Over how many collection intervals the throughput is read, the checkpoint cadence allowed
     for (``slo_kernel.cadence_allowance``; 0: none) and the collection interval: one interval
     without a cadence; with one, enough intervals to hold it (``slo_kernel.cadence_span``), as a
-    checkpoint moves a cadence's work at once. ``interval``: ``sample_interval`` where the caller
-    has it already."""
+    checkpoint moves a cadence's work at once (``interval``: ``sample_interval``, if known)."""
     interval = sample_interval(samples) if interval is None else interval
     cadence = float(slo_kernel.cadence_allowance(_number(state.checkpoint_cadence_seconds), interval))
     span = slo_kernel.cadence_span(cadence, interval, len(samples) - 1)
@@ -495,8 +496,7 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     pending = state.pending_ready_at is not None and now < state.pending_ready_at
     ready_capacity = min(state.ready_capacity or capacity, capacity) if pending else capacity
     interval = sample_interval(samples)
-    ready_capacity = ready_from_owners(ready_capacity, serving_instances(latest, capacity), state.pending_ready_at,
-                                       now, interval)
+    ready_capacity = ready_from_owners(ready_capacity, serving_instances(latest, capacity), state.pending_ready_at, now, interval)
     state = replace(state, capacity=capacity, ready_capacity=ready_capacity, last_sample_at=latest.collected_at)
     # Capacity must have been steady over the interval for its throughput to mean anything.
     # Checkpoints trail by the checkpoint delay, so the interval's start must be that much past it.
@@ -538,7 +538,7 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
 
     mode = mode_of(target)
     proposal = mode.propose(target, Situation(samples, now, capacity, ready_capacity, state, throughput, counts,
-                                                      throughput_source))
+                                                      throughput_source, interval))
     state = proposal.state or state
     metrics = {"capacity": capacity, "ready_capacity": ready_capacity, "backlog": latest.backlog,
                "partitions": partitions, "throughput_per_instance": throughput, "throughput_source": throughput_source,

@@ -29,6 +29,8 @@ class Situation:
     counts: Sequence[int]
     #: Where ``throughput`` comes from: ``learned``, ``configured`` or ``lower bound`` (a floor, not a measure).
     throughput_source: str | None = None
+    #: The samples' ``sample_interval``, where the engine worked it out already (None: from the samples).
+    interval: float | None = None
 
     @property
     def throughput_measured(self) -> bool:
@@ -93,7 +95,7 @@ def timing(target: TargetPolicy, situation: Situation) -> Timing:
     from scaling.domain import slo_kernel  # (numpy: loaded on the first evaluation, not at start-up)
 
     latest, state = situation.samples[-1], situation.state
-    interval = sample_interval(situation.samples)
+    interval = sample_interval(situation.samples) if situation.interval is None else situation.interval
     # Instances not serving yet: expected when the provisioning delay ends, or (late, or lost and
     # being restored, as the owners show) by the next collection (``slo_kernel.pending_seconds``).
     due = math.nan if state.pending_ready_at is None else (state.pending_ready_at - latest.collected_at).total_seconds()

@@ -101,7 +101,9 @@ def oldest_event_ages(times: np.ndarray, positions: np.ndarray, oldest: np.ndarr
     running = np.maximum.accumulate(positions, axis=0)
     first = np.add.reduce((running[:, :, None] if shared else running) < oldest[None], axis=0,
                           dtype=np.int16)  # (.sum's wrapper costs more)
-    first = np.where(first < samples, first, 0)
+    # (no sample reached it only where nothing waits, whose age is 0 whatever it reads: read there
+    # at the last sample, an index in range, and extrapolated only where a waiting event is older)
+    first = np.minimum(first, samples - 1)
     previous_index = np.maximum(first - 1, 0)
     if shared:  # gathers from the flattened (partition, sample) history
         flat = np.ascontiguousarray(positions.T).ravel()
@@ -113,9 +115,12 @@ def oldest_event_ages(times: np.ndarray, positions: np.ndarray, oldest: np.ndarr
     span = np.maximum(position - previous, 1.0)
     start = times.take(previous_index)
     interpolated = start + (oldest - previous) / span * (times.take(first) - start)
-    measured = arrival_rate > NO_RATE
-    extrapolated = times[0] - np.where(measured, (position - oldest) / np.where(measured, arrival_rate, 1.0), 0.0)
-    arrived = np.where(first == 0, extrapolated, interpolated)
+    arrived = interpolated
+    older = first == 0
+    if any_of(older):
+        measured = arrival_rate > NO_RATE
+        extrapolated = times[0] - np.where(measured, (position - oldest) / np.where(measured, arrival_rate, 1.0), 0.0)
+        arrived = np.where(older, extrapolated, interpolated)
     ages = np.where(waiting, np.maximum(times[-1] - arrived, 0.0), 0.0)
     return ages[:, 0] if single else ages
 

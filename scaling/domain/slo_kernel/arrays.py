@@ -63,6 +63,13 @@ def all_of(flags) -> bool:
     return bool(flags.flat[0]) if flags.size == 1 else bool(np.logical_and.reduce(flags, axis=None))
 
 
+def filled(shape, value, dtype=float) -> np.ndarray:
+    """``np.full``, without its Python wrapper (an empty array filled: the same values)."""
+    values = np.empty(shape, dtype=dtype)
+    values.fill(value)
+    return values
+
+
 def clip(values, low, high):
     """``np.clip``; for plain numbers the same choice: ``low`` only where the value is below
     it, ``high`` only where above (so -0.0 stays -0.0 at a ``low`` of 0.0, and NaN stays NaN)."""

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from scaling.domain.slo_kernel.arrays import NO_RATE
+from scaling.domain.slo_kernel.arrays import NO_RATE, all_of, any_of, filled
 from scaling.domain.slo_kernel.owners import OwnerLoads
 
 
@@ -18,7 +18,7 @@ def scale_out_counts(levels: np.ndarray, valid: np.ndarray, capacity: np.ndarray
     ascending (candidates x counts; ``valid`` marks the real ones), looked up up to ``top`` + 1."""
     width = levels.shape[1]
     fits = valid & (levels > capacity[:, None])
-    pairs = np.flatnonzero(fits)
+    pairs = fits.ravel().nonzero()[0]
     if pairs.size:  # every (candidate, count) pair at once
         column = pairs // width
         counts = np.minimum(levels.ravel()[pairs], top + 1)
@@ -41,14 +41,20 @@ def hold_seconds(loads: OwnerLoads, calm: np.ndarray, age: np.ndarray, counts: n
     halfway, added a violation minute."""
     calm = calm[:, columns]
     serve = loads.service(calm, counts, columns)
-    growth = np.where(calm > NO_RATE, 1.0 - serve / np.maximum(calm, NO_RATE), -1.0)
+    flowing = calm > NO_RATE
+    # (where every row flows, or none fills, the selections would pick one side throughout: skipped)
+    growth = 1.0 - serve / calm if all_of(flowing) else np.where(flowing, 1.0 - serve / np.maximum(calm, NO_RATE), -1.0)
     filling = growth > 0
     ages = age[:, columns]
     margin = limit - growth * reaction - ages
     if breach is not None:
         slo, interval = breach
-        margin = np.where((ages > slo) & (ages + growth * interval > slo), 0.0, margin)
-    return np.where(margin > 0, np.where(filling, margin / np.where(filling, growth, 1.0), np.inf), 0.0).min(axis=0)
+        past = ages > slo
+        if any_of(past):  # (worked out only where an oldest event is past the SLO)
+            margin = np.where(past & (ages + growth * interval > slo), 0.0, margin)
+    if not any_of(filling):
+        return np.minimum.reduce(np.where(margin > 0, np.inf, 0.0), axis=0)
+    return np.minimum.reduce(np.where(margin > 0, np.where(filling, margin / np.where(filling, growth, 1.0), np.inf), 0.0), axis=0)
 
 
 #: Up to this many (candidate, count) pairs, ``scale_in_counts`` tries every count below the
@@ -87,12 +93,12 @@ def scale_in_counts(levels: np.ndarray, below: np.ndarray, capacity: np.ndarray,
             seconds = hold_seconds(loads, calm, age, at, limit[chosen], reaction[chosen], chosen,
                                    None if breach is None else (breach[0][chosen], breach[1]))
             shortest = seconds if shortest is None else np.minimum(shortest, seconds)
-        return np.full(len(at), np.inf) if shortest is None else shortest
+        return filled(len(at), np.inf) if shortest is None else shortest
 
     if int(below.sum()) <= EVERY_COUNT_PAIRS:
-        pairs = np.flatnonzero(np.arange(width)[None, :] < below[:, None])  # (candidate, level) below the capacity
+        pairs = (np.arange(width)[None, :] < below[:, None]).ravel().nonzero()[0]  # (candidate, level) below the capacity
         held = np.zeros(levels.shape, dtype=bool)
-        seconds = np.full(levels.shape, np.nan)
+        seconds = np.empty(levels.shape)  # (read only where a count held: every such entry is written)
         if pairs.size:
             at = pairs // width
             seconds.ravel()[pairs] = lasting = hold(pairs % width, at)
@@ -113,7 +119,7 @@ def scale_in_counts(levels: np.ndarray, below: np.ndarray, capacity: np.ndarray,
     # The highest count below the capacity first: where it does not hold, no lower count does
     # (exact owner loads aside), so most candidates are settled by that one check.
     at_highest, highest_lasting = holds(np.maximum(below - 1, 0))
-    rest = np.flatnonzero((at_highest | exact_below) & (below > 0))
+    rest = ((at_highest | exact_below) & (below > 0)).nonzero()[0]
     if not rest.size:
         return chosen, chosen_hold
     # Where it should be: growth at most (limit - age) / (reaction + dwell) on every partition,
@@ -128,7 +134,7 @@ def scale_in_counts(levels: np.ndarray, below: np.ndarray, capacity: np.ndarray,
         fraction = np.maximum(np.where(flowing, 1.0 - allowed_growth, 0.0).max(axis=0), 0.0)
         lacking = loads.rate[rest, None] / loads.per_instance[rest_counts] < required[:, None]  # at the equal share
         # ... unless the owner-load ratio serves enough: worked out only for those (all at once).
-        pairs = np.flatnonzero(lacking & loads.ownership[rest, None])
+        pairs = (lacking & loads.ownership[rest, None]).ravel().nonzero()[0]
         if pairs.size:
             row = pairs // width
             load = loads.load(rest_counts.ravel()[pairs], rest[row])
@@ -137,12 +143,12 @@ def scale_in_counts(levels: np.ndarray, below: np.ndarray, capacity: np.ndarray,
         short |= lacking
     guess = np.clip(short.sum(axis=1), 0, rest_below - 1)
     at_guess, lasting = at_highest[rest], highest_lasting[rest]  # (the guess is often the highest count)
-    elsewhere = np.flatnonzero(guess != rest_below - 1)
+    elsewhere = (guess != rest_below - 1).nonzero()[0]
     if elsewhere.size:
         at_guess[elsewhere], lasting[elsewhere] = holds(guess[elsewhere], rest[elsewhere])
     # The count under the guess matters only where the guess holds (elsewhere the guess is not
     # taken, and whether to try every count depends on the guess alone).
-    lower = np.flatnonzero(at_guess & (guess > 0))
+    lower = (at_guess & (guess > 0)).nonzero()[0]
     under_guess = np.zeros(rest.size, dtype=bool)
     if lower.size:
         under_guess[lower] = holds(guess[lower] - 1, rest[lower])[0]

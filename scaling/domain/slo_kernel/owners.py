@@ -36,6 +36,8 @@ class Owners:
         #: Distinct live owners per candidate: those that hold a partition.
         self.live = (self.partitions > 0).sum(axis=0)
         self.exact_count = np.where(self.ownership & owned.all(axis=0), self.live, -1)
+        self._some_exact: bool | None = None
+        self._spare: dict[int, np.ndarray] = {}
 
     @classmethod
     def of(cls, owners: tuple[str | None, ...] | None, partitions: int) -> Owners:
@@ -75,6 +77,7 @@ class Owners:
         """One whose per-candidate values are given (the caller sets ``partitions`` and ``size``)."""
         made = cls.__new__(cls)
         made._owners, made.count, made._slots, made._spread = owners, owners.shape[1], None, None
+        made._some_exact, made._spare = None, {}
         for name, value in per_candidate.items():
             setattr(made, name, value)
         return made
@@ -95,6 +98,22 @@ class Owners:
         if self._spread is not None and self._spread[0] is not None:  # (what held for all holds for some)
             part._spread = (tuple(extreme[columns] for extreme in self._spread[0]),)
         return part
+
+    @property
+    def some_exact(self) -> bool:
+        """Whether some candidate's load is exact at a count (``exact_count``): read at every
+        sizing, worked out once (the engine's owners are made once per distinct collection)."""
+        if self._some_exact is None:
+            self._some_exact = any_of(self.exact_count >= 0)
+        return self._some_exact
+
+    def spare(self, partitions: int) -> np.ndarray:
+        """Per owner, the partitions of ``partitions`` it does not hold (at least 1: a divisor),
+        made once per number of partitions."""
+        spare = self._spare.get(partitions)
+        if spare is None:
+            spare = self._spare[partitions] = np.maximum(partitions - self.partitions, 1)
+        return spare
 
     def summed(self, values: np.ndarray) -> np.ndarray:
         """``values`` (partitions x candidates) summed by owner (owners x candidates), in partition
@@ -196,7 +215,7 @@ class OwnerLoads:
         self._spread: tuple[np.ndarray, np.ndarray] | None = None
         self._kept_by: list | None = None
         self._others: np.ndarray | None = None
-        self._some_exact = any_of(self.exact_count >= 0)  # (else no count is sized by the owners now)
+        self._some_exact = owners.some_exact  # (else no count is sized by the owners now)
         self._some_varied = False
         if equal_shares:
             self.varied = np.zeros(count, dtype=bool)  # the partitions' loads differ (worth sizing newcomers by the draw)
@@ -220,7 +239,7 @@ class OwnerLoads:
             self.total = self.heaviest[-1]
             self.largest = ranked[-1]
             self.owner_load = owners.summed(by_partition)
-        self.exact = self.owner_load.max(axis=0)
+        self.exact = np.maximum.reduce(self.owner_load, axis=0)
         self._some_varied = any_of(self.varied)
 
     def _running(self, flat: np.ndarray) -> np.ndarray:
@@ -255,11 +274,10 @@ class OwnerLoads:
                                     for held, load, others in self._kept_by))
             else:
                 if self._others is None:
-                    self._others = (self.total[None, :] - self.owner_load) / np.maximum(
-                        self.partitions - self._owners.partitions, 1)
+                    self._others = (self.total[None, :] - self.owner_load) / self._owners.spare(self.partitions)
                 owners = self._owners.partitions[:, at]
                 gained = np.minimum(np.maximum(room[None, :] - owners, 0), self.partitions) * self._others[:, at]
-                kept = np.where(owners > 0, self.owner_load[:, at] + gained, -np.inf).max(axis=0)
+                kept = np.maximum.reduce(np.where(owners > 0, self.owner_load[:, at] + gained, -np.inf), axis=0)
             bound[fewer] = np.minimum(bound[fewer], kept)
         more = ((live > 0) & (live < counts) & self.varied[columns]).nonzero()[0] if self._some_varied else ()
         if len(more):  # the owners keep k of theirs (k / c of their load), newcomers most of the way to the k heaviest
@@ -289,8 +307,11 @@ class OwnerLoads:
         equal = rate / self.per_instance[counts]
         load = self.load(counts, columns)
         sized = self.ownership[columns] & (load > 0)
-        ratio = rate / np.where(sized, load, 1.0)
-        served = np.where(sized[None, :], np.maximum(values * ratio[None, :], equal[None, :]), equal[None, :])
+        if all_of(sized):  # (the engine's usual case: the selections below would pick the first choice throughout)
+            served = np.maximum(values * (rate / load)[None, :], equal[None, :])
+        else:
+            ratio = rate / np.where(sized, load, 1.0)
+            served = np.where(sized[None, :], np.maximum(values * ratio[None, :], equal[None, :]), equal[None, :])
         if counts.size and np.minimum.reduce(counts) > 0:  # (the usual case: every count has an instance)
             return served
         return np.where(counts[None, :] > 0, served, 0.0)  # no instance serves nothing

@@ -365,7 +365,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     # while every instance the bounds allow serves and the backlog stays flat it follows them).
     # (a batch of one runs these per-candidate rules on plain numbers, as ``arrays`` lets them)
     previous = _plain(state.delay)
-    worst = functools.reduce(np.maximum, [age.max(axis=0) for age in ages])
+    worst = functools.reduce(np.maximum, [np.maximum.reduce(age, axis=0) for age in ages])
     dense = functools.reduce(np.logical_and, [dense_arrivals(arrival, recent, previous, interval, hub.row_of,
                                                              None if hub.arrivals is None else hub.arrivals())
                                               for hub, arrival, recent in zip(hubs, arrivals, recents, strict=True)])
@@ -412,7 +412,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     sizing_hot = hot if any_hot else [None] * len(hubs)
     loads = [hub.loads(forecast, every, mask, rate, draw)
              for hub, forecast, mask, draw in zip(hubs, forecasts, sizing_hot, by_draw, strict=True)]
-    short_of = np.flatnonzero(state.ready != capacity)
+    short_of = (state.ready != capacity).nonzero()[0]
     predicted = np.zeros(count)
     risk = np.zeros(count, dtype=bool)
     risks, absorbing = [], []  # absorb: each source's risk, and its absorbing rules (None: not read)
@@ -423,8 +423,8 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
             served_ready = served.copy()
             served_ready[:, short_of] = load.service(forecast[:, short_of], state.ready[short_of], short_of)
         then = age_at_reaction(age, backlog, forecast, served_ready, served, first, react)
-        predicted = np.maximum(predicted, then.max(axis=0))
-        hub_risk = (then > carried_age_limits(risk_limit, forecast, rate, knobs.horizon, hub.row_of)).any(axis=0)
+        predicted = np.maximum(predicted, np.maximum.reduce(then, axis=0))
+        hub_risk = np.logical_or.reduce(then > carried_age_limits(risk_limit, forecast, rate, knobs.horizon, hub.row_of), axis=0)
         risk |= hub_risk
         risks.append(hub_risk)  # absorb
         # absorb: the age limit counts from the event's arrival, so the learned checkpoint delay adds to it
@@ -435,7 +435,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     if explain:
         outcome.owned = functools.reduce(np.logical_and, [load.ownership for load in loads])
         outcome.busiest_now = functools.reduce(np.maximum, [load.busiest(capacity) for load in loads])
-        outcome.oldest_in_view = functools.reduce(np.maximum, [age.max(axis=0) for age in ages])
+        outcome.oldest_in_view = functools.reduce(np.maximum, [np.maximum.reduce(age, axis=0) for age in ages])
 
     # 5. Partitions without a live owner while others have one: a consumer that stalled or is
     # rebalancing, which no count fixes until they are claimed again.
@@ -486,7 +486,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
         outcome.absorbed = risk & ~relieved
         risk = relieved
     if _any(risk):
-        rows = np.flatnonzero(risk)
+        rows = risk.nonzero()[0]
         columns = _columns(rows, count)
         drain = drain_seconds(knobs.dwell[columns], knobs.max_age[columns], state.measured[columns], predicted[columns])
         if paused:
@@ -548,7 +548,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
             eligible = eligible & ~blocked
     if not _any(eligible):
         return outcome
-    rows = np.flatnonzero(eligible)
+    rows = eligible.nonzero()[0]
     columns = _columns(rows, count)
     sources, probed = [], probed_rates(rate, state.measured, outcome.cadence, interval)  # (a lower bound under a cadence)
     for hub, forecast, age, mask, draw, absorbs in zip(hubs, forecasts, ages, sizing_hot, by_draw, absorbing, strict=True):
@@ -577,7 +577,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
         outcome.busiest_wanted = np.full(count, np.nan) if outcome.busiest_wanted is None else outcome.busiest_wanted
         found = chosen >= 0
         outcome.busiest_wanted[down] = functools.reduce(
-            np.maximum, [load.busiest(chosen[found], np.flatnonzero(found)) for load, _, _ in sources])
+            np.maximum, [load.busiest(chosen[found], found.nonzero()[0]) for load, _, _ in sources])
     return outcome
 
 
