@@ -147,28 +147,28 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int | N
         if not slo_kernel.checkpoints_keep_pace(np.array(now)[:, None], np.array(then)[:, None],
                                                 np.array(backlog)[:, None])[0]:
             lag_seconds = 0.0
-    starts = [float(start.backlog) for _, start in measured]
-    ends = [float(partition.backlog) for partition, _ in measured]
-    arrivals = [float(events) for events in arrived]
+    starts = np.array([start.backlog for _, start in measured], dtype=float)
+    ends = np.array([partition.backlog for partition, _ in measured], dtype=float)
+    arrivals = np.array(arrived, dtype=float)
     owners = [partition.owner for partition, _ in pairs] if by_owner else []
     unmeasured_flags = np.array(unmeasured)
-    busy = np.zeros(len(unmeasured), dtype=bool)
     if cadence > 0:
-        busy[~unmeasured_flags] = slo_kernel.busy_over_span(np.array(starts), np.array(ends), np.array(arrivals), cadence,
-                                                            elapsed, interval)
+        read = slo_kernel.busy_over_span(starts, ends, arrivals, cadence, elapsed, interval)
     else:
-        busy[~unmeasured_flags] = slo_kernel.busy_partitions(
-            np.array(starts), np.array(ends), np.array(arrivals), lag_seconds, elapsed,
+        read = slo_kernel.busy_partitions(
+            starts, ends, arrivals, lag_seconds, elapsed,
             _arrived_over_lag(samples, later, [partition for (partition, _), skip in zip(pairs, unmeasured, strict=True)
                                                 if not skip], lag_seconds) if lag_seconds > elapsed else None)
+    busy = read if len(measured) == len(pairs) else np.zeros(len(unmeasured), dtype=bool)  # (read: the measured ones)
+    if busy is not read:
+        busy[~unmeasured_flags] = read
     observed, saturated, fastest = slo_kernel.observed_throughput(
         np.array([float(sum(done))]), elapsed, np.array([float(ready_capacity)]), np.array(done, dtype=float)[:, None],
         busy[:, None], unmeasured_flags[:, None], slo_kernel.Owners.of(tuple(owners), len(owners)) if by_owner else None)
     # (the kernel's test, asked only where the fastest owner read a drop: most() costs a lookup)
     corroborated = (bool(saturated[0]) and fastest[0] < throughput * (1 - slo_kernel.UNCONFIRMED_DROP)
                     and bool(slo_kernel.corroborated_drop(
-        float(observed[0]), float(fastest[0]), throughput, np.array(starts), np.array(ends), np.array(arrivals),
-        np.array(moved), elapsed, most())))
+        float(observed[0]), float(fastest[0]), throughput, starts, ends, arrivals, np.array(moved), elapsed, most())))
     return float(observed[0]), bool(saturated[0]), corroborated
 
 
