@@ -291,3 +291,22 @@ def test_a_queues_floor_is_doubted_more_than_a_hubs(learned, floor, sized_by) ->
     decision = decide(target(None), samples, ScalerState(target="jobs", throughput_per_instance=learned,
                                                          throughput_floor=floor))
     assert decision.metrics["throughput_per_instance"] == pytest.approx(sized_by)
+
+
+@pytest.mark.parametrize(
+    ("rising_per_minute", "expected"),
+    [
+        pytest.param(0, 3, id="level-arrivals-hold-the-budgets-spacing"),
+        pytest.param(1, 4, id="clearly-rising-arrivals-hold-the-dwell"),
+    ],
+)
+def test_into_a_rising_edge_a_queues_scale_in_still_holds_the_dwell(rising_per_minute, expected) -> None:
+    """Arrivals of 35/s, level or rising by a message a minute (the rise is clear: no noise about
+    the line, and the calm rate it adds is under 1%): 3 x 10/s falls behind, reaching the limit
+    after about 1,100 s, which holds the budget's 900 s but not the dwell. While the arrivals
+    clearly rise the dwell stays (reproduction 6: no scale-in into a rising edge)."""
+    samples = [sample(minute, 10, active=3, age=1, incoming=2096 + rising_per_minute * minute,
+                      completed=2096 + rising_per_minute * minute) for minute in range(5)]
+    decision = decide(target(), samples)
+    assert (decision.direction, decision.reason_code) == (DOWN, "slo_surplus")
+    assert decision.target_capacity == expected

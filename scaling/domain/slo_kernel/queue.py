@@ -42,6 +42,12 @@ def schedule_services(ready: int, steps: Sequence[tuple[float, int]], throughput
     return [(-np.inf, ready * throughput), *((at, serving * throughput) for at, serving in steps)]
 
 
+#: A rise (a fraction of the rate per second, ``trend``'s) above which a queue's scale-in holds the
+#: dwell: level readings leave floating-point dust of about 1e-17, a rise the trend calls clear
+#: (a message a minute on 35/s) about 1e-5.
+CLEAR_RISE = 1e-9
+
+
 def queue_scale_in_hold(dwell, max_actions_per_hour):
     """How long a queue's scale-in must be expected to hold: the dwell, or the action budget's
     spacing (one action's refill, ``3600 / max_actions_per_hour``) where that is shorter.
@@ -53,7 +59,8 @@ def queue_scale_in_hold(dwell, max_actions_per_hour):
     the budget's spacing lets a count that serves a little less than the arrivals run the queue
     with a standing backlog within the limit, then give way to the next count up: the mode
     alternates two counts where the hub's dwell held the higher one (docs/policy-experiments.md,
-    "The queue, fifth round")."""
+    "The queue, fifth round"). While the arrivals clearly rise (``CLEAR_RISE``) the dwell stays:
+    no scale-in into a rising edge."""
     spacing = np.where(np.asarray(max_actions_per_hour) > 0, 3600.0 / np.maximum(max_actions_per_hour, 1e-9), np.inf)
     return np.minimum(dwell, spacing)
 
@@ -149,7 +156,7 @@ class QueueReading:
                                                                float(self.rise[column]), knobs.dwell[column],
                                                                float(self.noise[column]), knobs.peak_full_noise[column])))
                 reaction, dwell = interval + provisioning, float(knobs.dwell[column])
-                if self.scale_in_hold is not None and not self.rise[column] > 0:  # (into a rising edge: the dwell)
+                if self.scale_in_hold is not None and not self.rise[column] > CLEAR_RISE:  # (into a rising edge: the dwell)
                     dwell = min(dwell, float(self.scale_in_hold[column]))
                 for level in (level for level in allowed if level < capacity):
                     holds[column] = fifo_hold_seconds(age, backlog, calm, level * throughput, limit, reaction, dwell)
