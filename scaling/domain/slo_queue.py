@@ -30,6 +30,7 @@ from scaling.domain.decisions import DOWN, HOLD, UP
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.proposal import Proposal, Situation, scale_out_drain, timing
 from scaling.domain.samples import MetricSample, SourceReading
+from scaling.domain.slo_kernel.queue import queue_scale_in_hold
 
 KIND = "servicebus"
 #: Azure Monitor reports a minute one to three minutes late, and new instances serve a provisioning
@@ -231,7 +232,7 @@ def interval_throughput(samples: Sequence[MetricSample], ready_capacity: int) ->
     return completed / ready_capacity, saturated
 
 
-def _reading(outlook: QueueOutlook, schedule: Readiness) -> kernel.QueueReading:
+def _reading(outlook: QueueOutlook, schedule: Readiness, hold: float) -> kernel.QueueReading:
     """The queue's outlook as the step reads it: a batch of one (NaN: not known)."""
     def known(rate: float | None) -> np.ndarray:
         return np.array([math.nan if rate is None else rate])
@@ -241,7 +242,12 @@ def _reading(outlook: QueueOutlook, schedule: Readiness) -> kernel.QueueReading:
         age=np.array([outlook.age_seconds]), backlog=np.array([outlook.backlog]), arrival_rate=known(outlook.arrival_rate),
         recent_rate=known(outlook.recent_arrival_rate), signal=known(max(signals) if signals else None),
         peak=known(outlook.peak_arrival_rate), rise=np.array([outlook.rise]), noise=np.array([outlook.noise]),
-        schedules=[(schedule.ready, schedule.steps)])
+        schedules=[(schedule.ready, schedule.steps)], scale_in_hold=np.array([hold]))
+
+
+def scale_in_hold_seconds(target: TargetPolicy) -> float:
+    """How long the queue's scale-in must hold (``slo_kernel.queue_scale_in_hold``)."""
+    return float(queue_scale_in_hold(target.slo.min_dwell_seconds, target.slo.max_actions_per_hour))
 
 
 def propose(target: TargetPolicy, situation: Situation) -> Proposal:
@@ -272,7 +278,7 @@ def propose(target: TargetPolicy, situation: Situation) -> Proposal:
         [], step_state, kernel.StepKnobs.one(slo), kernel.StepCounts.one(tuple(counts), top), interval=interval,
         since_latest=clock.since_latest,
         enough_history=(samples[-1].collected_at - samples[0].collected_at).total_seconds() >= slo.rate_window_seconds,
-        stall_readings=lambda: None, queue=_reading(outlook, schedule))
+        stall_readings=lambda: None, queue=_reading(outlook, schedule, scale_in_hold_seconds(target)))
     return _proposal(target, situation, outlook, schedule, outcome, limit)
 
 
@@ -352,7 +358,7 @@ def _proposal(target: TargetPolicy, situation: Situation, outlook: QueueOutlook,
     if code == kernel.STEADY:
         return Proposal(None, HOLD, reason_code,
                         (f"oldest message {outlook.age_seconds:.0f}s, predicted {predicted:.0f}s within the {limit:.0f}s "
-                         f"limit; no smaller count would hold for {slo.min_dwell_seconds:.0f}s at {calm:.1f}/s",), metrics)
+                         f"limit; no smaller count would hold for {scale_in_hold_seconds(target):.0f}s at {calm:.1f}/s",), metrics)
     hold_seconds = float(outcome.hold_seconds[0])
     lasting = "indefinitely" if math.isinf(hold_seconds) else f"for about {hold_seconds:.0f}s"
     return Proposal(wanted, DOWN, reason_code,

@@ -19,6 +19,7 @@ from scaling.domain.slo_queue import (
     interval_throughput,
     is_queue_target,
     readiness,
+    scale_in_hold_seconds,
 )
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -114,12 +115,43 @@ def test_on_a_lower_bound_of_the_rate_an_aging_queue_drains_within_the_slo() -> 
     assert not any(reason.startswith("draining within the SLO") for reason in known.reasons)
 
 
-def test_a_queue_with_surplus_scales_in_to_the_smallest_count_that_holds() -> None:
-    policy = target()
-    decision = decide(policy, steady(5, 10, active=3, age=1, incoming=2100, completed=2100))
-    forecast = 35 * (1 + policy.slo.headroom)
+@pytest.mark.parametrize(
+    ("arrivals", "budget", "expected"),
+    [
+        # 3 x 10/s against 36.75/s: the oldest message reaches the 210 s limit after about 1,140 s
+        pytest.param(35, 4, 3, id="falls-behind-slowly-holds-the-budgets-900s"),
+        pytest.param(35, 2, 4, id="budget-spacing-1800s"),
+        # ... against 39.9/s: after about 850 s, within the spacing and a reaction
+        pytest.param(38, 4, 4, id="falls-behind-too-fast-for-the-spacing"),
+        pytest.param(25, 4, 3, id="serves-the-arrivals-holds-indefinitely"),
+    ],
+)
+def test_a_queue_with_surplus_scales_in_to_the_smallest_count_that_holds(arrivals, budget, expected) -> None:
+    """A queue's scale-in holds the dwell or the action budget's spacing, whichever is shorter
+    (``queue_scale_in_hold``): its age is read every minute, so a count a little short of the
+    arrivals runs a standing backlog within the limit until the next scale-out."""
+    policy = target(max_actions_per_hour=budget)
+    decision = decide(policy, steady(5, 10, active=3, age=1, incoming=arrivals * 60, completed=arrivals * 60))
+    hold = min(policy.slo.min_dwell_seconds, 3600 / budget)
     assert (decision.direction, decision.reason_code) == (DOWN, "slo_surplus")
-    assert decision.target_capacity == math.ceil(forecast / 10)
+    assert decision.target_capacity == expected
+    assert decision.metrics["calm_rate"] == pytest.approx(arrivals * (1 + policy.slo.headroom), abs=1e-3)
+    if expected * 10 < decision.metrics["calm_rate"]:  # (falls behind: it holds at least the spacing, not forever)
+        assert "for about" in decision.reasons[0]
+        assert float(decision.reasons[0].split("for about ")[1].split("s")[0]) >= hold
+
+
+@pytest.mark.parametrize(
+    ("dwell", "budget", "expected"),
+    [
+        pytest.param(2400, 4, 900, id="the-budgets-spacing"),
+        pytest.param(2400, 1, 2400, id="the-dwell-when-shorter"),
+        pytest.param(600, 4, 600, id="a-short-dwell"),
+        pytest.param(2400, 0, 2400, id="no-budget-the-dwell"),
+    ],
+)
+def test_a_queues_scale_in_holds_the_shorter_of_the_dwell_and_the_budgets_spacing(dwell, budget, expected) -> None:
+    assert scale_in_hold_seconds(target(min_dwell_seconds=dwell, max_actions_per_hour=budget)) == expected
 
 
 @pytest.mark.parametrize(
@@ -259,3 +291,22 @@ def test_a_queues_floor_is_doubted_more_than_a_hubs(learned, floor, sized_by) ->
     decision = decide(target(None), samples, ScalerState(target="jobs", throughput_per_instance=learned,
                                                          throughput_floor=floor))
     assert decision.metrics["throughput_per_instance"] == pytest.approx(sized_by)
+
+
+@pytest.mark.parametrize(
+    ("rising_per_minute", "expected"),
+    [
+        pytest.param(0, 3, id="level-arrivals-hold-the-budgets-spacing"),
+        pytest.param(1, 4, id="clearly-rising-arrivals-hold-the-dwell"),
+    ],
+)
+def test_into_a_rising_edge_a_queues_scale_in_still_holds_the_dwell(rising_per_minute, expected) -> None:
+    """Arrivals of 35/s, level or rising by a message a minute (the rise is clear: no noise about
+    the line, and the calm rate it adds is under 1%): 3 x 10/s falls behind, reaching the limit
+    after about 1,100 s, which holds the budget's 900 s but not the dwell. While the arrivals
+    clearly rise the dwell stays (reproduction 6: no scale-in into a rising edge)."""
+    samples = [sample(minute, 10, active=3, age=1, incoming=2096 + rising_per_minute * minute,
+                      completed=2096 + rising_per_minute * minute) for minute in range(5)]
+    decision = decide(target(), samples)
+    assert (decision.direction, decision.reason_code) == (DOWN, "slo_surplus")
+    assert decision.target_capacity == expected

@@ -42,6 +42,29 @@ def schedule_services(ready: int, steps: Sequence[tuple[float, int]], throughput
     return [(-np.inf, ready * throughput), *((at, serving * throughput) for at, serving in steps)]
 
 
+#: A rise (a fraction of the rate per second, ``trend``'s) above which a queue's scale-in holds the
+#: dwell: level readings leave floating-point dust of about 1e-17, a rise the trend calls clear
+#: (a message a minute on 35/s) about 1e-5.
+CLEAR_RISE = 1e-9
+
+
+def queue_scale_in_hold(dwell, max_actions_per_hour):
+    """How long a queue's scale-in must be expected to hold: the dwell, or the action budget's
+    spacing (one action's refill, ``3600 / max_actions_per_hour``) where that is shorter.
+
+    The dwell is there for the hub, whose ages are inferred from checkpoints and whose busiest
+    partition can hide behind the mean: a scale-in that fell short would show late. A queue's
+    oldest message is peeked at every sample, so a count that falls behind shows within a minute
+    and one scale-out undoes it, and the budget already bounds how often that happens. Holding
+    the budget's spacing lets a count that serves a little less than the arrivals run the queue
+    with a standing backlog within the limit, then give way to the next count up: the mode
+    alternates two counts where the hub's dwell held the higher one (docs/policy-experiments.md,
+    "The queue, fifth round"). While the arrivals clearly rise (``CLEAR_RISE``) the dwell stays:
+    no scale-in into a rising edge."""
+    spacing = np.where(np.asarray(max_actions_per_hour) > 0, 3600.0 / np.maximum(max_actions_per_hour, 1e-9), np.inf)
+    return np.minimum(dwell, spacing)
+
+
 @dataclass(slots=True)
 class QueueReading:
     """A queue (several queues of a target pooled) per column: the oldest message's age (s) and
@@ -49,7 +72,8 @@ class QueueReading:
     sample (NaN: not reported yet); ``signal``, the highest arrival rate any reading shows
     (Azure Monitor's, its level, the active count's growth; NaN: none), which the forecast rests
     on; the busiest recent minute, the rise and the noise (``calm_rates``); and per column the
-    readiness schedule, ``(ready now, ((seconds on, instances serving from then), ...))``."""
+    readiness schedule, ``(ready now, ((seconds on, instances serving from then), ...))``;
+    ``scale_in_hold``, how long a scale-in must hold (``queue_scale_in_hold``; None: the dwell)."""
 
     age: np.ndarray
     backlog: np.ndarray
@@ -60,6 +84,7 @@ class QueueReading:
     rise: np.ndarray
     noise: np.ndarray
     schedules: Sequence[tuple[int, tuple[tuple[float, int], ...]]]
+    scale_in_hold: np.ndarray | None = None
 
     def decide(self, outcome: StepOutcome, known: np.ndarray, state: StepState, knobs: StepKnobs, counts: StepCounts, *,
                interval: float, since_latest: float, enough_history: bool | np.ndarray) -> StepOutcome:
@@ -71,7 +96,8 @@ class QueueReading:
            else the smallest count that serves it and keeps the age (``keeps_age``);
         6. no scale-in without the latest minute's rate, the rate window's history, an age under the
            limit (a missed SLO is no surplus) and every instance asked for serving;
-        7. the smallest count that holds for the dwell at the calm rate (``fifo_hold_seconds``)."""
+        7. the smallest count that holds at the calm rate (``fifo_hold_seconds``) for the dwell, or
+           for ``scale_in_hold`` where that is shorter (``queue_scale_in_hold``)."""
         count = len(state.capacity)
         wanted, direction, reason = outcome.wanted, outcome.direction, outcome.reason
         predicted, react = np.full(count, np.nan), np.full(count, np.nan)
@@ -130,6 +156,8 @@ class QueueReading:
                                                                float(self.rise[column]), knobs.dwell[column],
                                                                float(self.noise[column]), knobs.peak_full_noise[column])))
                 reaction, dwell = interval + provisioning, float(knobs.dwell[column])
+                if self.scale_in_hold is not None and not self.rise[column] > CLEAR_RISE:  # (into a rising edge: the dwell)
+                    dwell = min(dwell, float(self.scale_in_hold[column]))
                 for level in (level for level in allowed if level < capacity):
                     holds[column] = fifo_hold_seconds(age, backlog, calm, level * throughput, limit, reaction, dwell)
                     if holds[column] >= dwell:
