@@ -77,3 +77,14 @@ def clip(values, low, high):
         raised = low if values < low else values
         return high if raised > high else raised
     return np.clip(values, low, high)
+
+
+def plain(values: np.ndarray):
+    """A batch of one's value as a plain number (the rules then run without numpy's overhead per
+    call, the same IEEE arithmetic); a sweep's as it is."""
+    return values.item() if values.size == 1 else values
+
+
+def chosen_columns(rows: np.ndarray, count: int) -> np.ndarray | slice:
+    """The chosen columns of ``count`` as an index: all of them as a slice (no copies then)."""
+    return slice(None) if rows.size == count else rows

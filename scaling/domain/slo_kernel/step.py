@@ -24,6 +24,7 @@ import numpy as np
 
 from scaling.domain.slo_kernel.absorb import BurstHistory, SourceAbsorbing, absorbed_risk
 from scaling.domain.slo_kernel.ages import age_at_reaction
+from scaling.domain.slo_kernel.arrays import all_of, any_of, chosen_columns, plain
 from scaling.domain.slo_kernel.cadence import cadence_allowance, cadence_readings, probed_rates
 from scaling.domain.slo_kernel.counts import scale_in_counts, scale_out_counts
 from scaling.domain.slo_kernel.hub import (
@@ -256,27 +257,6 @@ class StepOutcome:
     cadence: np.ndarray | None = None
 
 
-def _plain(values: np.ndarray):
-    """A batch of one's value as a plain number (``arrays``: the rules then run without numpy's
-    overhead per call, the same IEEE arithmetic); a sweep's as it is."""
-    return values.item() if values.size == 1 else values
-
-
-def _any(flags: np.ndarray) -> bool:
-    """``flags.any()``; a batch of one's single flag read directly (a tenth of the cost)."""
-    return bool(flags[0]) if flags.size == 1 else bool(flags.any())
-
-
-def _all(flags: np.ndarray) -> bool:
-    """``flags.all()``; a batch of one's single flag read directly."""
-    return bool(flags[0]) if flags.size == 1 else bool(flags.all())
-
-
-def _columns(rows: np.ndarray, count: int) -> np.ndarray | slice:
-    """The chosen columns as an index: all of them as a slice (no copies then)."""
-    return slice(None) if rows.size == count else rows
-
-
 def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, counts: StepCounts, *, interval: float,
              since_latest: float, enough_history: bool | np.ndarray, stall_readings: Callable[[], tuple | None],
              stand_still: Callable[[], np.ndarray | None] | None = None, cadence=None, may_scale_in: np.ndarray | None = None,
@@ -315,7 +295,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     direction = np.zeros(count, dtype=np.int64)
     reason = np.full(count, STEADY, dtype=np.int64)
     outcome = StepOutcome(wanted, direction, reason, state.delay.copy(), state.pause.copy())
-    if not _all(known):
+    if not all_of(known):
         unknown = ~known
         rising = unknown & (state.ready >= capacity) & ((state.backlog_total > 0) & (
             state.backlog_total > state.previous_backlog_total) if state.falling_behind is None else state.falling_behind)
@@ -329,10 +309,10 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
                                 enough_history=enough_history)
         reason[known] = NO_DATA
         return outcome
-    if not _any(known):
+    if not any_of(known):
         return outcome
 
-    every_known = _all(known)
+    every_known = all_of(known)
     rate = throughput if every_known else np.where(known, throughput, 1.0)
     # 3. Partitions that receive more than one instance serves, over the rate window and the last
     # interval alike, fall behind at any count: sized for the rest of the hub (while the hub as a
@@ -368,7 +348,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     # the checkpoint delay: learned as the floor of the ages (a quiet spell teaches nothing;
     # while every instance the bounds allow serves and the backlog stays flat it follows them).
     # (a batch of one runs these per-candidate rules on plain numbers, as ``arrays`` lets them)
-    previous = _plain(state.delay)
+    previous = plain(state.delay)
     worst = functools.reduce(np.maximum, [np.maximum.reduce(age, axis=0) for age in ages])
     dense = functools.reduce(np.logical_and, [dense_arrivals(arrival, recent, previous, interval, hub.row_of,
                                                              None if hub.arrivals is None else hub.arrivals())
@@ -376,17 +356,17 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     enough = enough_history if isinstance(enough_history, np.ndarray) else bool(enough_history)
     pace = (state.ready >= capacity) & enough  # (every serving instance ready, its checkpoints keeping pace)
     for hub, backlog in zip(hubs, backlogs_in_view, strict=True):
-        if not _any(pace):
+        if not any_of(pace):
             break
         read = hub.checkpoints()
         pace = pace & (checkpoints_keep_pace(read[0], read[1], backlog) if read is not None else False)
     steady = pace & (capacity >= counts.highest)
     for backlog, before, arrival in zip(backlogs_in_view, earlier, by_partition, strict=True):
-        if before is not None and _any(steady):
+        if before is not None and any_of(steady):
             steady = steady & backlog_flat(backlog, before, arrival, interval * FLAT_TOLERANCE)
     # Where an owner kept up, the youngest steady lag of its partitions (``keeping_up``, ``steady_lags``).
     youngest = math.nan
-    if _any(pace & known):
+    if any_of(pace & known):
         lags = []
         for hub, arrival, mask in zip(hubs, by_partition, hot if any_hot else [None] * len(hubs), strict=True):
             read = hub.checkpoints()
@@ -394,9 +374,9 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
                 read, None if hub.arrivals is None else hub.arrivals(), arrival, interval, hub.row_of,
                 None if mask is None else hub.by_partition(mask), keeping_up(read, hub.owners, rate, interval)).min(axis=0))
         youngest = functools.reduce(np.minimum, lags)
-        youngest = _plain(np.where(pace & known & np.isfinite(youngest), youngest, math.nan))
-    delay = learned_checkpoint_delay(_plain(worst), previous, interval, _plain(knobs.delay_ceiling), _plain(dense),
-                                     _plain(steady), _plain(knobs.delay_steady_ceiling), youngest)
+        youngest = plain(np.where(pace & known & np.isfinite(youngest), youngest, math.nan))
+    delay = learned_checkpoint_delay(plain(worst), previous, interval, plain(knobs.delay_ceiling), plain(dense),
+                                     plain(steady), plain(knobs.delay_steady_ceiling), youngest)
     delay = np.array([delay]) if count == 1 else delay
     outcome.delay = delay if every_known else np.where(known, delay, state.delay)
     since = since_latest + delay
@@ -410,7 +390,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
         pause = learned_rebalance_pause(state.pause, measured_pause)
         outcome.pause = pause if every_known else np.where(known, pause, state.pause)
     allowance = pause_allowance(outcome.pause, interval)
-    paused = _any(allowance > 0)
+    paused = any_of(allowance > 0)
     risk_limit, lead = knobs.limit, knobs.provisioning
     if paused:
         outcome.allowance = allowance
@@ -457,7 +437,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     # rebalancing, which no count fixes until they are claimed again.
     unowned = known & (state.unowned > 0)
     undecided = known
-    if _any(unowned):
+    if any_of(unowned):
         reason[unowned] = UNOWNED
         undecided = known & ~unowned
 
@@ -467,7 +447,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
                                                in zip(backlogs_in_view, earlier, by_partition, strict=True)
                                                if before is not None], np.zeros(count, dtype=bool))
     stall = np.zeros(count, dtype=bool)
-    if _any(growing & undecided):
+    if any_of(growing & undecided):
         readings = stall_readings()
         if readings is not None:
             (serving_before, serving_now), (done_before, done_now) = readings
@@ -477,7 +457,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
                                                  for hub in hubs])
             stall = undecided & stalled(serving_before, serving_now, done_before, done_now, growing, state.stalling,
                                         arriving, most)
-            if _any(stall):
+            if any_of(stall):
                 outcome.stall_readings = readings
                 reason[stall] = STALL
                 to_minimum = stall & knobs.stall_to_minimum
@@ -486,24 +466,24 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
                 # for one) holds what serves, raised to the count the recovery needs to drain the
                 # backlog in view within the SLO (``recovery_counts``): the recovery drains at once.
                 going_on = stall & state.stalling & ~knobs.stall_to_minimum
-                if _any(going_on):
+                if any_of(going_on):
                     backlog = functools.reduce(np.add, [column_sums(backlog) for backlog in backlogs_in_view])
                     need = recovery_counts(arriving, backlog, rate, knobs.max_age, counts.highest)
                     raise_to = going_on & (need > capacity)
                     wanted[raise_to], direction[raise_to] = need[raise_to], UP
-    if _any(stall):
+    if any_of(stall):
         undecided = undecided & ~stall
 
     # 7. At risk: serve the forecast and drain, over ``drain_seconds``, what will have piled up
     # by the time new instances serve: the smallest allowed count that serves every partition's need.
     risk = risk & undecided
-    if _any(risk) and any(absorbing):  # absorb: a burst the count carries within the limit is no reason to scale out
+    if any_of(risk) and any(absorbing):  # absorb: a burst the count carries within the limit is no reason to scale out
         relieved = absorbed_risk(risks, absorbing, risk, react)
         outcome.absorbed = risk & ~relieved
         risk = relieved
-    if _any(risk):
+    if any_of(risk):
         rows = risk.nonzero()[0]
-        columns = _columns(rows, count)
+        columns = chosen_columns(rows, count)
         drain = drain_seconds(knobs.dwell[columns], knobs.max_age[columns], state.measured[columns], predicted[columns])
         if paused:
             drain = paused_drain_seconds(drain, knobs.max_age[columns], allowance[columns])
@@ -536,7 +516,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
         if explain:
             outcome.busiest_wanted = np.full(count, np.nan)
             outcome.busiest_wanted[rows] = functools.reduce(np.maximum, [load.busiest(chosen, columns) for load in loads])
-    if _any(risk):
+    if any_of(risk):
         undecided = undecided & ~risk
 
     # 8. No scale-in without the rate window's history, nor while the backlog in view grows (the
@@ -547,7 +527,7 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     elif not enough:
         reason[undecided] = TOO_FEW_SAMPLES
         return outcome
-    if _any(growing):
+    if any_of(growing):
         reason[undecided & growing] = GROWING
         undecided = undecided & ~growing
     if any_hot:
@@ -556,16 +536,16 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
     # 9. The smallest count that holds for the dwell, at the forecast or the busiest recent
     # interval (on noisy arrivals), raised while the arrivals clearly rise (``calm_rates``).
     eligible = undecided if may_scale_in is None else undecided & may_scale_in
-    if paused and _any(eligible):  # (a moved partition drains nothing until its pause has passed)
+    if paused and any_of(eligible):  # (a moved partition drains nothing until its pause has passed)
         blocked = eligible & functools.reduce(np.logical_or, [pause_blocks_scale_in(age, allowance, knobs.limit)
                                                               for age in ages])
-        if _any(blocked):
+        if any_of(blocked):
             outcome.pause_blocked = blocked
             eligible = eligible & ~blocked
-    if not _any(eligible):
+    if not any_of(eligible):
         return outcome
     rows = eligible.nonzero()[0]
-    columns = _columns(rows, count)
+    columns = chosen_columns(rows, count)
     sources, probed = [], probed_rates(rate, state.measured, outcome.cadence, interval)  # (a lower bound under a cadence)
     for hub, forecast, age, mask, draw, absorbs in zip(hubs, forecasts, ages, sizing_hot, by_draw, absorbing, strict=True):
         peak, rise, noise = hub.scale_in_rates()
