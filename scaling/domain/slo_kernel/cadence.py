@@ -34,8 +34,9 @@ CADENCE_SHOWN = 1.5
 #: times the floor. Every partition keeps up at the counts the floor asks for, so no reading there
 #: could raise it (WC98 held 32, then 16 instances for 16 hours on the cold start's 2.29/s); the
 #: floor rises with the load per instance once fewer serve, and a scale-out from it confirms it
-#: (``confirms_floor``).
-CADENCE_PROBE = 1.5
+#: (``confirms_floor``). WC98 every 300 s: 1.5 1.255, 1.6 1.255, 1.7-1.9 1.237, 2 1.288 of the
+#: fluid bound (the trouble set's NASA 470 s 1.336, 1.331, 1.325-1.333, 1.333).
+CADENCE_PROBE = 1.75
 #: The fewest intervals a cadence is measured over (``measured_cadence``): after the last in
 #: which the checkpoints stood still everywhere at once.
 CADENCE_INTERVALS = 3
