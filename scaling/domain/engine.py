@@ -506,15 +506,13 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     trail = timedelta(seconds=float(slo_kernel.learning_trail(
         _number(state.checkpoint_delay_seconds), max_age * slo_kernel.CHECKPOINT_DELAY_CEILING,
         max_age * slo_kernel.CHECKPOINT_DELAY_STEADY_CEILING)) + cadence)
-    steady = not pending and (steady_since is None or len(samples) < 2
-                              or samples[-1 - span].collected_at - trail >= steady_since)
-    if slo_kernel.learns_through_stall(steady, state.last_reason_code == "stall"):  # (not while a stall goes on)
+    if not pending and (steady_since is None or len(samples) < 2 or samples[-1 - span].collected_at - trail >= steady_since):
         settled = steady_since is None or len(samples) < 2 or bool(slo_kernel.settled_for_drop(
             (samples[-2].collected_at - steady_since).total_seconds(), trail.total_seconds()))
         state = learn_throughput(state, samples, ready_capacity, settled,
                                  functools.partial(_most_instances, target, latest), spanned,
                                  max_age * slo_kernel.CHECKPOINT_DELAY_STEADY_CEILING)
-    elif not steady and state.throughput_per_instance is None and len(samples) >= 2 and not cadence:
+    elif state.throughput_per_instance is None and len(samples) >= 2 and not cadence:
         # (with a checkpoint cadence one interval's checkpoints move lumps of earlier work: 28.7/s read
         # where the truth is 16.7/s; the floor then rises from the spans alone)
         state = raise_throughput_floor(state, samples, max(capacity, samples[-2].capacity or 0))

@@ -10,10 +10,6 @@ test_domain_slo_step.py; the 8-partition stall through the engine in test_domain
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
-
-from scaling.domain import slo_kernel
 from scaling.domain.decisions import DOWN, UP
 from scaling.simulation.drivers.batched_slo import simulate_slo_batch
 from scaling.simulation.peers.looped import EngineAutoscaler, simulated_target
@@ -42,22 +38,4 @@ def test_the_issues_stall_row_drains_on_the_maximum_from_the_recovery() -> None:
     recovered = STALL_STARTS + STALL_MINUTES
     assert result.serving[recovered] == 32
     assert result.slo_violation_minutes <= 46
-    # Nothing learned while the stall goes on: the rate the recovery's count and the first sizing
-    # after it rest on is the one the stall was recognised at (it fell to 0.19/s, learned from
-    # the stalled readings).
-    rates = [decision.state.throughput_per_instance for decision in stall]
-    assert rates[-1] == rates[0] > 10.0
     assert_same_run(result, simulate_slo_batch(arrivals, [target], scenario)[0], "the stall row")
-
-
-@pytest.mark.parametrize(("learning", "stalling", "learns"), [
-    (True, False, True),  # no stall: learned as before
-    (True, True, False),  # a stall goes on (the last decision was a stall's): its readings teach nothing
-    (False, True, False),
-    (False, False, False),
-])
-def test_no_throughput_is_learned_while_a_stall_goes_on(learning: bool, stalling: bool, learns: bool) -> None:
-    """``learns_through_stall``, a batch of one's plain flags and a sweep's columns alike."""
-    assert slo_kernel.learns_through_stall(learning, stalling) is learns
-    columns = slo_kernel.learns_through_stall(np.array([learning, True]), np.array([stalling, False]))
-    assert columns.tolist() == [learns, True]

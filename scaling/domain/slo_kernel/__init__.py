@@ -130,7 +130,6 @@ from scaling.domain.slo_kernel.hub import (  # noqa: F401
     forecast_rates,
     hot_partitions,
     hub_servable,
-    learns_through_stall,
     most_instances,
     recovery_counts,
     scale_out_need,

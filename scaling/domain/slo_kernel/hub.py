@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from scaling.domain.slo_kernel.ages import rising_factor
-from scaling.domain.slo_kernel.arrays import _PLAIN, NO_RATE, any_of, clip, maximum, minimum, negation, where
+from scaling.domain.slo_kernel.arrays import _PLAIN, NO_RATE, any_of, clip, maximum, minimum, where
 
 #: How much the processed rate may rise with more instances and still count as a stall (``stalled``).
 STALL_TOLERANCE = 0.1
@@ -118,15 +118,6 @@ def recovery_counts(arrivals, backlog, rate, drain, highest):
     minute instead of a provisioning delay later (held at the count that served, 16 of the 32
     the WC98 stall's backlog needed: 48 violation minutes, the lag peers' 45)."""
     return np.minimum(highest, np.ceil((arrivals + backlog / drain) / rate)).astype(np.int64)
-
-
-def learns_through_stall(learning, stalling):
-    """Where the throughput may be learned from the last interval (``learning``): not while a
-    stall goes on (``stalling``: the last decision was a stall's). Stalled consumers' readings
-    are saturated and slow, and learned they pull the rate down with every interval (16.7 ->
-    0.19/s over the WC98 stall), so the recovery's count (``recovery_counts``) and the first
-    sizing after it would rest on the stalled rate, not on what the consumers do once they run."""
-    return learning & negation(stalling)
 
 
 def checkpoints_keep_pace(checkpoint: np.ndarray, before: np.ndarray, backlog: np.ndarray) -> np.ndarray:

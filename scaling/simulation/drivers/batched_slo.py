@@ -257,11 +257,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             trail = (slo_kernel.learning_trail(delay, settings.knobs.delay_ceiling, settings.knobs.delay_steady_ceiling)
                      + np.where(spans > 1, allowed, 0.0))
             called = ~pending & (np.isnan(steady) | _learns(trail, steady, moment - spans * interval_seconds))  # learn_throughput runs
-            learns = slo_kernel.learns_through_stall(called, stalling)  # (not while a stall goes on)
             held_back = unconfirmed
-            unconfirmed = np.where(learns, np.nan, unconfirmed)  # (it waits one learning step, no more)
+            unconfirmed = np.where(called, np.nan, unconfirmed)  # (it waits one learning step, no more)
             # (no live owner: nothing served; owners steady over the span)
-            learning = learns & owners_steady & (live_owners > 0) & (seen - owner_changed_at >= spans)
+            learning = called & owners_steady & (live_owners > 0) & (seen - owner_changed_at >= spans)
             if learning.any():
                 checkpointed = oldest > 0
                 processed = oldest_sum - previous_oldest_sum  # (partitions without a checkpoint add 0 - 0)
