@@ -224,7 +224,7 @@ CONSTANTS: tuple[Constant, ...] = (
     Constant("CADENCE_SHOWN", 1.5, "scaling.domain.slo_kernel.cadence",
              "collection intervals a learned checkpoint cadence must reach before ages are read less the time since "
              "each checkpoint moved and the throughput over as long a span (checkpoints every interval: as before)"),
-    Constant("CADENCE_PROBE", 1.5, "scaling.domain.slo_kernel.cadence",
+    Constant("CADENCE_PROBE", 1.85, "scaling.domain.slo_kernel.cadence",
              "where the throughput is a lower bound under a checkpoint cadence, a scale-in is sized at this many times "
              "the floor (no count that keeps up could raise it); a scale-out from it confirms the floor"),
     Constant("STALL_TOLERANCE", 0.1, "scaling.domain.slo_kernel.hub",

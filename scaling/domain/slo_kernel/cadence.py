@@ -34,8 +34,13 @@ CADENCE_SHOWN = 1.5
 #: times the floor. Every partition keeps up at the counts the floor asks for, so no reading there
 #: could raise it (WC98 held 32, then 16 instances for 16 hours on the cold start's 2.29/s); the
 #: floor rises with the load per instance once fewer serve, and a scale-out from it confirms it
-#: (``confirms_floor``).
-CADENCE_PROBE = 1.5
+#: (``confirms_floor``). WC98 every 300 s: 1.5 1.283, 1.6 1.259, 1.75 1.266, 1.8-1.9 1.241, 1.95
+#: 1.293, 2 1.244 of the fluid bound (the trouble set's NASA 470 s 1.343, 1.338, 1.338, 1.330-1.338,
+#: 1.462, 1.385): the middle of the plateau.
+CADENCE_PROBE = 1.85
+#: The fewest intervals a cadence is measured over (``measured_cadence``): after the last in
+#: which the checkpoints stood still everywhere at once.
+CADENCE_INTERVALS = 3
 #: (a cadence of exactly k intervals spans k, not k + 1, whatever the float's last digit)
 _SPAN_ROUNDING = 1e-9
 
@@ -48,20 +53,32 @@ def measured_cadence(times: np.ndarray, owners: np.ndarray, checkpoints: np.ndar
 
     Counted over the (partition, interval) pairs whose partition kept its live owner, had a
     checkpoint and held a backlog at the interval's start (a consumer with work to checkpoint):
-    the mean interval over the share of them whose checkpoint moved. Only where every interval
-    with such a pair shows a move (checkpoints standing still everywhere at once are late ones
-    after a quiet spell, or a stall, not a cadence), with at least three intervals."""
+    the mean interval over the share of them whose checkpoint moved. Only over the intervals
+    after the last one in which such pairs stood still everywhere at once (late checkpoints
+    after a quiet spell, a stall, or the first cadence after a start: not a cadence), at least
+    ``CADENCE_INTERVALS`` of them and at least as long as the cadence they measure (every
+    checkpoint had its turn: over three intervals WC98's 602 s read short and cost 3.67 of the
+    fluid bound where 3.11 is the whole window's). (Over the whole window, the cold start's first
+    five minutes kept a 300 s cadence unread until minute 14, and 32 instances with it.)"""
     samples = len(times)
     shape = checkpoints.shape[2:]
-    if samples < 4:
+    if samples <= CADENCE_INTERVALS:
         return np.full(shape, np.nan)
     moved = checkpoints[1:] != checkpoints[:-1]
     held = (backlogs[:-1] > 0) & (checkpoints[:-1] >= 0) & (owners[:-1] >= 0) & (owners[1:] == owners[:-1])
-    pairs = held.sum(axis=(0, 1))
-    moves = (moved & held).sum(axis=(0, 1))
-    staggered = (~held.any(axis=1) | (moved & held).any(axis=1)).all(axis=0)
-    step = float(times[-1] - times[0]) / (samples - 1)
-    return np.where(staggered & (moves > 0), step * pairs / np.maximum(moves, 1), np.nan)
+    counted = moved & held
+    still = held.any(axis=1) & ~counted.any(axis=1)  # (intervals, candidates): standing still everywhere
+    intervals = samples - 1
+    after = intervals - np.argmax(still[::-1], axis=0)  # the first interval after the last one standing still
+    after = np.where(still.any(axis=0), after, 0)
+    since = (np.arange(intervals).reshape(-1, *[1] * len(shape)) >= after)[:, None]  # (intervals, 1, candidates)
+    pairs = (held & since).sum(axis=(0, 1))
+    moves = (counted & since).sum(axis=(0, 1))
+    step = float(times[-1] - times[0]) / intervals
+    cadence = step * pairs / np.maximum(moves, 1)
+    # (after a still interval, only over at least the cadence measured: every checkpoint had its turn)
+    enough = (intervals - after >= CADENCE_INTERVALS) & ((after == 0) | (step * (intervals - after) >= cadence))
+    return np.where(enough & (moves > 0), cadence, np.nan)
 
 
 def learned_checkpoint_cadence(previous, measured):
