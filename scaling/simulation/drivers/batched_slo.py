@@ -488,7 +488,9 @@ def _stand_still(samples: int, seen: int, owner_changed_at: np.ndarray, window_s
         return None
     order = (seen - (samples - 2) + np.arange(samples - 1)) % window_samples  # (the intervals, oldest first)
     measured = np.full(len(owner_changed_at), np.nan)
-    measured[rows] = slo_kernel.stand_still_over(times, *(ring[:, :, rows][order] for ring in interval_rings))
+    every = rows.size == len(owner_changed_at)  # (then no copy of the columns)
+    measured[rows] = slo_kernel.stand_still_over(times, *(ring.take(order, axis=0) if every else
+                                                          ring.take(order, axis=0).take(rows, axis=2) for ring in interval_rings))
     return measured
 
 
