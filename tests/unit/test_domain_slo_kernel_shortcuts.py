@@ -121,11 +121,11 @@ def test_oldest_event_ages_take_the_full_selections_bits(oldest, rate, samples) 
 
 
 @pytest.mark.parametrize("shared", [True, False])
-@pytest.mark.parametrize("samples", [1, 2, 5])
+@pytest.mark.parametrize("samples", [1, 2, 5, 130])
 def test_oldest_event_ages_of_many_candidates_take_each_columns_bits(shared, samples) -> None:
     """Candidates as columns (the sweep's shape; positions shared or each its own, events older
     than the history among them): each column's ages are the full selections' bits, the span and
-    step gathered per interval as where ``first`` is read."""
+    step gathered per interval as where ``first`` is read; past 127 samples counted in int16)."""
     generator = np.random.default_rng(samples)
     partitions, candidates = 5, 30
     times = 60.0 * np.arange(samples) + 1e9

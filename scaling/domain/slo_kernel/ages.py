@@ -99,8 +99,10 @@ def oldest_event_ages(times: np.ndarray, positions: np.ndarray, oldest: np.ndarr
     # The first sample that reached it: where the running highest position first does (the
     # positions never decrease but for a partition missing from a sample, read as the newest).
     running = np.maximum.accumulate(positions, axis=0)
-    first = np.add.reduce((running[:, :, None] if shared else running) < oldest[None], axis=0,
-                          dtype=np.int16)  # (.sum's wrapper costs more)
+    reached = (running[:, :, None] if shared else running) < oldest[None]
+    # (bytes summed as bytes where the count fits; .sum's wrapper costs more)
+    first = (np.add.reduce(reached.view(np.int8), axis=0, dtype=np.int8) if samples < 128
+             else np.add.reduce(reached, axis=0, dtype=np.int16))
     # (no sample reached it only where nothing waits, whose age is 0 whatever it reads: read there
     # at the last sample, an index in range, and extrapolated only where a waiting event is older)
     first = np.minimum(first, samples - 1)
