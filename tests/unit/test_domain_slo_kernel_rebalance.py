@@ -131,3 +131,26 @@ def test_a_scale_in_waits_while_its_own_pause_would_pass_the_limit(ages, allowan
     age = np.array([[ages[0], ages[0]], [ages[1], ages[1]]])
     result = slo_kernel.pause_blocks_scale_in(age, np.array([allowance, 0.0]), np.array([210.0, 210.0]))
     assert result.tolist() == [blocked, False]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_intervals_read_one_at_a_time_measure_as_the_whole_window(seed) -> None:
+    """The batched sweep keeps ``interval_readings`` interval by interval as its window slides
+    (each interval read once) and measures with ``stand_still_over``: the same numbers as
+    ``moved_stand_still`` reading the whole window, owners lost, moved and regained included."""
+    generator = np.random.default_rng(seed)
+    samples, partitions, candidates = 8, 6, 40
+    times = 60.0 * np.arange(samples)
+    # each partition's owner from a random sample on (or never): another live one, or none
+    switch = generator.integers(1, 2 * samples, (partitions, candidates))
+    after = generator.integers(-1, 4, (partitions, candidates))
+    owners = np.where(np.arange(samples)[:, None, None] >= switch, after, generator.integers(0, 4, (partitions, candidates)))
+    checkpoints = np.cumsum(generator.random((samples, partitions, candidates)) < 0.8, axis=0).astype(float)
+    checkpoints[:, 0] = np.arange(samples)[:, None]  # (a partition that moves every interval)
+    backlogs = (generator.random((samples, partitions, candidates)) < 0.9).astype(float)
+    readings = [slo_kernel.interval_readings(owners[k - 1], owners[k], checkpoints[k - 1], checkpoints[k], backlogs[k - 1])
+                for k in range(1, samples)]
+    stacked = (np.stack([reading[part] for reading in readings]) for part in range(4))
+    whole = slo_kernel.moved_stand_still(times, owners, checkpoints, backlogs)
+    np.testing.assert_array_equal(slo_kernel.stand_still_over(times, *stacked), whole)
+    assert (~np.isnan(whole)).sum() > 0  # (some candidates measure)

@@ -120,6 +120,27 @@ def test_oldest_event_ages_take_the_full_selections_bits(oldest, rate, samples) 
     assert got.tobytes() == full_oldest_event_ages(times, positions, oldest, rate).tobytes()
 
 
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("samples", [1, 2, 5, 130])
+def test_oldest_event_ages_of_many_candidates_take_each_columns_bits(shared, samples) -> None:
+    """Candidates as columns (the sweep's shape; positions shared or each its own, events older
+    than the history among them): each column's ages are the full selections' bits, the span and
+    step gathered per interval as where ``first`` is read; past 127 samples counted in int16)."""
+    generator = np.random.default_rng(samples)
+    partitions, candidates = 5, 30
+    times = 60.0 * np.arange(samples) + 1e9
+    positions = np.cumsum(generator.integers(0, 50, (samples, partitions, candidates if not shared else 1)), axis=0) + 100.0
+    positions = positions[:, :, 0] if shared else positions
+    last = positions[-1][:, None] if shared else positions[-1]
+    oldest = last - generator.integers(-5, 250, (partitions, candidates)) + 0.0
+    rate = np.where(generator.random((partitions, candidates)) < 0.2, 0.0, generator.random((partitions, candidates)))
+    got = kernel.oldest_event_ages(times, positions, oldest, rate)
+    for column in range(candidates):
+        history = positions if shared else positions[:, :, column]
+        expected = full_oldest_event_ages(times, history, oldest[:, column], rate[:, column])
+        assert got[:, column].tobytes() == expected.tobytes()
+
+
 def test_allowed_counts_made_once_are_each_callers_own() -> None:
     """Made once per bounds and partitions, they come as a new list each time: a caller that
     changes its list changes no one else's."""

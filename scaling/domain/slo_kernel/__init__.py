@@ -182,6 +182,7 @@ from scaling.domain.slo_kernel.queue import QueueReading, schedule_services  # n
 from scaling.domain.slo_kernel.rebalance import (  # noqa: F401
     PAUSE_LEARNING_RATE,
     PAUSE_SHOWN,
+    interval_readings,
     learned_rebalance_pause,
     moved_stand_still,
     pause_allowance,
@@ -189,6 +190,7 @@ from scaling.domain.slo_kernel.rebalance import (  # noqa: F401
     paused_age_limit,
     paused_drain_seconds,
     scale_in_ages,
+    stand_still_over,
 )
 from scaling.domain.slo_kernel.serving import (  # noqa: F401
     pending_seconds,

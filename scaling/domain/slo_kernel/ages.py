@@ -99,22 +99,36 @@ def oldest_event_ages(times: np.ndarray, positions: np.ndarray, oldest: np.ndarr
     # The first sample that reached it: where the running highest position first does (the
     # positions never decrease but for a partition missing from a sample, read as the newest).
     running = np.maximum.accumulate(positions, axis=0)
-    first = np.add.reduce((running[:, :, None] if shared else running) < oldest[None], axis=0,
-                          dtype=np.int16)  # (.sum's wrapper costs more)
+    reached = (running[:, :, None] if shared else running) < oldest[None]
+    # (bytes summed as bytes where the count fits; .sum's wrapper costs more)
+    first = (np.add.reduce(reached.view(np.int8), axis=0, dtype=np.int8) if samples < 128
+             else np.add.reduce(reached, axis=0, dtype=np.int16))
     # (no sample reached it only where nothing waits, whose age is 0 whatever it reads: read there
     # at the last sample, an index in range, and extrapolated only where a waiting event is older)
     first = np.minimum(first, samples - 1)
-    previous_index = np.maximum(first - 1, 0)
-    if shared:  # gathers from the flattened (partition, sample) history
-        flat = np.ascontiguousarray(positions.T).ravel()
-        offsets = (np.arange(positions.shape[1]) * samples)[:, None]
-        position, previous = flat.take(offsets + first), flat.take(offsets + previous_index)
+    if samples < 2:  # (every event older than the one sample: extrapolated or 0)
+        previous_index = first
+        position = previous = positions[0][:, None] if shared else positions[0]
+        span, step = 1.0, 0.0
     else:
-        position = np.take_along_axis(positions, first[None], axis=0)[0]
-        previous = np.take_along_axis(positions, previous_index[None], axis=0)[0]
-    span = np.maximum(position - previous, 1.0)
+        # Where ``first`` > 0 it is ``previous_index`` + 1: the span and the step are the interval's
+        # at ``previous_index``, gathered from the intervals' (fewer than the candidates' elements);
+        # where ``first`` is 0 the interpolation is replaced by the extrapolation below.
+        previous_index = np.maximum(first - 1, 0)
+        spans = np.maximum(positions[1:] - positions[:-1], 1.0)
+        steps = times[1:] - times[:-1]
+        if shared:  # gathers from the flattened (partition, sample) history
+            offsets = (np.arange(positions.shape[1]) * samples)[:, None]
+            previous = np.ascontiguousarray(positions.T).ravel().take(offsets + previous_index)
+            span = np.ascontiguousarray(spans.T).ravel().take(offsets - np.arange(positions.shape[1])[:, None]
+                                                              + previous_index)
+        else:
+            previous = np.take_along_axis(positions, previous_index[None], axis=0)[0]
+            span = np.take_along_axis(spans, previous_index[None], axis=0)[0]
+        position = positions[0][:, None] if shared else positions[0]  # (read only where ``first`` is 0)
+        step = steps.take(previous_index)
     start = times.take(previous_index)
-    interpolated = start + (oldest - previous) / span * (times.take(first) - start)
+    interpolated = start + (oldest - previous) / span * step
     arrived = interpolated
     older = first == 0
     if any_of(older):

@@ -42,16 +42,41 @@ def moved_stand_still(times: np.ndarray, owners: np.ndarray, checkpoints: np.nda
     every partition whose owner stayed the same over the window, and held a backlog, moved its
     checkpoint in each interval from the move on (at least one such partition): checkpoints that
     stand still everywhere (written every few minutes, or late) are no pause of the moved ones."""
+    if len(times) < 3:
+        return np.full(checkpoints.shape[2:], np.nan)
+    return stand_still_over(times, *interval_readings(owners[:-1], owners[1:], checkpoints[:-1], checkpoints[1:], backlogs[:-1]))
+
+
+def interval_readings(owners_before: np.ndarray, owners: np.ndarray, checkpoints_before: np.ndarray, checkpoints: np.ndarray,
+                      backlogs_before: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What ``stand_still_over`` reads of an interval (or a stack of them: leading axes), from the
+    samples at its two ends (partitions x candidates each): whether each partition's checkpoint
+    moved, whether a backlog waited at its start, whether its owner changed from one live owner to
+    another while the live owners did not become fewer, and whether its owner changed at all. A
+    caller that keeps these per interval as its window slides reads each interval once."""
+    moved = checkpoints != checkpoints_before
+    held = backlogs_before > 0
+    differ = owners != owners_before
+    changed = differ & (owners >= 0) & (owners_before >= 0)
+    columns = changed.any(axis=-2)  # (an interval without such a change needs no count of its owners)
+    if columns.any():
+        fewer = np.zeros(columns.shape, dtype=bool)
+        fewer[columns] = _distinct_live(np.moveaxis(owners, -2, -1)[columns]) < _distinct_live(
+            np.moveaxis(owners_before, -2, -1)[columns])
+        changed &= ~fewer[..., None, :]
+    return moved, held, changed, differ
+
+
+def stand_still_over(times: np.ndarray, moved: np.ndarray, held: np.ndarray, changed: np.ndarray, differ: np.ndarray
+                     ) -> np.ndarray:
+    """``moved_stand_still`` from its ``interval_readings`` (intervals x partitions x candidates,
+    oldest first, the ``times`` of their samples: one more)."""
     samples = len(times)
-    shape = checkpoints.shape[2:]
+    shape = moved.shape[2:]
     if samples < 3:
         return np.full(shape, np.nan)
-    moved = checkpoints[1:] != checkpoints[:-1]  # interval i: samples i -> i + 1
-    held = backlogs[:-1] > 0  # a backlog at the interval's start
     still = ~moved & held
-    live = (owners[1:] >= 0) & (owners[:-1] >= 0)
-    changed = (owners[1:] != owners[:-1]) & live & ~_fewer_owners(owners)[:, None]
-    kept = ~(owners[1:] != owners[:-1]).any(axis=0)  # (partitions, candidates): never changed owner in the window
+    kept = ~differ.any(axis=0)  # (partitions, candidates): never changed owner in the window
     control = kept[None] & held
     pace = (moved | ~control).all(axis=1) & control.any(axis=1)  # (intervals, candidates)
     last = samples - 2
@@ -76,11 +101,10 @@ def moved_stand_still(times: np.ndarray, owners: np.ndarray, checkpoints: np.nda
     return np.where(found > 0, total / np.maximum(found, 1), np.nan)
 
 
-def _fewer_owners(owners: np.ndarray) -> np.ndarray:
-    """(intervals, candidates): whether the distinct live owners became fewer over the interval."""
+def _distinct_live(owners: np.ndarray) -> np.ndarray:
+    """(columns, partitions) -> (columns,): how many distinct live owners each column shows."""
     ranked = np.sort(owners, axis=1)
-    distinct = ((ranked[:, 1:] != ranked[:, :-1]) & (ranked[:, 1:] >= 0)).sum(axis=1) + (ranked[:, 0] >= 0)
-    return distinct[1:] < distinct[:-1]
+    return ((ranked[:, 1:] != ranked[:, :-1]) & (ranked[:, 1:] >= 0)).sum(axis=1) + (ranked[:, 0] >= 0)
 
 
 def learned_rebalance_pause(previous, measured):

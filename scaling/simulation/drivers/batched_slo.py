@@ -191,6 +191,9 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     owner_ring = np.zeros((window_samples, partitions, count), dtype=np.int64)
     checkpoint_ring = np.zeros((window_samples, partitions, count))
     owner_changed_at = np.full(count, -window_samples - 1, dtype=np.int64)
+    # ... and what the stand-still reads of each interval (``slo_kernel.interval_readings``: moved,
+    # held, changed, differ), by the sample it ends at: each interval read once, not once a minute.
+    interval_rings = tuple(np.zeros((window_samples, partitions, count), dtype=bool) for _ in range(4))
     stalling = np.zeros(count, dtype=bool)  # the last decision was a stall's hold (state.last_reason_code)
     owned_by: slo_kernel.Owners | None = None  # the sizing's owners, as last read
     row_of = layout.row_of if layout.groups is not None else None  # (each partition's row, where rows stand for several)
@@ -212,7 +215,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         owners_steady = ~(names_now != names_before).any(axis=0)
         if seen > 1:
             owner_changed_at[~owners_steady] = seen
-        names_before = names_now
+        names_then, names_before = names_before, names_now
         owner_ring[seen % window_samples] = names_now
         owned_by = slo_kernel.Owners.read(owners_now, owned_by)  # for the learning and the sizing
         live_owners = owned_by.live  # distinct live owners
@@ -222,6 +225,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         partition_backlog = np.maximum(enqueued_now - checkpoints, 0.0)
         backlog_ring[seen % window_samples] = partition_backlog
         checkpoint_ring[seen % window_samples] = checkpoints
+        if seen > 1:
+            for ring, reading in zip(interval_rings, slo_kernel.interval_readings(
+                    names_then, names_now, previous_checkpoints, checkpoints, previous_partition_backlog), strict=True):
+                ring[seen % window_samples] = reading
         enqueued = (positions[now][:, None] if traces is None else positions[now][:, traces]) + 1.0
         oldest = layout.reduce(checkpoints)
         backlog = np.maximum(enqueued - oldest, 0.0)
@@ -352,8 +359,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 row_of=row_of, equal_shares=layout.groups is not None and len(layout.groups) == 1,
                 bursts=functools.partial(_burst_history, times, candidate_window, oldest,
                                          checkpoints if row_of is not None else None, totals, traces, arrivals_trend)))
-            stand_still = functools.partial(_stand_still, samples, seen, owner_changed_at, window_samples, times, owner_ring,
-                                            checkpoint_ring, backlog_ring)
+            stand_still = functools.partial(_stand_still, samples, seen, owner_changed_at, window_samples, times, interval_rings)
             order = (seen - (samples - 1) + np.arange(samples)) % window_samples  # (the rings' samples, oldest first)
             measure = functools.partial(_cadence, times, owner_ring, checkpoint_ring, backlog_ring, order)
             hubs[0].arrivals = functools.partial(_read, (times, candidate_window))
@@ -473,17 +479,18 @@ def _stall_readings(checkpointed: np.ndarray, serving: np.ndarray, seen: int, sa
 
 
 def _stand_still(samples: int, seen: int, owner_changed_at: np.ndarray, window_samples: int, times: np.ndarray,
-                 owners: np.ndarray, checkpoints: np.ndarray, backlogs: np.ndarray) -> np.ndarray | None:
-    """The moved partitions' stand-still per candidate (``slo_kernel.moved_stand_still``, on the
-    rings oldest first), for the candidates whose owners changed within the window (NaN for the
-    others: they measure nothing); None where none did."""
+                 interval_rings: tuple) -> np.ndarray | None:
+    """The moved partitions' stand-still per candidate (``slo_kernel.stand_still_over``, on the
+    rings of interval readings, oldest first), for the candidates whose owners changed within the
+    window (NaN for the others: they measure nothing); None where none did."""
     rows = np.flatnonzero(seen - owner_changed_at < samples - 1)  # a change between two samples of the window
     if samples < 3 or not rows.size:
         return None
-    order = (seen - (samples - 1) + np.arange(samples)) % window_samples
-    measured = np.full(owners.shape[2], np.nan)
-    measured[rows] = slo_kernel.moved_stand_still(times, owners[:, :, rows][order], checkpoints[:, :, rows][order],
-                                                  backlogs[:, :, rows][order])  # (the columns first: the smaller copy)
+    order = (seen - (samples - 2) + np.arange(samples - 1)) % window_samples  # (the intervals, oldest first)
+    measured = np.full(len(owner_changed_at), np.nan)
+    every = rows.size == len(owner_changed_at)  # (then no copy of the columns)
+    measured[rows] = slo_kernel.stand_still_over(times, *(ring.take(order, axis=0) if every else
+                                                          ring.take(order, axis=0).take(rows, axis=2) for ring in interval_rings))
     return measured
 
 
