@@ -30,7 +30,7 @@ from scaling.domain.decisions import DOWN, HOLD, UP
 from scaling.domain.policy import TargetPolicy
 from scaling.domain.proposal import Proposal, Situation, scale_out_drain, timing
 from scaling.domain.samples import MetricSample, SourceReading
-from scaling.domain.slo_kernel.queue import queue_scale_in_hold
+from scaling.domain.slo_kernel.queue import queue_scale_in_hold, scale_in_dwell
 
 KIND = "servicebus"
 #: Azure Monitor reports a minute one to three minutes late, and new instances serve a provisioning
@@ -356,9 +356,10 @@ def _proposal(target: TargetPolicy, situation: Situation, outlook: QueueOutlook,
     calm = float(outcome.calm_rate[0])
     metrics["calm_rate"] = round(calm, 3)
     if code == kernel.STEADY:
+        held = scale_in_dwell(slo.min_dwell_seconds, scale_in_hold_seconds(target), outlook.rise)
         return Proposal(None, HOLD, reason_code,
                         (f"oldest message {outlook.age_seconds:.0f}s, predicted {predicted:.0f}s within the {limit:.0f}s "
-                         f"limit; no smaller count would hold for {scale_in_hold_seconds(target):.0f}s at {calm:.1f}/s",), metrics)
+                         f"limit; no smaller count would hold for {held:.0f}s at {calm:.1f}/s",), metrics)
     hold_seconds = float(outcome.hold_seconds[0])
     lasting = "indefinitely" if math.isinf(hold_seconds) else f"for about {hold_seconds:.0f}s"
     return Proposal(wanted, DOWN, reason_code,

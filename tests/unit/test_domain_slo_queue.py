@@ -310,3 +310,21 @@ def test_into_a_rising_edge_a_queues_scale_in_still_holds_the_dwell(rising_per_m
     decision = decide(target(), samples)
     assert (decision.direction, decision.reason_code) == (DOWN, "slo_surplus")
     assert decision.target_capacity == expected
+
+
+@pytest.mark.parametrize(
+    ("capacity", "rising_per_minute", "quoted"),
+    [
+        pytest.param(3, 0, "900s", id="level-arrivals-quote-the-budgets-spacing"),
+        pytest.param(4, 1, "2400s", id="clearly-rising-arrivals-quote-the-dwell"),
+    ],
+)
+def test_a_queues_hold_quotes_the_span_its_scale_in_was_tested_for(capacity, rising_per_minute, quoted) -> None:
+    """The decision log says how long no smaller count would hold for the span the step tested:
+    the budget's spacing on level arrivals, the dwell while they clearly rise (the same arrivals
+    as the rising-edge test: 3 instances hold about 1,100 s)."""
+    samples = [sample(minute, capacity, active=3, age=1, incoming=2096 + rising_per_minute * minute,
+                      completed=2096 + rising_per_minute * minute) for minute in range(5)]
+    decision = decide(target(), samples)
+    assert (decision.direction, decision.reason_code) == (HOLD, "slo_steady")
+    assert f"no smaller count would hold for {quoted}" in decision.reasons[0]

@@ -65,6 +65,14 @@ def queue_scale_in_hold(dwell, max_actions_per_hour):
     return np.minimum(dwell, spacing)
 
 
+def scale_in_dwell(dwell: float, scale_in_hold: float | None, rise: float) -> float:
+    """The seconds a queue's scale-in must hold at this reading: ``scale_in_hold``
+    (``queue_scale_in_hold``; None: none) where it is shorter than the ``dwell``, the dwell while
+    the arrivals clearly rise (``CLEAR_RISE``: no scale-in into a rising edge). The step tests
+    with it and the decision log quotes it."""
+    return dwell if scale_in_hold is None or rise > CLEAR_RISE else min(dwell, scale_in_hold)
+
+
 @dataclass(slots=True)
 class QueueReading:
     """A queue (several queues of a target pooled) per column: the oldest message's age (s) and
@@ -155,9 +163,9 @@ class QueueReading:
                 calms[column] = calm = float(np.max(calm_rates(forecast, peak, knobs.headroom_factor[column],
                                                                float(self.rise[column]), knobs.dwell[column],
                                                                float(self.noise[column]), knobs.peak_full_noise[column])))
-                reaction, dwell = interval + provisioning, float(knobs.dwell[column])
-                if self.scale_in_hold is not None and not self.rise[column] > CLEAR_RISE:  # (into a rising edge: the dwell)
-                    dwell = min(dwell, float(self.scale_in_hold[column]))
+                reaction = interval + provisioning
+                dwell = scale_in_dwell(float(knobs.dwell[column]), None if self.scale_in_hold is None
+                                       else float(self.scale_in_hold[column]), float(self.rise[column]))
                 for level in (level for level in allowed if level < capacity):
                     holds[column] = fifo_hold_seconds(age, backlog, calm, level * throughput, limit, reaction, dwell)
                     if holds[column] >= dwell:
