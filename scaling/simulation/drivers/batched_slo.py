@@ -186,14 +186,17 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     # ... and the events checkpointed and the instances serving at each (slo._stall: a stall).
     checkpointed_ring = np.zeros((window_samples, count))
     serving_ring = np.zeros((window_samples, count), dtype=np.int64)
-    # ... and each partition's owner and checkpoint (the rebalance pause), and the last sample
-    # at which an owner changed (only candidates with a change in the window measure a pause).
-    owner_ring = np.zeros((window_samples, partitions, count), dtype=np.int64)
+    # ... and each partition's checkpoint (the time since it moved), and the last sample at which
+    # an owner changed (only candidates with a change in the window measure a pause).
     checkpoint_ring = np.zeros((window_samples, partitions, count))
     owner_changed_at = np.full(count, -window_samples - 1, dtype=np.int64)
     # ... and what the stand-still reads of each interval (``slo_kernel.interval_readings``: moved,
     # held, changed, differ), by the sample it ends at: each interval read once, not once a minute.
     interval_rings = tuple(np.zeros((window_samples, partitions, count), dtype=bool) for _ in range(4))
+    # ... and what the checkpoints' cadence reads of each interval (``slo_kernel.cadence_interval``:
+    # standing still everywhere, the pairs that count, their moves), per candidate, likewise.
+    cadence_rings = (np.zeros((window_samples, count), dtype=bool), np.zeros((window_samples, count), dtype=np.int64),
+                     np.zeros((window_samples, count), dtype=np.int64))
     stalling = np.zeros(count, dtype=bool)  # the last decision was a stall's hold (state.last_reason_code)
     owned_by: slo_kernel.Owners | None = None  # the sizing's owners, as last read
     row_of = layout.row_of if layout.groups is not None else None  # (each partition's row, where rows stand for several)
@@ -216,7 +219,6 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         if seen > 1:
             owner_changed_at[~owners_steady] = seen
         names_then, names_before = names_before, names_now
-        owner_ring[seen % window_samples] = names_now
         owned_by = slo_kernel.Owners.read(owners_now, owned_by)  # for the learning and the sizing
         live_owners = owned_by.live  # distinct live owners
         previous_checkpoints, previous_partition_backlog = checkpoints.copy(), partition_backlog
@@ -228,6 +230,9 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         if seen > 1:
             for ring, reading in zip(interval_rings, slo_kernel.interval_readings(
                     names_then, names_now, previous_checkpoints, checkpoints, previous_partition_backlog), strict=True):
+                ring[seen % window_samples] = reading
+            for ring, reading in zip(cadence_rings, slo_kernel.cadence_interval(  # (checkpoints as collect reads them: -1 none)
+                    names_then, names_now, previous_checkpoints - 1.0, checkpoints - 1.0, previous_partition_backlog), strict=True):
                 ring[seen % window_samples] = reading
         enqueued = (positions[now][:, None] if traces is None else positions[now][:, traces]) + 1.0
         oldest = layout.reduce(checkpoints)
@@ -360,7 +365,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                                          checkpoints if row_of is not None else None, totals, traces, arrivals_trend)))
             stand_still = functools.partial(_stand_still, samples, seen, owner_changed_at, window_samples, times, interval_rings)
             order = (seen - (samples - 1) + np.arange(samples)) % window_samples  # (the rings' samples, oldest first)
-            measure = functools.partial(_cadence, times, owner_ring, checkpoint_ring, backlog_ring, order)
+            measure = functools.partial(_cadence, times, cadence_rings, order[1:])
             hubs[0].arrivals = functools.partial(_read, (times, candidate_window))
             hubs[0].since_moved = functools.partial(_since_moved, times, checkpoint_ring, order, row_of, candidate_window,
                                                     checkpoints, np.maximum(arrival, recent_rate))
@@ -493,11 +498,10 @@ def _stand_still(samples: int, seen: int, owner_changed_at: np.ndarray, window_s
     return measured
 
 
-def _cadence(times: np.ndarray, owners: np.ndarray, checkpoints: np.ndarray, backlogs: np.ndarray, order: np.ndarray
-             ) -> np.ndarray:
-    """The seconds between checkpoint moves per candidate (``slo_kernel.measured_cadence``, on the
-    rings oldest first; the checkpoints as collect reads them, -1 for none)."""
-    return slo_kernel.measured_cadence(times, owners[order], checkpoints[order] - 1.0, backlogs[order])
+def _cadence(times: np.ndarray, cadence_rings: tuple, order: np.ndarray) -> np.ndarray:
+    """The seconds between checkpoint moves per candidate (``slo_kernel.cadence_over``, on the
+    rings of interval readings, ``order``: the window's intervals by the sample each ends at)."""
+    return slo_kernel.cadence_over(times, *(ring[order] for ring in cadence_rings))
 
 
 def _since_moved(times: np.ndarray, checkpoints: np.ndarray, order: np.ndarray, row_of: np.ndarray | None,
