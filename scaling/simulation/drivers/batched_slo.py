@@ -191,8 +191,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     checkpoint_ring = np.zeros((window_samples, partitions, count))
     owner_changed_at = np.full(count, -window_samples - 1, dtype=np.int64)
     # ... and what the stand-still reads of each interval (``slo_kernel.interval_readings``: moved,
-    # held, changed, differ), by the sample it ends at: each interval read once, not once a minute.
-    interval_rings = tuple(np.zeros((window_samples, partitions, count), dtype=bool) for _ in range(4))
+    # held, changed), by the sample it ends at: each interval read once, not once a minute; and the
+    # last sample at which each partition's owner changed (which kept theirs over the window).
+    interval_rings = tuple(np.zeros((window_samples, partitions, count), dtype=bool) for _ in range(3))
+    partition_changed_at = np.full((partitions, count), -window_samples - 1, dtype=np.int64)
     # ... and what the checkpoints' cadence reads of each interval (``slo_kernel.cadence_interval``:
     # standing still everywhere, the pairs that count, their moves), per candidate, likewise.
     cadence_rings = (np.zeros((window_samples, count), dtype=bool), np.zeros((window_samples, count), dtype=np.int64),
@@ -228,9 +230,11 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         backlog_ring[seen % window_samples] = partition_backlog
         checkpoint_ring[seen % window_samples] = checkpoints
         if seen > 1:
-            for ring, reading in zip(interval_rings, slo_kernel.interval_readings(
-                    names_then, names_now, previous_checkpoints, checkpoints, previous_partition_backlog), strict=True):
+            *readings, differ = slo_kernel.interval_readings(names_then, names_now, previous_checkpoints, checkpoints,
+                                                             previous_partition_backlog)
+            for ring, reading in zip(interval_rings, readings, strict=True):
                 ring[seen % window_samples] = reading
+            partition_changed_at[differ] = seen
             for ring, reading in zip(cadence_rings, slo_kernel.cadence_interval(  # (checkpoints as collect reads them: -1 none)
                     names_then, names_now, previous_checkpoints - 1.0, checkpoints - 1.0, previous_partition_backlog), strict=True):
                 ring[seen % window_samples] = reading
@@ -363,7 +367,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 row_of=row_of, equal_shares=layout.groups is not None and len(layout.groups) == 1,
                 bursts=functools.partial(_burst_history, times, candidate_window, oldest,
                                          checkpoints if row_of is not None else None, totals, traces, arrivals_trend)))
-            stand_still = functools.partial(_stand_still, samples, seen, owner_changed_at, window_samples, times, interval_rings)
+            stand_still = functools.partial(_stand_still, samples, seen, owner_changed_at, window_samples, times, interval_rings,
+                                            partition_changed_at)
             order = (seen - (samples - 1) + np.arange(samples)) % window_samples  # (the rings' samples, oldest first)
             measure = functools.partial(_cadence, times, cadence_rings, order[1:])
             hubs[0].arrivals = functools.partial(_read, (times, candidate_window))
@@ -483,20 +488,35 @@ def _stall_readings(checkpointed: np.ndarray, serving: np.ndarray, seen: int, sa
 
 
 def _stand_still(samples: int, seen: int, owner_changed_at: np.ndarray, window_samples: int, times: np.ndarray,
-                 interval_rings: tuple) -> np.ndarray | None:
+                 interval_rings: tuple, partition_changed_at: np.ndarray) -> np.ndarray | None:
     """The moved partitions' stand-still per candidate (``slo_kernel.stand_still_over``, on the
-    rings of interval readings, oldest first), for the candidates whose owners changed within the
-    window (NaN for the others: they measure nothing); None where none did."""
+    rings of interval readings read in window order), for the candidates whose owners changed
+    within the window (NaN for the others: they measure nothing); None where none did."""
     rows = np.flatnonzero(seen - owner_changed_at < samples - 1)  # a change between two samples of the window
     if samples < 3 or not rows.size:
         return None
     order = (seen - (samples - 2) + np.arange(samples - 1)) % window_samples  # (the intervals, oldest first)
+    kept = partition_changed_at <= seen - (samples - 1)  # (no owner change in the window's intervals)
+    if rows.size == len(owner_changed_at):  # (then no copy of the columns)
+        return slo_kernel.stand_still_over(times, *(_InWindow(ring, order, None) for ring in interval_rings), kept)
     measured = np.full(len(owner_changed_at), np.nan)
-    every = rows.size == len(owner_changed_at)  # (then no copy of the columns)
-    measured[rows] = slo_kernel.stand_still_over(times, *(ring.take(order, axis=0) if every else
-                                                          ring.take(order, axis=0).take(rows, axis=2) for ring in interval_rings))
+    measured[rows] = slo_kernel.stand_still_over(times, *(_InWindow(ring, order, rows) for ring in interval_rings),
+                                                 kept[:, rows])
     return measured
 
+
+class _InWindow:
+    """A ring of interval readings (by the sample each ends at) read as the window's intervals,
+    oldest first, and only the ``columns`` given (None: all): one interval at a time, when read."""
+
+    __slots__ = ("ring", "order", "columns")
+
+    def __init__(self, ring: np.ndarray, order: np.ndarray, columns: np.ndarray | None) -> None:
+        self.ring, self.order, self.columns = ring, order, columns
+
+    def __getitem__(self, interval: int) -> np.ndarray:
+        reading = self.ring[self.order[interval]]
+        return reading if self.columns is None else reading[:, self.columns]
 
 def _cadence(times: np.ndarray, cadence_rings: tuple, order: np.ndarray) -> np.ndarray:
     """The seconds between checkpoint moves per candidate (``slo_kernel.cadence_over``, on the
