@@ -66,6 +66,35 @@ def test_a_partition_that_changed_owner_is_no_evidence() -> None:
     assert measured == pytest.approx(60.0)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_the_intervals_read_one_at_a_time_measure_as_each_window(seed) -> None:
+    """The batched sweep keeps ``cadence_interval`` interval by interval as its window slides
+    (each interval read once) and measures with ``cadence_over``: the same numbers, bit for bit,
+    as ``measured_cadence`` reading each window whole, with intervals standing still everywhere,
+    owners changing or lost and partitions without a checkpoint or a backlog in it."""
+    generator = np.random.default_rng(seed)
+    samples, window, partitions, candidates = 16, 7, 5, 60
+    times = 1e9 + 60.0 * np.arange(samples)
+    owners = np.where(generator.random((samples, partitions, candidates)) < 0.9, 1, generator.integers(-1, 3, (1, 1, 1)))
+    owners = np.where(generator.random((samples, partitions, candidates)) < 0.05, -1, owners)
+    every = generator.integers(1, 6, (1, partitions, candidates))  # each pair's cadence in intervals, phases spread
+    moves = (np.arange(samples)[:, None, None] + np.arange(partitions)[None, :, None]) % every == 0
+    moves &= generator.random((samples, 1, candidates)) > 0.15  # (some intervals standing still everywhere)
+    checkpoints = np.cumsum(moves, axis=0) * 10.0 - 1.0  # (-1: no checkpoint yet)
+    backlogs = (generator.random((samples, partitions, candidates)) < 0.95).astype(float)
+    readings = [slo_kernel.cadence_interval(owners[k - 1], owners[k], checkpoints[k - 1], checkpoints[k], backlogs[k - 1])
+                for k in range(1, samples)]
+    measured = []
+    for end in range(1, samples + 1):
+        start = max(end - window, 0)
+        whole = slo_kernel.measured_cadence(times[start:end], owners[start:end], checkpoints[start:end], backlogs[start:end])
+        stacked = (np.stack([reading[part] for reading in readings[start: end - 1]]) if end - start > 1 else
+                   np.zeros((0, candidates), dtype=readings[0][part].dtype) for part in range(3))
+        np.testing.assert_array_equal(slo_kernel.cadence_over(times[start:end], *stacked), whole)
+        measured.append(whole)
+    assert np.isnan(measured).any() and (~np.isnan(measured)).sum() > 100  # (both kinds of windows)
+
+
 @pytest.mark.parametrize(("previous", "measured", "learned"), [
     (math.nan, 300.0, 300.0), (300.0, math.nan, 300.0), (300.0, 200.0, 270.0), (math.nan, math.nan, math.nan)])
 def test_the_learned_cadence_blends(previous, measured, learned) -> None:

@@ -135,12 +135,13 @@ def test_a_scale_in_waits_while_its_own_pause_would_pass_the_limit(ages, allowan
 
 @pytest.mark.parametrize("seed", range(4))
 def test_the_intervals_read_one_at_a_time_measure_as_the_whole_window(seed) -> None:
-    """The batched sweep keeps ``interval_readings`` interval by interval as its window slides
-    (each interval read once) and measures with ``stand_still_over``: the same numbers as
-    ``moved_stand_still`` reading the whole window, owners lost, moved and regained included."""
+    """The batched sweep keeps ``interval_readings`` interval by interval in rings as its window
+    slides (each interval read once), and each partition's last owner change, and measures with
+    ``stand_still_over`` reading the rings in window order: the same numbers, bit for bit, as
+    ``moved_stand_still`` reading each window whole, owners lost, moved and regained included."""
     generator = np.random.default_rng(seed)
-    samples, partitions, candidates = 8, 6, 40
-    times = 60.0 * np.arange(samples)
+    samples, window, partitions, candidates = 14, 8, 6, 40
+    times = 1e9 + 60.0 * np.arange(samples)
     # each partition's owner from a random sample on (or never): another live one, or none
     switch = generator.integers(1, 2 * samples, (partitions, candidates))
     after = generator.integers(-1, 4, (partitions, candidates))
@@ -148,9 +149,20 @@ def test_the_intervals_read_one_at_a_time_measure_as_the_whole_window(seed) -> N
     checkpoints = np.cumsum(generator.random((samples, partitions, candidates)) < 0.8, axis=0).astype(float)
     checkpoints[:, 0] = np.arange(samples)[:, None]  # (a partition that moves every interval)
     backlogs = (generator.random((samples, partitions, candidates)) < 0.9).astype(float)
-    readings = [slo_kernel.interval_readings(owners[k - 1], owners[k], checkpoints[k - 1], checkpoints[k], backlogs[k - 1])
-                for k in range(1, samples)]
-    stacked = (np.stack([reading[part] for reading in readings]) for part in range(4))
-    whole = slo_kernel.moved_stand_still(times, owners, checkpoints, backlogs)
-    np.testing.assert_array_equal(slo_kernel.stand_still_over(times, *stacked), whole)
-    assert (~np.isnan(whole)).sum() > 0  # (some candidates measure)
+    rings = np.zeros((3, window, partitions, candidates), dtype=bool)
+    changed_at = np.full((partitions, candidates), -window - 1)
+    measured = []
+    for seen in range(1, samples + 1):  # (sample numbers from 1, as the sweep counts them)
+        if seen > 1:
+            *readings, differ = slo_kernel.interval_readings(owners[seen - 2], owners[seen - 1], checkpoints[seen - 2],
+                                                             checkpoints[seen - 1], backlogs[seen - 2])
+            rings[:, seen % window] = readings
+            changed_at[differ] = seen
+        count = min(seen, window)
+        span = slice(seen - count, seen)
+        whole = slo_kernel.moved_stand_still(times[span], owners[span], checkpoints[span], backlogs[span])
+        order = (seen - (count - 2) + np.arange(count - 1)) % window
+        by_ring = slo_kernel.stand_still_over(times[span], *(ring[order] for ring in rings), changed_at <= seen - (count - 1))
+        np.testing.assert_array_equal(by_ring, whole)
+        measured.append(whole)
+    assert (~np.isnan(measured)).sum() > 0  # (some candidates measure)

@@ -84,6 +84,8 @@ from scaling.domain.slo_kernel.cadence import (  # noqa: F401
     busy_over_span,
     cadence_ages,
     cadence_allowance,
+    cadence_interval,
+    cadence_over,
     cadence_readings,
     cadence_span,
     confirms_floor,

@@ -60,26 +60,41 @@ def measured_cadence(times: np.ndarray, owners: np.ndarray, checkpoints: np.ndar
     checkpoint had its turn: over three intervals WC98's 602 s read short and cost 3.67 of the
     fluid bound where 3.11 is the whole window's). (Over the whole window, the cold start's first
     five minutes kept a 300 s cadence unread until minute 14, and 32 instances with it.)"""
+    return cadence_over(times, *cadence_interval(owners[:-1], owners[1:], checkpoints[:-1], checkpoints[1:], backlogs[:-1]))
+
+
+def cadence_interval(owners_before: np.ndarray, owners: np.ndarray, checkpoints_before: np.ndarray, checkpoints: np.ndarray,
+                     backlogs_before: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What ``cadence_over`` reads of an interval (or a stack of them: leading axes), from the
+    samples at its two ends (partitions x candidates each): per candidate, whether the pairs that
+    count stood still everywhere at once, how many pairs counted and how many of them moved. A
+    caller that keeps these per interval as its window slides reads each interval once (the
+    window's partitions are not re-read every minute)."""
+    held = (backlogs_before > 0) & (checkpoints_before >= 0) & (owners_before >= 0) & (owners == owners_before)
+    counted = (checkpoints != checkpoints_before) & held
+    pairs = held.sum(axis=-2)
+    moves = counted.sum(axis=-2)
+    return (pairs > 0) & (moves == 0), pairs, moves
+
+
+def cadence_over(times: np.ndarray, still: np.ndarray, pairs: np.ndarray, moves: np.ndarray) -> np.ndarray:
+    """``measured_cadence`` from its ``cadence_interval`` readings (intervals x candidates, oldest
+    first; ``times`` of their samples: one more)."""
     samples = len(times)
-    shape = checkpoints.shape[2:]
+    shape = still.shape[1:]
     if samples <= CADENCE_INTERVALS:
         return np.full(shape, np.nan)
-    moved = checkpoints[1:] != checkpoints[:-1]
-    held = (backlogs[:-1] > 0) & (checkpoints[:-1] >= 0) & (owners[:-1] >= 0) & (owners[1:] == owners[:-1])
-    counted = moved & held
-    still = held.any(axis=1) & ~counted.any(axis=1)  # (intervals, candidates): standing still everywhere
     intervals = samples - 1
     after = intervals - np.argmax(still[::-1], axis=0)  # the first interval after the last one standing still
     after = np.where(still.any(axis=0), after, 0)
-    since = (np.arange(intervals).reshape(-1, *[1] * len(shape)) >= after)[:, None]  # (intervals, 1, candidates)
-    pairs = (held & since).sum(axis=(0, 1))
-    moves = (counted & since).sum(axis=(0, 1))
+    since = np.arange(intervals).reshape(-1, *[1] * len(shape)) >= after  # (intervals, candidates)
+    pairs = np.where(since, pairs, 0).sum(axis=0)
+    moves = np.where(since, moves, 0).sum(axis=0)
     step = float(times[-1] - times[0]) / intervals
     cadence = step * pairs / np.maximum(moves, 1)
     # (after a still interval, only over at least the cadence measured: every checkpoint had its turn)
     enough = (intervals - after >= CADENCE_INTERVALS) & ((after == 0) | (step * (intervals - after) >= cadence))
     return np.where(enough & (moves > 0), cadence, np.nan)
-
 
 def learned_checkpoint_cadence(previous, measured):
     """Fold a measured cadence (NaN: none) into the learned one (NaN ``previous``: none yet): the

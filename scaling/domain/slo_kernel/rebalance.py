@@ -44,7 +44,8 @@ def moved_stand_still(times: np.ndarray, owners: np.ndarray, checkpoints: np.nda
     stand still everywhere (written every few minutes, or late) are no pause of the moved ones."""
     if len(times) < 3:
         return np.full(checkpoints.shape[2:], np.nan)
-    return stand_still_over(times, *interval_readings(owners[:-1], owners[1:], checkpoints[:-1], checkpoints[1:], backlogs[:-1]))
+    moved, held, changed, differ = interval_readings(owners[:-1], owners[1:], checkpoints[:-1], checkpoints[1:], backlogs[:-1])
+    return stand_still_over(times, moved, held, changed, ~differ.any(axis=0))
 
 
 def interval_readings(owners_before: np.ndarray, owners: np.ndarray, checkpoints_before: np.ndarray, checkpoints: np.ndarray,
@@ -67,39 +68,44 @@ def interval_readings(owners_before: np.ndarray, owners: np.ndarray, checkpoints
     return moved, held, changed, differ
 
 
-def stand_still_over(times: np.ndarray, moved: np.ndarray, held: np.ndarray, changed: np.ndarray, differ: np.ndarray
-                     ) -> np.ndarray:
-    """``moved_stand_still`` from its ``interval_readings`` (intervals x partitions x candidates,
-    oldest first, the ``times`` of their samples: one more)."""
+def stand_still_over(times: np.ndarray, moved, held, changed, kept: np.ndarray) -> np.ndarray:
+    """``moved_stand_still`` from its ``interval_readings`` (``moved``, ``held``, ``changed``: per
+    interval, oldest first, partitions x candidates each; an array or anything indexed so, as a
+    ring read in window order) and ``kept`` (partitions x candidates: the owner never changed in
+    the window); ``times`` of the samples (one more than the intervals). Only the intervals the
+    episodes reach back to are read (each interval's pace is worked out when reached), so a
+    caller keeping the readings per interval copies nothing."""
     samples = len(times)
-    shape = moved.shape[2:]
+    shape = kept.shape[1:]
     if samples < 3:
         return np.full(shape, np.nan)
-    still = ~moved & held
-    kept = ~differ.any(axis=0)  # (partitions, candidates): never changed owner in the window
-    control = kept[None] & held
-    pace = (moved | ~control).all(axis=1) & control.any(axis=1)  # (intervals, candidates)
+
+    def pace(interval: int) -> np.ndarray:  # (candidates,) every kept partition holding a backlog moved
+        control = kept & held[interval]
+        return (moved[interval] | ~control).all(axis=0) & control.any(axis=0)
+
     last = samples - 2
     total = np.zeros(shape)
     found = np.zeros(shape)
     run = moved[last].copy()  # still over intervals last - k .. last - 1 (none yet), moved in the last
-    paced = pace[last].copy()
+    paced = pace(last)
     for k in range(last):
         start = last - k - 1  # the interval before the run: the move's, or the one before it
-        paced = paced & pace[start]
-        ends = run & ~still[start]  # the run is exactly k intervals long
+        paced = paced & pace(start)
+        moved_start, held_start, changed_start = moved[start], held[start], changed[start]
+        still = ~moved_start & held_start
+        ends = run & ~still  # the run is exactly k intervals long
         if k == 0:  # moved in the move's interval and in the next: no pause
-            episode = ends & changed[start] & moved[start] & held[start]
+            episode = ends & changed_start & moved_start & held_start
         else:
-            episode = ends & ((changed[start] & moved[start] & held[start]) | changed[start + 1])
+            episode = ends & ((changed_start & moved_start & held_start) | changed[start + 1])
         episode &= paced[None]
         total += np.where(episode, float(times[last] - times[start + 1]), 0.0).sum(axis=0)
         found += episode.sum(axis=0)
-        run = run & still[start]
+        run = run & still
         if not run.any():
             break
     return np.where(found > 0, total / np.maximum(found, 1), np.nan)
-
 
 def _distinct_live(owners: np.ndarray) -> np.ndarray:
     """(columns, partitions) -> (columns,): how many distinct live owners each column shows."""

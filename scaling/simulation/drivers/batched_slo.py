@@ -186,14 +186,19 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     # ... and the events checkpointed and the instances serving at each (slo._stall: a stall).
     checkpointed_ring = np.zeros((window_samples, count))
     serving_ring = np.zeros((window_samples, count), dtype=np.int64)
-    # ... and each partition's owner and checkpoint (the rebalance pause), and the last sample
-    # at which an owner changed (only candidates with a change in the window measure a pause).
-    owner_ring = np.zeros((window_samples, partitions, count), dtype=np.int64)
+    # ... and each partition's checkpoint (the time since it moved), and the last sample at which
+    # an owner changed (only candidates with a change in the window measure a pause).
     checkpoint_ring = np.zeros((window_samples, partitions, count))
     owner_changed_at = np.full(count, -window_samples - 1, dtype=np.int64)
     # ... and what the stand-still reads of each interval (``slo_kernel.interval_readings``: moved,
-    # held, changed, differ), by the sample it ends at: each interval read once, not once a minute.
-    interval_rings = tuple(np.zeros((window_samples, partitions, count), dtype=bool) for _ in range(4))
+    # held, changed), by the sample it ends at: each interval read once, not once a minute; and the
+    # last sample at which each partition's owner changed (which kept theirs over the window).
+    interval_rings = tuple(np.zeros((window_samples, partitions, count), dtype=bool) for _ in range(3))
+    partition_changed_at = np.full((partitions, count), -window_samples - 1, dtype=np.int64)
+    # ... and what the checkpoints' cadence reads of each interval (``slo_kernel.cadence_interval``:
+    # standing still everywhere, the pairs that count, their moves), per candidate, likewise.
+    cadence_rings = (np.zeros((window_samples, count), dtype=bool), np.zeros((window_samples, count), dtype=np.int64),
+                     np.zeros((window_samples, count), dtype=np.int64))
     stalling = np.zeros(count, dtype=bool)  # the last decision was a stall's hold (state.last_reason_code)
     owned_by: slo_kernel.Owners | None = None  # the sizing's owners, as last read
     row_of = layout.row_of if layout.groups is not None else None  # (each partition's row, where rows stand for several)
@@ -216,7 +221,6 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         if seen > 1:
             owner_changed_at[~owners_steady] = seen
         names_then, names_before = names_before, names_now
-        owner_ring[seen % window_samples] = names_now
         owned_by = slo_kernel.Owners.read(owners_now, owned_by)  # for the learning and the sizing
         live_owners = owned_by.live  # distinct live owners
         previous_checkpoints, previous_partition_backlog = checkpoints.copy(), partition_backlog
@@ -226,8 +230,13 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
         backlog_ring[seen % window_samples] = partition_backlog
         checkpoint_ring[seen % window_samples] = checkpoints
         if seen > 1:
-            for ring, reading in zip(interval_rings, slo_kernel.interval_readings(
-                    names_then, names_now, previous_checkpoints, checkpoints, previous_partition_backlog), strict=True):
+            *readings, differ = slo_kernel.interval_readings(names_then, names_now, previous_checkpoints, checkpoints,
+                                                             previous_partition_backlog)
+            for ring, reading in zip(interval_rings, readings, strict=True):
+                ring[seen % window_samples] = reading
+            partition_changed_at[differ] = seen
+            for ring, reading in zip(cadence_rings, slo_kernel.cadence_interval(  # (checkpoints as collect reads them: -1 none)
+                    names_then, names_now, previous_checkpoints - 1.0, checkpoints - 1.0, previous_partition_backlog), strict=True):
                 ring[seen % window_samples] = reading
         enqueued = (positions[now][:, None] if traces is None else positions[now][:, traces]) + 1.0
         oldest = layout.reduce(checkpoints)
@@ -358,9 +367,10 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
                 row_of=row_of, equal_shares=layout.groups is not None and len(layout.groups) == 1,
                 bursts=functools.partial(_burst_history, times, candidate_window, oldest,
                                          checkpoints if row_of is not None else None, totals, traces, arrivals_trend)))
-            stand_still = functools.partial(_stand_still, samples, seen, owner_changed_at, window_samples, times, interval_rings)
+            stand_still = functools.partial(_stand_still, samples, seen, owner_changed_at, window_samples, times, interval_rings,
+                                            partition_changed_at)
             order = (seen - (samples - 1) + np.arange(samples)) % window_samples  # (the rings' samples, oldest first)
-            measure = functools.partial(_cadence, times, owner_ring, checkpoint_ring, backlog_ring, order)
+            measure = functools.partial(_cadence, times, cadence_rings, order[1:])
             hubs[0].arrivals = functools.partial(_read, (times, candidate_window))
             hubs[0].since_moved = functools.partial(_since_moved, times, checkpoint_ring, order, row_of, candidate_window,
                                                     checkpoints, np.maximum(arrival, recent_rate))
@@ -478,26 +488,40 @@ def _stall_readings(checkpointed: np.ndarray, serving: np.ndarray, seen: int, sa
 
 
 def _stand_still(samples: int, seen: int, owner_changed_at: np.ndarray, window_samples: int, times: np.ndarray,
-                 interval_rings: tuple) -> np.ndarray | None:
+                 interval_rings: tuple, partition_changed_at: np.ndarray) -> np.ndarray | None:
     """The moved partitions' stand-still per candidate (``slo_kernel.stand_still_over``, on the
-    rings of interval readings, oldest first), for the candidates whose owners changed within the
-    window (NaN for the others: they measure nothing); None where none did."""
+    rings of interval readings read in window order), for the candidates whose owners changed
+    within the window (NaN for the others: they measure nothing); None where none did."""
     rows = np.flatnonzero(seen - owner_changed_at < samples - 1)  # a change between two samples of the window
     if samples < 3 or not rows.size:
         return None
     order = (seen - (samples - 2) + np.arange(samples - 1)) % window_samples  # (the intervals, oldest first)
+    kept = partition_changed_at <= seen - (samples - 1)  # (no owner change in the window's intervals)
+    if rows.size == len(owner_changed_at):  # (then no copy of the columns)
+        return slo_kernel.stand_still_over(times, *(_InWindow(ring, order, None) for ring in interval_rings), kept)
     measured = np.full(len(owner_changed_at), np.nan)
-    every = rows.size == len(owner_changed_at)  # (then no copy of the columns)
-    measured[rows] = slo_kernel.stand_still_over(times, *(ring.take(order, axis=0) if every else
-                                                          ring.take(order, axis=0).take(rows, axis=2) for ring in interval_rings))
+    measured[rows] = slo_kernel.stand_still_over(times, *(_InWindow(ring, order, rows) for ring in interval_rings),
+                                                 kept[:, rows])
     return measured
 
 
-def _cadence(times: np.ndarray, owners: np.ndarray, checkpoints: np.ndarray, backlogs: np.ndarray, order: np.ndarray
-             ) -> np.ndarray:
-    """The seconds between checkpoint moves per candidate (``slo_kernel.measured_cadence``, on the
-    rings oldest first; the checkpoints as collect reads them, -1 for none)."""
-    return slo_kernel.measured_cadence(times, owners[order], checkpoints[order] - 1.0, backlogs[order])
+class _InWindow:
+    """A ring of interval readings (by the sample each ends at) read as the window's intervals,
+    oldest first, and only the ``columns`` given (None: all): one interval at a time, when read."""
+
+    __slots__ = ("ring", "order", "columns")
+
+    def __init__(self, ring: np.ndarray, order: np.ndarray, columns: np.ndarray | None) -> None:
+        self.ring, self.order, self.columns = ring, order, columns
+
+    def __getitem__(self, interval: int) -> np.ndarray:
+        reading = self.ring[self.order[interval]]
+        return reading if self.columns is None else reading[:, self.columns]
+
+def _cadence(times: np.ndarray, cadence_rings: tuple, order: np.ndarray) -> np.ndarray:
+    """The seconds between checkpoint moves per candidate (``slo_kernel.cadence_over``, on the
+    rings of interval readings, ``order``: the window's intervals by the sample each ends at)."""
+    return slo_kernel.cadence_over(times, *(ring[order] for ring in cadence_rings))
 
 
 def _since_moved(times: np.ndarray, checkpoints: np.ndarray, order: np.ndarray, row_of: np.ndarray | None,
