@@ -368,7 +368,7 @@ def _proposal(target: TargetPolicy, situation: Situation, outlooks: list[SourceO
     previous = situation.state.checkpoint_delay_seconds
     clipped = bool(kernel.delay_clipped(situation.state.checkpoint_delay_clipped, math.nan if previous is None else previous,
                                         delay, target.slo.max_event_age_seconds * kernel.CHECKPOINT_DELAY_CEILING))
-    new_state = replace(situation.state, checkpoint_delay_seconds=delay, checkpoint_delay_clipped=clipped,
+    new_state = situation.state.changed(checkpoint_delay_seconds=delay, checkpoint_delay_clipped=clipped,
                         rebalance_pause_seconds=None if math.isnan(pause) else pause,
                         checkpoint_cadence_seconds=None if math.isnan(cadence) else cadence)
     total_rate = float(sum(o.arrival_rate.sum() for o in outlooks))
@@ -434,7 +434,7 @@ def _proposal(target: TargetPolicy, situation: Situation, outlooks: list[SourceO
     if code == kernel.AT_RISK:
         if kernel.confirms_floor(True, situation.throughput_source == "lower bound", cadence, interval,
                                  situation.ready_capacity, capacity):  # (the floor, learned: ``slo_kernel.cadence``)
-            new_state = replace(new_state, throughput_per_instance=situation.state.throughput_floor)
+            new_state = new_state.changed(throughput_per_instance=situation.state.throughput_floor)
         _, drain_note = scale_out_drain(target, situation, worst_predicted)
         metrics["predicted_busiest_load"] = round(float(outcome.busiest_wanted[0]), 3)
         metrics["drain_seconds"] = round(float(outcome.drain_seconds[0]), 1)
