@@ -82,6 +82,8 @@ class SourceOutlook:
     times: np.ndarray | None = None
     positions: np.ndarray | None = None
     oldest: np.ndarray | None = None
+    #: The partitions' positions summed per sample (the trend and the bursts read them).
+    totals: np.ndarray | None = None
     #: The source's history over the window (``slo_history``), for the rules that read more of it.
     history: slo_history.Stack | None = None
 
@@ -136,7 +138,8 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
         oldest = np.asarray([(p.checkpoint + 1) if p.checkpoint is not None and p.checkpoint >= 0 else max(p.beginning, 0)
                              for p in source.partitions], dtype=float)
         ages = kernel.oldest_event_ages(times_array, positions, oldest, np.maximum(arrival, recent_rate))
-        rise, noise = kernel.trend(times_array, positions.sum(axis=1))
+        totals = positions.sum(axis=1)
+        rise, noise = kernel.trend(times_array, totals)
         backlog = np.array(list(map(_BACKLOG, source.partitions)), dtype=float)
         earlier_backlog = _backlogs(readings[base], ids, backlog)
         outlooks[source.name] = SourceOutlook(
@@ -152,6 +155,7 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
             earlier_backlog=earlier_backlog,
             times=times_array,
             positions=positions,
+            totals=totals,
             oldest=oldest,
             history=history,
         )
@@ -285,7 +289,7 @@ def _burst_history(outlook: SourceOutlook) -> kernel.BurstHistory:
     """What absorbing bursts reads of a source's history (a batch of one): the arrivals' noise, and
     whether a short burst ended in the partitions' summed sequence numbers."""
     return kernel.BurstHistory(times=outlook.times, positions=outlook.positions, oldest=outlook.oldest[:, None],
-                               noise=outlook.noise, ended=kernel.bursts_ended(outlook.times, outlook.positions.sum(axis=1)))
+                               noise=outlook.noise, ended=kernel.bursts_ended(outlook.times, outlook.totals))
 
 
 def _unowned(outlooks: Sequence[SourceOutlook]) -> list[str]:
