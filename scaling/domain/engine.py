@@ -269,7 +269,7 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
     longest delay a clipped one may follow to (``slo_kernel.saturation_lag``)."""
     held_back = state.throughput_unconfirmed
     if held_back is not None:
-        state = replace(state, throughput_unconfirmed=None)  # it waits one learning step, no more
+        state = state.changed(throughput_unconfirmed=None)  # it waits one learning step, no more
     span, cadence, interval = throughput_span(state, samples) if span is None else span
     owners = serving_owners(samples)
     if any(serving_owners(samples[:end]) == 0 for end in range(len(samples) - span + 1, len(samples))):
@@ -294,7 +294,7 @@ def learn_throughput(state: ScalerState, samples: Sequence[MetricSample], ready_
         _number(state.throughput_before_drop), _moment(state.throughput_drop_shown_at),
         _number(state.throughput_per_instance), float(observed), bool(saturated), True, corroborated and settled,
         samples[-1].collected_at.timestamp())
-    return replace(state, throughput_per_instance=_known(throughput), throughput_floor=_known(floor),
+    return state.changed(throughput_per_instance=_known(throughput), throughput_floor=_known(floor),
                    throughput_unconfirmed=_known(waits), throughput_observations=state.throughput_observations + int(learned),
                    throughput_before_drop=_known(before), throughput_drop_shown_at=_time(shown_at))
 
@@ -307,7 +307,7 @@ def let_go_of_drop(state: ScalerState, now: datetime) -> ScalerState:
     throughput, before, shown_at = slo_kernel.let_go(
         _number(state.throughput_per_instance), state.throughput_before_drop, _moment(state.throughput_drop_shown_at),
         now.timestamp())
-    return replace(state, throughput_per_instance=_known(throughput), throughput_before_drop=_known(before),
+    return state.changed(throughput_per_instance=_known(throughput), throughput_before_drop=_known(before),
                    throughput_drop_shown_at=_time(shown_at))
 
 
@@ -347,7 +347,7 @@ def raise_throughput_floor(state: ScalerState, samples: Sequence[MetricSample], 
         return state
     _, floor, _, _ = slo_kernel.learned_throughput(  # (a batch of one as plain numbers)
         math.nan, _number(state.throughput_floor), math.nan, float(observed), False, True)
-    return replace(state, throughput_floor=_known(floor))
+    return state.changed(throughput_floor=_known(floor))
 
 
 def _most_instances(target: TargetPolicy, sample: MetricSample) -> float:
@@ -460,7 +460,7 @@ def _looked_ahead(target: TargetPolicy, proposal: Proposal, capacity: int, outlo
 
 def _hold(target: TargetPolicy, decision_id: str, now: datetime, capacity: int | None, code: str,
           reasons: Sequence[str], metrics: dict, state: ScalerState) -> Decision:
-    new_state = replace(state, last_reason_code=code)
+    new_state = state.changed(last_reason_code=code)
     return Decision(decision_id, target.name, now, capacity, None, HOLD, code, tuple(reasons), metrics, new_state)
 
 
@@ -497,7 +497,7 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     ready_capacity = min(state.ready_capacity or capacity, capacity) if pending else capacity
     interval = sample_interval(samples)
     ready_capacity = ready_from_owners(ready_capacity, serving_instances(latest, capacity), state.pending_ready_at, now, interval)
-    state = replace(state, capacity=capacity, ready_capacity=ready_capacity, last_sample_at=latest.collected_at)
+    state = state.changed(capacity=capacity, ready_capacity=ready_capacity, last_sample_at=latest.collected_at)
     # Capacity must have been steady over the interval for its throughput to mean anything.
     # Checkpoints trail by the checkpoint delay, so the interval's start must be that much past it.
     steady_since = max((t for t in (state.pending_ready_at, state.last_action_at) if t is not None), default=None)
@@ -586,14 +586,14 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
                      [*proposal.reasons, f"action budget: {tokens:.2f} of {target.slo.max_actions_per_hour:g} per hour left; "
                       f"a scale-in needs {slo_kernel.SCALE_IN_TOKENS:g} (itself and the scale-out likely to follow)"],
                      metrics, state)
-    state = replace(state, action_tokens=float(slo_kernel.tokens_after_action(tokens)), action_tokens_at=now)
+    state = state.changed(action_tokens=float(slo_kernel.tokens_after_action(tokens)), action_tokens_at=now)
 
     if upward:
         pending_ready_at = now + timedelta(seconds=target.slo.provisioning_delay_seconds)
-        new_state = replace(state, capacity=wanted, ready_capacity=ready_capacity, pending_ready_at=pending_ready_at)
+        new_state = state.changed(capacity=wanted, ready_capacity=ready_capacity, pending_ready_at=pending_ready_at)
     else:
-        new_state = replace(state, capacity=wanted, ready_capacity=min(ready_capacity, wanted), pending_ready_at=state.pending_ready_at)
-    new_state = replace(new_state, last_action_at=now, last_direction=proposal.direction,
+        new_state = state.changed(capacity=wanted, ready_capacity=min(ready_capacity, wanted), pending_ready_at=state.pending_ready_at)
+    new_state = new_state.changed(last_action_at=now, last_direction=proposal.direction,
                         last_decision_id=decision_id, last_reason_code=proposal.reason_code)
     return Decision(decision_id, target.name, now, capacity, wanted, proposal.direction, proposal.reason_code,
                     proposal.reasons, metrics, new_state)

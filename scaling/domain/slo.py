@@ -82,6 +82,8 @@ class SourceOutlook:
     times: np.ndarray | None = None
     positions: np.ndarray | None = None
     oldest: np.ndarray | None = None
+    #: The partitions' positions summed per sample (the trend and the bursts read them).
+    totals: np.ndarray | None = None
     #: The source's history over the window (``slo_history``), for the rules that read more of it.
     history: slo_history.Stack | None = None
 
@@ -136,7 +138,8 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
         oldest = np.asarray([(p.checkpoint + 1) if p.checkpoint is not None and p.checkpoint >= 0 else max(p.beginning, 0)
                              for p in source.partitions], dtype=float)
         ages = kernel.oldest_event_ages(times_array, positions, oldest, np.maximum(arrival, recent_rate))
-        rise, noise = kernel.trend(times_array, positions.sum(axis=1))
+        totals = positions.sum(axis=1)
+        rise, noise = kernel.trend(times_array, totals)
         backlog = np.array(list(map(_BACKLOG, source.partitions)), dtype=float)
         earlier_backlog = _backlogs(readings[base], ids, backlog)
         outlooks[source.name] = SourceOutlook(
@@ -152,6 +155,7 @@ def partition_outlooks(samples: Sequence[MetricSample], rate_window_seconds: flo
             earlier_backlog=earlier_backlog,
             times=times_array,
             positions=positions,
+            totals=totals,
             oldest=oldest,
             history=history,
         )
@@ -285,7 +289,7 @@ def _burst_history(outlook: SourceOutlook) -> kernel.BurstHistory:
     """What absorbing bursts reads of a source's history (a batch of one): the arrivals' noise, and
     whether a short burst ended in the partitions' summed sequence numbers."""
     return kernel.BurstHistory(times=outlook.times, positions=outlook.positions, oldest=outlook.oldest[:, None],
-                               noise=outlook.noise, ended=kernel.bursts_ended(outlook.times, outlook.positions.sum(axis=1)))
+                               noise=outlook.noise, ended=kernel.bursts_ended(outlook.times, outlook.totals))
 
 
 def _unowned(outlooks: Sequence[SourceOutlook]) -> list[str]:
@@ -368,7 +372,7 @@ def _proposal(target: TargetPolicy, situation: Situation, outlooks: list[SourceO
     previous = situation.state.checkpoint_delay_seconds
     clipped = bool(kernel.delay_clipped(situation.state.checkpoint_delay_clipped, math.nan if previous is None else previous,
                                         delay, target.slo.max_event_age_seconds * kernel.CHECKPOINT_DELAY_CEILING))
-    new_state = replace(situation.state, checkpoint_delay_seconds=delay, checkpoint_delay_clipped=clipped,
+    new_state = situation.state.changed(checkpoint_delay_seconds=delay, checkpoint_delay_clipped=clipped,
                         rebalance_pause_seconds=None if math.isnan(pause) else pause,
                         checkpoint_cadence_seconds=None if math.isnan(cadence) else cadence)
     total_rate = float(sum(o.arrival_rate.sum() for o in outlooks))
@@ -434,7 +438,7 @@ def _proposal(target: TargetPolicy, situation: Situation, outlooks: list[SourceO
     if code == kernel.AT_RISK:
         if kernel.confirms_floor(True, situation.throughput_source == "lower bound", cadence, interval,
                                  situation.ready_capacity, capacity):  # (the floor, learned: ``slo_kernel.cadence``)
-            new_state = replace(new_state, throughput_per_instance=situation.state.throughput_floor)
+            new_state = new_state.changed(throughput_per_instance=situation.state.throughput_floor)
         _, drain_note = scale_out_drain(target, situation, worst_predicted)
         metrics["predicted_busiest_load"] = round(float(outcome.busiest_wanted[0]), 3)
         metrics["drain_seconds"] = round(float(outcome.drain_seconds[0]), 1)

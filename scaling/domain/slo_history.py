@@ -10,6 +10,7 @@ continue the last one (a cold host reads its samples anew) is read whole, with t
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Sequence
@@ -22,11 +23,18 @@ from scaling.domain.samples import MetricSample, SourceReading
 
 _PARTITION_ID = attrgetter("partition_id")
 _LAST_ENQUEUED = attrgetter("last_enqueued")
+_OWNER, _CHECKPOINT, _BACKLOG = attrgetter("owner"), attrgetter("checkpoint"), attrgetter("backlog")
 
 #: How many stacks are kept (one per source of each target evaluated; the oldest dropped).
 STACKS_KEPT = 64
 #: Owner names a stack's codes may hold before the codes start again (owners come and go).
 CODES_KEPT = 1024
+
+
+@functools.lru_cache(maxsize=64)
+def _distinct(ids: tuple[str, ...]) -> bool:
+    """Whether every id is listed once (the same ids at every evaluation)."""
+    return len(set(ids)) == len(ids)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,13 +52,15 @@ class Row:
         """Read off in one pass when the reading lists the same partitions, each once, in the same
         order, as it nearly always does (a dictionary for the rest)."""
         partitions = reading.partitions
-        if tuple(map(_PARTITION_ID, partitions)) == ids and len(set(ids)) == len(ids):
-            row = list(partitions)
-            positions = np.array(list(map(_LAST_ENQUEUED, partitions)), dtype=float)
-        else:
-            by_id = {p.partition_id: p for p in partitions}
-            row = [by_id.get(partition_id) for partition_id in ids]
-            positions = np.array([np.nan if p is None else p.last_enqueued for p in row], dtype=float)
+        if tuple(map(_PARTITION_ID, partitions)) == ids and _distinct(ids):  # (each reading's fields in one pass)
+            return cls(np.array(list(map(_LAST_ENQUEUED, partitions)), dtype=float),
+                       tuple("" if owner is None else owner for owner in map(_OWNER, partitions)),
+                       np.array([-1.0 if checkpoint is None else checkpoint for checkpoint in map(_CHECKPOINT, partitions)],
+                                dtype=float),
+                       np.array(list(map(_BACKLOG, partitions)), dtype=float))
+        by_id = {p.partition_id: p for p in partitions}
+        row = [by_id.get(partition_id) for partition_id in ids]
+        positions = np.array([np.nan if p is None else p.last_enqueued for p in row], dtype=float)
         return cls(positions, tuple("" if p is None or p.owner is None else p.owner for p in row),
                    np.array([math.nan if p is None else -1.0 if p.checkpoint is None else float(p.checkpoint) for p in row]),
                    np.array([0.0 if p is None else float(p.backlog) for p in row]))

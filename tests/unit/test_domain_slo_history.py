@@ -104,3 +104,31 @@ def test_samples_that_did_not_read_the_source_are_left_out() -> None:
     stack = slo_history.stacked(window, "hub", IDS)
     assert stack.readings == (window[0].sources[0], window[2].sources[0])
     np.testing.assert_array_equal(stack.times, [START.timestamp(), (START + timedelta(minutes=2)).timestamp()])
+
+
+@pytest.mark.parametrize("checkpoint", [5, None, 0])
+@pytest.mark.parametrize("owners", [("a", "b", None), (None, None, None)])
+def test_a_row_read_in_one_pass_reads_as_by_id(checkpoint, owners) -> None:
+    """The one-pass path (partitions listed as ``ids``) and the by-id path give the same row."""
+    reading = sample(3, owners=owners, checkpoint=checkpoint).sources[0]
+    in_order = slo_history.Row.read(reading, IDS)
+    shuffled = ("2", "0", "1")
+    by_id = slo_history.Row.read(reading, shuffled)
+    order = [IDS.index(partition_id) for partition_id in shuffled]
+    for name in ("positions", "checkpoints", "backlogs"):
+        np.testing.assert_array_equal(getattr(in_order, name)[order], getattr(by_id, name))
+        assert getattr(in_order, name).dtype == getattr(by_id, name).dtype == np.float64
+    assert tuple(in_order.owners[index] for index in order) == by_id.owners
+
+
+def test_a_row_read_in_one_pass_converts_large_sequence_numbers_as_float_does() -> None:
+    """Sequence numbers past 2**53 round as ``float(n)`` rounds them, on either path."""
+    large = 2**53 + 1
+    partitions = (PartitionReading.measure("0", 0, large + 8, large), PartitionReading.measure("1", 0, 2**62 + 3, None))
+    reading = SourceReading(name="hub", kind="eventhub", partitions=partitions, owners=0)
+    for ids in (("0", "1"), ("1", "0")):
+        row = slo_history.Row.read(reading, ids)
+        by_id = {p.partition_id: p for p in partitions}
+        assert row.positions.tolist() == [float(by_id[i].last_enqueued) for i in ids]
+        assert row.checkpoints.tolist() == [-1.0 if by_id[i].checkpoint is None else float(by_id[i].checkpoint) for i in ids]
+        assert row.backlogs.tolist() == [float(by_id[i].backlog) for i in ids]
