@@ -208,7 +208,7 @@ CONSTANTS: tuple[Constant, ...] = (
     Constant("CHECKPOINT_DELAY_STEADY_CEILING", 0.7, "scaling.domain.slo_kernel.learning",
              "how far that following may take the learned delay, as a fraction of the SLO"),
     Constant("CHECKPOINT_DELAY_SPARE", 0.8, "scaling.domain.slo_kernel.learning",
-             "the learned delay follows the checkpoints' lag only on owners whose checkpoints moved at most this share of an instance's rate"),
+             "the learned delay follows the checkpoints' lag only on owners whose checkpoints moved at most this share of an instance's rate, on a hub whose checkpoints moved at most this share of its live owners' rate"),
     Constant("STEADY_LAG", 0.1, "scaling.domain.slo_kernel.learning",
              "... and only a partition whose checkpoint trails its arrivals by as much, within this share of an interval, as at the reading before"),
     Constant("DENSE_EVENTS", 10.0, "scaling.domain.slo_kernel.learning",
