@@ -508,7 +508,7 @@ def evaluate(target: TargetPolicy, state: ScalerState, history: Iterable[MetricS
     # (a delay at its ceiling is only a lower bound: as long as it may follow to, ``slo_kernel.learning_trail``)
     trail = timedelta(seconds=float(slo_kernel.learning_trail(
         _number(state.checkpoint_delay_seconds), max_age * slo_kernel.CHECKPOINT_DELAY_CEILING,
-        max_age * slo_kernel.CHECKPOINT_DELAY_STEADY_CEILING)) + cadence)
+        max_age * slo_kernel.CHECKPOINT_DELAY_STEADY_CEILING, sample_interval(samples))) + cadence)
     if not pending and (steady_since is None or len(samples) < 2 or samples[-1 - span].collected_at - trail >= steady_since):
         settled = steady_since is None or len(samples) < 2 or bool(slo_kernel.settled_for_drop(
             (samples[-2].collected_at - steady_since).total_seconds(), trail.total_seconds()))

@@ -183,16 +183,19 @@ def _set_aside(outlook: SourceOutlook, hot: np.ndarray) -> SourceOutlook:
 
 
 def _checkpoint_readings(samples: Sequence[MetricSample], source: SourceReading) -> tuple[np.ndarray, np.ndarray] | None:
-    """The source's checkpoints at the latest sample and at the one before (partitions x 1; -1: no
-    checkpoint yet), for ``slo_kernel.checkpoints_keep_pace``; ``None`` without the one before."""
+    """The source's checkpoints at the latest sample and at the one before, as the events
+    checkpointed (checkpoint + 1, the oldest unprocessed event's sequence number; 0: no checkpoint
+    yet, as the batched simulator counts them), partitions x 1, for
+    ``slo_kernel.checkpoints_keep_pace``, ``keeping_up`` and ``steady_lags``; ``None`` without
+    the one before."""
     if len(samples) < 2:
         return None
     before = next((s for s in samples[-2].sources if s.ok and s.name == source.name), None)
     if before is None:
         return None
     by_id = {p.partition_id: p.checkpoint for p in before.partitions}
-    now = np.array([-1.0 if p.checkpoint is None else float(p.checkpoint) for p in source.partitions])
-    then = np.array([-1.0 if by_id.get(p.partition_id) is None else float(by_id[p.partition_id])
+    now = np.array([0.0 if p.checkpoint is None else p.checkpoint + 1.0 for p in source.partitions])
+    then = np.array([0.0 if by_id.get(p.partition_id) is None else by_id[p.partition_id] + 1.0
                      for p in source.partitions])
     return now[:, None], then[:, None]
 

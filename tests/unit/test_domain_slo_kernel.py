@@ -429,7 +429,104 @@ def test_saturation_lag(delay, clipped, lag) -> None:
 )
 def test_learning_trail(delay, trail) -> None:
     """A delay at its ceiling is a lower bound: the first ages were older still."""
-    assert kernel.learning_trail(one(delay), 75.0, 210.0)[0] == pytest.approx(trail)
+    assert kernel.learning_trail(one(delay), 75.0, 210.0, 60.0)[0] == pytest.approx(trail)
+
+
+@pytest.mark.parametrize(
+    ("delay", "interval", "trail"),
+    [
+        pytest.param(None, 30.0, 30.0, id="none-learned-collect-every-30-s"),
+        pytest.param(None, 120.0, 120.0, id="none-learned-collect-every-2-min"),
+        pytest.param(20.0, 30.0, 20.0, id="learned-the-delay-whatever-the-interval"),
+    ],
+)
+def test_learning_trail_without_a_delay_is_the_collection_interval(delay, interval, trail) -> None:
+    """It said "an interval" and returned 60 s: collect every 2 minutes, and the interval after an
+    action was learned from though the checkpoints could still show the count before it."""
+    assert kernel.learning_trail(one(delay), 75.0, 210.0, interval)[0] == pytest.approx(trail)
+
+
+@pytest.mark.parametrize(
+    ("worst", "previous", "youngest", "steady", "dense", "expected"),
+    [
+        pytest.param(180.0, 75.0, None, False, True, 75.0, id="no-steady-lag-old-ages-are-no-delay"),
+        pytest.param(180.0, 75.0, 180.0, False, True, 75.0 + 0.1 * 105.0, id="follows-a-tenth-of-the-gap-below-the-maximum"),
+        pytest.param(180.0, 75.0, 60.0, False, True, 75.0, id="a-younger-lag-raises-nothing"),
+        pytest.param(400.0, 200.0, 400.0, False, True, 210.0, id="never-past-the-steady-ceiling"),
+        pytest.param(180.0, 75.0, 180.0, False, False, 75.0, id="a-quiet-spell-keeps-it"),
+        pytest.param(180.0, 75.0, 120.0, True, True, 75.0 + 0.1 * 105.0, id="at-the-maximum-the-further-of-the-two"),
+        pytest.param(100.0, 120.0, 130.0, False, True, 100.0, id="lower-worst-ages-still-lower-it"),
+        pytest.param(500.0, None, 180.0, False, True, 75.0, id="first-reading-at-most-the-ceiling"),
+    ],
+)
+def test_learned_checkpoint_delay_follows_the_youngest_steady_lag(worst, previous, youngest, steady, dense, expected) -> None:
+    """Below the maximum the delay followed no age (NASA's first day at 125 s for a 180 s delay, every
+    age read 55 s too old): it follows the youngest steady lag of an owner that kept up."""
+    learned = kernel.learned_checkpoint_delay(one(worst), one(previous), 60.0, 75.0, np.array([dense]), np.array([steady]),
+                                              210.0, one(youngest))
+    assert learned[0] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("moved", "rate", "kept_up"),
+    [
+        pytest.param((200.0, 200.0, 500.0, 10.0), 10.0, (True, True, False, False), id="under-and-over-the-spare-share"),
+        pytest.param((240.0, 240.0, 480.0, 0.0), 10.0, (True, True, True, False), id="at-the-share-kept-up"),
+        pytest.param((241.0, 240.0, 0.0, 0.0), 10.0, (False, False, True, False), id="the-owners-sum-counts"),
+        pytest.param((200.0, None, 100.0, 0.0), 10.0, (False, False, True, False), id="no-checkpoint-unknown"),
+        pytest.param((10.0, 10.0, 10.0, 10.0), math.nan, (False, False, False, False), id="no-rate-none"),
+    ],
+)
+def test_keeping_up(moved, rate, kept_up) -> None:
+    """Partitions 0 and 1 share owner 0, partition 2 is owner 1's, partition 3 has no live owner;
+    an instance does ``rate``/s, so over 60 s an owner kept up at 0.8 x 600 = 480 events or fewer."""
+    before = np.array([[1000.0]] * 4)
+    now = np.array([[0.0] if value is None else [1000.0 + value] for value in moved])
+    owners = kernel.Owners(np.array([[0], [0], [1], [-1]]))
+    assert kernel.keeping_up((now, before), owners, np.array([rate]), 60.0)[:, 0].tolist() == list(kept_up)
+
+
+@pytest.mark.parametrize(
+    ("moved", "kept_up"),
+    [
+        pytest.param((300.0, 300.0, 600.0, 200.0), (False, False, False, True), id="a-hub-with-spare-the-light-owner-kept-up"),
+        pytest.param((300.0, 300.0, 600.0, 240.0), (False, False, False, True), id="at-the-hubs-share-kept-up"),
+        pytest.param((300.0, 300.0, 600.0, 241.0), (False, False, False, False), id="a-hub-at-its-capacity-a-wait-not-a-delay"),
+        pytest.param((300.0, None, 600.0, 240.0), (False, False, False, True), id="an-unknown-checkpoint-adds-nothing"),
+    ],
+)
+def test_keeping_up_on_a_hub_at_its_capacity(moved, kept_up) -> None:
+    """Three owners (partitions 0 and 1, 2, 3) at 10/s: over 60 s the hub kept up at 0.8 x 600 x 3
+    = 1,440 events or fewer. An owner under its rate on a hub that processes more than that may be
+    held back with the rest (a namespace serving every partition at its busiest owner's pace):
+    its steady lag was read as the delay (210 s, 30 violation minutes on WC98's busiest half-day)."""
+    before = np.array([[1000.0]] * 4)
+    now = np.array([[0.0] if value is None else [1000.0 + value] for value in moved])
+    owners = kernel.Owners(np.array([[0], [0], [1], [2]]))
+    assert kernel.keeping_up((now, before), owners, np.array([10.0]), 60.0)[:, 0].tolist() == list(kept_up)
+
+
+@pytest.mark.parametrize(
+    ("checkpoint_before", "checkpoint_now", "samples", "hot", "lag"),
+    [
+        pytest.param(60.0, 120.0, 6, False, 180.0, id="trails-by-as-much-a-delay"),
+        pytest.param(64.0, 120.0, 6, False, 180.0, id="within-a-tenth-of-an-interval"),
+        pytest.param(30.0, 120.0, 6, False, math.inf, id="a-drain-changes-it"),
+        pytest.param(90.0, 120.0, 6, False, math.inf, id="a-growing-backlog-changes-it"),
+        pytest.param(0.0, 120.0, 6, False, math.inf, id="no-checkpoint-before"),
+        pytest.param(240.0, 301.0, 6, False, math.inf, id="nothing-waits"),
+        pytest.param(60.0, 120.0, 6, True, math.inf, id="hot-set-aside"),
+        pytest.param(60.0, 120.0, 2, False, math.inf, id="too-short-a-history"),
+    ],
+)
+def test_steady_lags(checkpoint_before, checkpoint_now, samples, hot, lag) -> None:
+    """One partition receiving 1 event/s (sequence number N at N s), sampled every minute: S events
+    checkpointed (its oldest unprocessed event S, arrived at S s) read at t trail by t - S seconds."""
+    times = 60.0 * np.arange(6)[-samples:]
+    positions = times[:, None].copy()  # (last-enqueued: one event a second since 0)
+    read = (np.array([[checkpoint_now]]), np.array([[checkpoint_before]]))
+    got = kernel.steady_lags(read, (times, positions), np.array([[1.0]]), 60.0, hot=np.array([[hot]]) if hot else None)
+    assert got.min() == pytest.approx(lag)
 
 
 @pytest.mark.parametrize(

@@ -14,11 +14,14 @@ import pytest
 from scaling.domain.decisions import DOWN, HOLD, UP
 from scaling.domain.engine import evaluate
 from scaling.domain.slo_kernel import FLOOR_DOUBT
+from scaling.simulation.namespace.peers import run_namespace, started_for
+from scaling.simulation.namespace.world import NamespaceScenario
 from scaling.simulation.peers.looped import EngineAutoscaler, simulated_target
 from scaling.simulation.world.loop import Scenario, load_trace, per_minute, scale_trace, simulate
-from scaling.simulation.world.traces import NASA_JUL95
+from scaling.simulation.world.traces import NASA_JUL95, WORLDCUP98
 from tests.helpers import noisy_diurnal
 from tests.unit.test_domain_slo import T0, history, slo_target, state
+from tests.unit.test_simulation_namespace import TRACES, busiest
 
 
 @pytest.mark.parametrize(("learned", "floor", "sized_by"), [
@@ -68,7 +71,9 @@ def test_a_pause_in_the_arrivals_inside_the_delay_keeps_it() -> None:
         {sample.collected_at: decision.state.checkpoint_delay_seconds})), scenario)
     learned = [value for _, value in sorted(delays.items())]
     assert learned[355] >= 75.0
-    assert min(learned[356:]) >= learned[355]  # (on main: 60 s for the rest of the run)
+    # (on main: 60 s for the rest of the run; the delay now stands at the truth and the ages read
+    # around it, within a second)
+    assert min(learned[356:]) >= learned[355] - 1.0
 
 
 def test_a_cold_start_under_late_checkpoints_learns_the_rate_the_new_instances_show() -> None:
@@ -90,13 +95,14 @@ def test_a_cold_start_under_late_checkpoints_learns_no_rate_below_what_the_insta
     """Checkpoints 180 s late, the delay set at its 75 s ceiling by the first ages and never
     lowered: every partition that kept up held three intervals' arrivals, more than the two and
     75 s the saturation test allowed (here 3.2/s learned, sized by at 80% of what the instances had
-    shown). A clipped delay is a lower bound: the test allows the longest it may follow to."""
+    shown). A clipped delay is a lower bound: the test allows the longest it may follow to; and
+    the owners that keep up show the delay itself (``steady_lags``), learned here by the end."""
     scenario = Scenario(checkpoint_delay_seconds=180.0)
     decisions = []
     simulate(noisy_diurnal(240, seed=3), EngineAutoscaler(simulated_target(scenario), on_decision=lambda _, decision:
                                                           decisions.append(decision)), scenario)
     truth = scenario.events_per_instance_per_minute / 60.0
-    assert decisions[-1].state.checkpoint_delay_clipped
+    assert decisions[-1].state.checkpoint_delay_seconds > 170.0
     learned = [decision.state.throughput_per_instance for decision in decisions
                if decision.state.throughput_per_instance is not None]
     assert all(rate > 0.8 * truth for rate in learned)
@@ -177,3 +183,43 @@ def test_the_rebalance_pause_is_learned_from_the_targets_own_history(pause, lear
     learned = decisions[-1].state.rebalance_pause_seconds
     assert learned is not None and learned_at_least <= learned <= learned_at_most
     assert any("rebalance_pause_seconds" in decision.metrics for decision in decisions) == (pause > 0)
+
+
+def test_checkpoints_180_s_late_teach_their_delay_below_the_maximum() -> None:
+    """NASA's first hours, checkpoints 180 s late: the delay followed the ages only at the maximum
+    with a flat backlog, so after the cold start's 32 -> 16 it stood at 111-125 s for the day and
+    every age read 55 s too old (11 <-> 32 flaps). Owners that keep up show the delay in how far
+    their checkpoints trail the arrivals, at any count."""
+    scenario = Scenario(checkpoint_delay_seconds=180.0)
+    arrivals = scale_trace(per_minute(load_trace(NASA_JUL95), 60)[:200], scenario)
+    decisions = []
+    simulate(arrivals, EngineAutoscaler(simulated_target(scenario), on_decision=lambda _, decision: decisions.append(
+        decision)), scenario)
+    below = [decision.state.checkpoint_delay_seconds for decision in decisions[100:]
+             if decision.current_capacity is not None and decision.current_capacity < 32]
+    assert below and min(below) > 165.0  # (on main: 111.1)
+
+
+def test_a_standing_backlog_of_saturated_owners_is_no_checkpoint_delay() -> None:
+    """The issue's overload row (WC98 minutes 7000-8999, checkpoints on time): minutes 90-260 at 4
+    instances near what they serve, a backlog standing at equilibrium, every partition trailing
+    its arrivals by a steady wait. Only owners that processed less than an instance does have
+    kept up; following every owner's lag learned 172 s here (the row: 15 violation minutes)."""
+    scenario = Scenario(peak_instances=40.0)
+    arrivals = scale_trace(per_minute(load_trace(WORLDCUP98), 60)[7000:9000], scenario)
+    decisions = []
+    result = simulate(arrivals, EngineAutoscaler(simulated_target(scenario), on_decision=lambda _, decision:
+                                                 decisions.append(decision)), scenario)
+    assert max(decision.state.checkpoint_delay_seconds or 0.0 for decision in decisions[30:300]) < 30.0
+    assert result.slo_violation_minutes == 0
+
+
+def test_consumers_held_at_the_hubs_capacity_show_no_checkpoint_delay() -> None:
+    """WC98's busiest half-day in the namespace world (checkpoints on time), where a hub's reads
+    run at the pace of its busiest owner: 11 instances read 10,667 events a minute of 11,000
+    arriving, and the owner of two partitions, under its rate, trailed by the wait with the rest.
+    Learned as the delay (up to 210 s), the ages read young and the backlog grew to a 7-minute
+    oldest event (30 violation minutes); a hub at its capacity teaches no delay."""
+    arrivals = busiest(TRACES / "worldcup98" / "per_minute.csv", NamespaceScenario())[:660]
+    result, _ = run_namespace(arrivals, started_for(arrivals, NamespaceScenario()), "joint")
+    assert result.slo_violation_minutes == 0 and result.max_age_minutes <= 4.0

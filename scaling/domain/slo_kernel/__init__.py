@@ -141,6 +141,7 @@ from scaling.domain.slo_kernel.learning import (  # noqa: F401
     CHECKPOINT_DELAY_CEILING,
     CHECKPOINT_DELAY_DRIFT,
     CHECKPOINT_DELAY_FOLLOW,
+    CHECKPOINT_DELAY_SPARE,
     CHECKPOINT_DELAY_STEADY_CEILING,
     DENSE_EVENTS,
     DROP_GROWTH,
@@ -148,6 +149,7 @@ from scaling.domain.slo_kernel.learning import (  # noqa: F401
     DROP_SETTLED_DELAYS,
     FLOOR_DOUBT,
     QUEUE_FLOOR_DOUBT,
+    STEADY_LAG,
     THROUGHPUT_LEARNING_RATE,
     UNCONFIRMED_DROP,
     arrived_before,
@@ -155,6 +157,7 @@ from scaling.domain.slo_kernel.learning import (  # noqa: F401
     corroborated_drop,
     delay_clipped,
     dense_arrivals,
+    keeping_up,
     learned_checkpoint_delay,
     learned_throughput,
     learning_trail,
@@ -165,6 +168,7 @@ from scaling.domain.slo_kernel.learning import (  # noqa: F401
     saturation_lag,
     serving_throughput,
     settled_for_drop,
+    steady_lags,
 )
 from scaling.domain.slo_kernel.owners import (  # noqa: F401
     NARROW_COLUMNS,

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from scaling.domain.slo_kernel.ages import oldest_event_ages
 from scaling.domain.slo_kernel.arrays import is_nan, maximum, minimum, negation, where
 from scaling.domain.slo_kernel.hub import _per_candidate, column_sums
 from scaling.domain.slo_kernel.owners import Owners
@@ -54,6 +55,15 @@ DENSE_EVENTS = 10.0
 #: stays above it by this fraction of the gap per evaluation, up to this fraction of the SLO.
 CHECKPOINT_DELAY_FOLLOW = 0.1
 CHECKPOINT_DELAY_STEADY_CEILING = 0.7
+#: The learned delay also follows how far the checkpoints trail the arrivals (``steady_lags``),
+#: but only on partitions whose owner's checkpoints moved by at most this share of what an
+#: instance processes over the interval (``keeping_up``): that owner processed all that reached
+#: it, so its checkpoints trail by the delay alone. Four saturated instances at 68/s otherwise
+#: read a standing 172 s wait as the delay (the overload row: 15 violation minutes).
+CHECKPOINT_DELAY_SPARE = 0.8
+#: ... and only on a partition whose checkpoint trails its arrivals by as much, within this share
+#: of an interval, as at the reading before: a backlog that drains or grows changes the lag.
+STEADY_LAG = 0.1
 
 
 def observed_throughput(processed: np.ndarray, elapsed: float, serving: np.ndarray, done: np.ndarray, busy: np.ndarray,
@@ -233,7 +243,8 @@ def serving_throughput(throughput, floor, doubt=FLOOR_DOUBT):
     return where(is_nan(throughput), throughput, maximum(throughput, where(is_nan(floor), throughput, floor * (1 - doubt))))
 
 
-def learned_checkpoint_delay(worst_age, previous, interval, ceiling, dense=True, steady=False, steady_ceiling=0.0):
+def learned_checkpoint_delay(worst_age, previous, interval, ceiling, dense=True, steady=False, steady_ceiling=0.0,
+                             youngest_lag=math.nan):
     """The checkpoint delay learned from the worst oldest-event age now (NaN ``previous``: none yet).
 
     Checkpoints trail the consumers, so even idle ones show an oldest event as old as the delay:
@@ -246,23 +257,83 @@ def learned_checkpoint_delay(worst_age, previous, interval, ceiling, dense=True,
     bounds allow serves and the backlog stays flat, ``backlog_flat``) an age that stays above the
     delay is the checkpoints' (more instances are not to be had, and the backlog does not grow),
     so the delay follows it by ``CHECKPOINT_DELAY_FOLLOW`` of the gap per evaluation, up to
-    ``steady_ceiling`` (checkpoints 180 s late read as a standing 105 s backlog)."""
+    ``steady_ceiling`` (checkpoints 180 s late read as a standing 105 s backlog).
+
+    Below the maximum, the ``youngest_lag`` (``steady_lags``: the partition whose checkpoint
+    trails its arrivals least and by as much as at the reading before, where some owner keeps up,
+    ``keeping_up``; NaN: none) is followed the same way: checkpoints trail every partition
+    alike, a real wait shows on the busiest owners' partitions and changes from one reading to
+    the next, so the youngest steady lag is the delay (the first day of NASA's 180 s row held the
+    delay at 125 s, followed at the maximum alone, and read every age 55 s too old)."""
     creep = where(worst_age <= previous + interval, CHECKPOINT_DELAY_DRIFT, 0.0)  # (NaN: 0)
     crept = minimum(minimum(worst_age, previous + creep), maximum(ceiling, previous))
+    top = maximum(steady_ceiling, ceiling)
     follows = steady & (worst_age > previous)  # (NaN: False)
-    followed = minimum(previous + CHECKPOINT_DELAY_FOLLOW * (worst_age - previous), maximum(steady_ceiling, ceiling))
-    kept = where(dense, where(follows, maximum(followed, crept), crept), previous)
+    followed = minimum(previous + CHECKPOINT_DELAY_FOLLOW * (worst_age - previous), top)
+    youngest_lag = minimum(youngest_lag, worst_age)  # (a lag no older than the ages read)
+    keeps_up = youngest_lag > previous  # (NaN: False)
+    caught = minimum(previous + CHECKPOINT_DELAY_FOLLOW * (youngest_lag - previous), top)
+    followed = where(follows, maximum(followed, where(keeps_up, caught, followed)), caught)
+    kept = where(dense, where(follows | keeps_up, maximum(followed, crept), crept), previous)
     return where(is_nan(previous), minimum(worst_age, ceiling), kept)
 
 
-def learning_trail(delay, ceiling, steady_ceiling):
+def keeping_up(checkpoints, owners: Owners, rate, interval) -> np.ndarray:
+    """Per partition (x candidate), whether its owner kept up over the last ``interval``: its
+    partitions' checkpoints (now and at the reading before, ``HubReading.checkpoints``: 0 none) moved by
+    at most ``CHECKPOINT_DELAY_SPARE`` of what an instance processes at ``rate`` (NaN: unknown,
+    none), so it processed all that reached it, and the hub's checkpoints together moved by at
+    most as much of what its live owners process: an owner under its rate on a hub at its
+    capacity may be held back with the rest (a namespace that serves every partition at the
+    busiest owner's pace, throttled reads), and its steady lag is a wait, not the delay (WC98's
+    busiest half-day in the namespace world: 11 instances at 10,667 events a minute for 11,000
+    arriving, the owner of two partitions under its rate, 210 s learned, 30 violation minutes).
+    Where no ownership is collected, none."""
+    now, before = checkpoints
+    moved = np.where((now > 0) & (before > 0), np.maximum(now - before, 0.0), math.inf)
+    slots = owners.slots
+    by_owner = np.bincount(slots, weights=moved.ravel(), minlength=owners.size + 1)
+    done = by_owner[slots].reshape(moved.shape)
+    spare = CHECKPOINT_DELAY_SPARE * rate * interval
+    hub_spare = np.where(np.isfinite(moved), moved, 0.0).sum(axis=0) <= spare * owners.live  # (NaN: False)
+    return (slots.reshape(moved.shape) < owners.size) & (done <= spare) & hub_spare  # (NaN: False)
+
+
+def steady_lags(checkpoints, history, arrival_rate, interval, row_of=None, hot=None, kept_up=None) -> np.ndarray:
+    """Per partition (x candidate), the seconds its checkpoint trails the arrival of the event
+    after it (the oldest unprocessed), where it trailed by as much (within ``STEADY_LAG`` of an ``interval``) at the
+    reading before; infinite elsewhere (and where nothing waits, no checkpoint is known, a
+    partition is ``hot`` or not ``kept_up`` (``keeping_up``), or the readings are missing). A checkpoint written ``d`` seconds
+    behind a consumer that keeps up trails its arrivals by ``d`` at every reading; one behind a
+    backlog that drains or grows trails by a changing wait.
+
+    ``checkpoints``: the events checkpointed now and at the reading before (partitions x
+    candidates, checkpoint + 1, 0: none; ``HubReading.checkpoints``), ``history``: the sample times and last-enqueued positions
+    (``HubReading.arrivals``; rows, ``row_of`` mapping partitions to them), ``arrival_rate`` per
+    partition (``oldest_event_ages``' extrapolation)."""
+    if checkpoints is None or history is None or len(history[0]) < 3:
+        return np.full((1, 1), math.inf)
+    (now, before), (times, positions) = checkpoints, history
+    if row_of is not None:
+        positions = positions[:, row_of]
+    lag = oldest_event_ages(times, positions, now, arrival_rate)
+    then = oldest_event_ages(times[:-1], positions[:-1], before, arrival_rate)
+    steady = (now > 0) & (before > 0) & (lag > 0) & (then > 0) & (np.abs(lag - then) <= STEADY_LAG * interval)
+    if hot is not None:
+        steady &= ~hot
+    if kept_up is not None:
+        steady &= kept_up
+    return np.where(steady, lag, math.inf)
+
+
+def learning_trail(delay, ceiling, steady_ceiling, interval):
     """How long after a change of capacity the checkpoints may still show the count before it:
-    the learned checkpoint ``delay`` (NaN: none yet, an interval), or, while it stands at or past
+    the learned checkpoint ``delay`` (NaN: none yet, the collection ``interval``), or, while it stands at or past
     its ``ceiling`` (the first ages were older still: the true delay may be longer), the
     ``steady_ceiling`` it may follow up to. NASA's cold start with checkpoints 180 s late learned
     a delay of 75 s and, 2.5 minutes after 3 -> 32, 1.56/s per instance (three instances' work
     over 32): the rate learned from it stayed at 10.2/s, the truth 16.7/s, for hours."""
-    return where(is_nan(delay), 60.0, where(delay >= ceiling, maximum(delay, steady_ceiling), delay))
+    return where(is_nan(delay), interval, where(delay >= ceiling, maximum(delay, steady_ceiling), delay))
 
 
 def delay_clipped(clipped, previous, delay, ceiling):

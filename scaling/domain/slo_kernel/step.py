@@ -15,6 +15,7 @@ and an SLO-long window's arrivals ask (``absorb.SourceAbsorbing``, ``absorb.abso
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -47,7 +48,9 @@ from scaling.domain.slo_kernel.learning import (
     CHECKPOINT_DELAY_CEILING,
     CHECKPOINT_DELAY_STEADY_CEILING,
     dense_arrivals,
+    keeping_up,
     learned_checkpoint_delay,
+    steady_lags,
 )
 from scaling.domain.slo_kernel.owners import OwnerLoads, Owners
 from scaling.domain.slo_kernel.rebalance import (
@@ -81,7 +84,8 @@ class HubReading:
     candidates); ``ages`` (checkpoint delay included) and ``backlog`` (rows, candidates);
     ``partition_backlog`` and ``earlier_backlog`` (the rate window's base; ``None``: unknown)
     per partition, (partitions, candidates). Two readings are read only when a rule needs them:
-    ``checkpoints()``, the checkpoints now and at the sample before (``None``: unknown), and
+    ``checkpoints()``, the events checkpointed (checkpoint + 1, 0: none) now and at the sample
+    before (``None``: unknown), and
     ``scale_in_rates()``, the busiest recent interval's rates (rows, candidates), the rise and
     the noise of the arrivals (``calm_rates``). ``bursts`` reads what absorbing short bursts
     needs of the history (``absorb.BurstHistory``; None: not read, the rules as without it)."""
@@ -350,17 +354,29 @@ def slo_step(hubs: Sequence[HubReading], state: StepState, knobs: StepKnobs, cou
                                                              None if hub.arrivals is None else hub.arrivals())
                                               for hub, arrival, recent in zip(hubs, arrivals, recents, strict=True)])
     enough = enough_history if isinstance(enough_history, np.ndarray) else bool(enough_history)
-    steady = (state.ready >= capacity) & (capacity >= counts.highest) & enough
+    pace = (state.ready >= capacity) & enough  # (every serving instance ready, its checkpoints keeping pace)
     for hub, backlog in zip(hubs, backlogs_in_view, strict=True):
-        if not any_of(steady):
+        if not any_of(pace):
             break
         read = hub.checkpoints()
-        steady = steady & (checkpoints_keep_pace(read[0], read[1], backlog) if read is not None else False)
+        pace = pace & (checkpoints_keep_pace(read[0], read[1], backlog) if read is not None else False)
+    steady = pace & (capacity >= counts.highest)
     for backlog, before, arrival in zip(backlogs_in_view, earlier, by_partition, strict=True):
         if before is not None and any_of(steady):
             steady = steady & backlog_flat(backlog, before, arrival, interval * FLAT_TOLERANCE)
+    # Where an owner kept up, the youngest steady lag of its partitions (``keeping_up``, ``steady_lags``).
+    youngest = math.nan
+    if any_of(pace & known):
+        lags = []
+        for hub, arrival, mask in zip(hubs, by_partition, hot if any_hot else [None] * len(hubs), strict=True):
+            read = hub.checkpoints()
+            lags.append(np.inf if read is None else steady_lags(
+                read, None if hub.arrivals is None else hub.arrivals(), arrival, interval, hub.row_of,
+                None if mask is None else hub.by_partition(mask), keeping_up(read, hub.owners, rate, interval)).min(axis=0))
+        youngest = functools.reduce(np.minimum, lags)
+        youngest = plain(np.where(pace & known & np.isfinite(youngest), youngest, math.nan))
     delay = learned_checkpoint_delay(plain(worst), previous, interval, plain(knobs.delay_ceiling), plain(dense),
-                                     plain(steady), plain(knobs.delay_steady_ceiling))
+                                     plain(steady), plain(knobs.delay_steady_ceiling), youngest)
     delay = np.array([delay]) if count == 1 else delay
     outcome.delay = delay if every_known else np.where(known, delay, state.delay)
     since = since_latest + delay

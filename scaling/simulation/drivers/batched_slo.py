@@ -270,7 +270,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             # spans, steady since a cadence before its start)
             allowed = slo_kernel.cadence_allowance(cadence, interval_seconds)
             spans = slo_kernel.cadence_span(allowed, interval_seconds, samples - 1)
-            trail = (slo_kernel.learning_trail(delay, settings.knobs.delay_ceiling, settings.knobs.delay_steady_ceiling)
+            trail = (slo_kernel.learning_trail(delay, settings.knobs.delay_ceiling, settings.knobs.delay_steady_ceiling,
+                                               sample_interval)
                      + np.where(spans > 1, allowed, 0.0))
             called = ~pending & (np.isnan(steady) | _learns(trail, steady, moment - spans * interval_seconds))  # learn_throughput runs
             held_back = unconfirmed
