@@ -69,13 +69,12 @@ def simulate_job(job: Job, arrivals, scenario):
         if supports(target):
             return simulate_slo_batch(arrivals, [target], scenario, algorithm=job.algorithm, knobs=[job.knob])[0]
         autoscaler = peers.EngineAutoscaler(target)
-    elif job.algorithm in LOOK_AHEAD:
-        from scaling.simulation.peers.lookahead import LearnedOutlook, PerfectOutlook
+    elif job.algorithm in LOOK_AHEAD:  # (the batched driver with each outlook: drivers/outlook.py)
+        from scaling.simulation.drivers.outlook import learned, perfect
 
         target = peers.simulated_target(scenario, name="default", forecast="on")
-        outlook = LearnedOutlook() if job.algorithm == "project-forecast" else \
-            PerfectOutlook(arrivals, 30 if job.algorithm.endswith("-30") else 15)
-        autoscaler = peers.EngineAutoscaler(target, outlook=outlook)
+        outlook = learned if job.algorithm == "project-forecast" else perfect(30 if job.algorithm.endswith("-30") else 15)
+        return simulate_slo_batch(arrivals, [target], scenario, algorithm=job.algorithm, knobs=[job.knob], outlook=outlook)[0]
     elif job.algorithm == "seed":
         autoscaler = peers.EngineAutoscaler(peers.seed_target(scenario, job.value, job.value / 10))
     elif job.algorithm == "keda-hpa":

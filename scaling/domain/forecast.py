@@ -36,6 +36,7 @@ import numpy as np
 
 from scaling.domain.forecast_record import SeasonalIndex, StoredProfile
 from scaling.domain.samples import MetricSample
+from scaling.domain.slo_kernel import lookahead
 
 DAY_MINUTES = 1440
 WEEK_MINUTES = 7 * DAY_MINUTES
@@ -347,22 +348,30 @@ def forecast(history: Sequence[float] | np.ndarray, horizon: int = HORIZON_MINUT
 # --- what a decision may do with it ---------------------------------------------------------------
 
 
+def _batch_of_one(expected: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``expected`` as the kernel's (1, minutes) row and its length (NaN-free: a row is read whole)."""
+    values = np.asarray(expected, dtype=float).reshape(1, -1)
+    return values, np.array([values.shape[1]])
+
+
+def _one(value) -> np.ndarray:
+    return np.array([value])
+
+
 def carries(count: int, expected: np.ndarray, throughput_per_instance: float, age_budget_minutes: float,
             backlog: float = 0.0) -> bool:
     """Whether ``count`` instances keep the expected arrivals within the age budget: the fluid
     backlog, from ``backlog``, never more than ``age_budget_minutes`` of their work. A burst the
-    backlog carries within it asks for no instance (a budget of 0: every minute served as it comes)."""
-    capacity = count * throughput_per_instance
-    for arrivals in expected:
-        backlog = max(0.0, backlog + float(arrivals) - capacity)
-        if backlog > capacity * age_budget_minutes + 1e-9:
-            return False
-    return True
+    backlog carries within it asks for no instance (a budget of 0: every minute served as it comes).
+    The kernel's rule (``slo_kernel.lookahead.carries``) on a batch of one."""
+    values, length = _batch_of_one(expected)
+    within = np.arange(values.shape[1])[None, :] < length[:, None]
+    return bool(lookahead.carries(_one(count), values, within, _one(float(throughput_per_instance)),
+                                  _one(float(age_budget_minutes)), _one(float(backlog)))[0])
 
 
-def _usable(expected: Sequence[float] | np.ndarray) -> np.ndarray | None:
-    values = np.asarray(expected, dtype=float)
-    return values if len(values) and np.isfinite(values).all() else None
+def _usable(expected: np.ndarray, length: np.ndarray, trusted: bool, throughput_per_instance: float) -> np.ndarray:
+    return lookahead.usable_rows(expected, length, _one(bool(trusted)), _one(float(throughput_per_instance)))
 
 
 def floor_before_rise(current: int, expected: Sequence[float] | np.ndarray, provisioning_minutes: int,
@@ -372,22 +381,11 @@ def floor_before_rise(current: int, expected: Sequence[float] | np.ndarray, prov
     the provisioning delay on (what a count ordered now serves first), carry the expected arrivals
     of the ``window_minutes`` after it within ``age_budget_minutes`` (the backlog there: ``backlog``
     now plus what arrives beyond ``current``'s service until the delay). Never below ``current``: a
-    floor raises, it cannot lower; untrusted, ``current``."""
-    values = _usable(expected)
-    if not trusted or throughput_per_instance <= 0 or values is None:
-        return current
-    ahead = values[provisioning_minutes:provisioning_minutes + window_minutes]
-    if len(ahead) == 0:
-        return current
-    carried = backlog
-    for arrivals in values[:provisioning_minutes]:
-        carried = max(0.0, carried + float(arrivals) - current * throughput_per_instance)
-    most = max(current, math.ceil(max(float(ahead.max()), carried / max(age_budget_minutes, 1.0))
-                                  / throughput_per_instance - 1e-9))
-    for count in range(current, most):
-        if carries(count, ahead, throughput_per_instance, age_budget_minutes, carried):
-            return count
-    return most
+    floor raises, it cannot lower; untrusted, ``current``. (``slo_kernel.lookahead.floors``.)"""
+    values, length = _batch_of_one(expected)
+    return int(lookahead.floors(_one(current), values, length, _one(provisioning_minutes), _one(window_minutes),
+                                _one(float(throughput_per_instance)), _one(float(age_budget_minutes)), _one(float(backlog)),
+                                _usable(values, length, trusted, throughput_per_instance))[0])
 
 
 def holds_off_scale_in(proposed: int, expected: Sequence[float] | np.ndarray, dwell_minutes: int,
@@ -396,12 +394,12 @@ def holds_off_scale_in(proposed: int, expected: Sequence[float] | np.ndarray, dw
     """Whether a scale-in to ``proposed`` must wait: within the dwell it would start plus the
     provisioning delay (the earliest a new scale-out could serve), ``proposed`` would not carry
     the expected arrivals within ``age_budget_minutes``. A hold only: it never asks for a
-    scale-in; untrusted, never."""
-    values = _usable(expected)
-    if not trusted or throughput_per_instance <= 0 or values is None:
-        return False
-    ahead = values[:dwell_minutes + provisioning_minutes]
-    return bool(len(ahead)) and not carries(proposed, ahead, throughput_per_instance, age_budget_minutes, backlog)
+    scale-in; untrusted, never. (``slo_kernel.lookahead.holds``, from one above ``proposed``.)"""
+    values, length = _batch_of_one(expected)
+    return bool(lookahead.holds(_one(proposed), _one(proposed + 1), values, length,
+                                _one(dwell_minutes + provisioning_minutes), _one(float(throughput_per_instance)),
+                                _one(float(age_budget_minutes)), _one(float(backlog)),
+                                _usable(values, length, trusted, throughput_per_instance))[0])
 
 
 MODES = ("off", "shadow", "on")
@@ -442,15 +440,14 @@ def look_ahead(decided: int, current: int, expected: Sequence[float] | np.ndarra
     and an untrusted forecast change nothing."""
     if mode not in MODES:
         raise ValueError(f"forecast mode {mode!r}: expected one of {', '.join(MODES)}")
-    usable = trusted and mode != "off"
-    floor = floor_before_rise(decided, expected, provisioning_minutes, throughput_per_instance, usable,
-                              window_minutes=window_minutes, age_budget_minutes=age_budget_minutes, backlog=backlog)
-    held = decided < current and holds_off_scale_in(decided, expected, dwell_minutes, provisioning_minutes,
-                                                    throughput_per_instance, usable, age_budget_minutes, backlog)
-    would_be = max(floor, current) if held else floor
-    acted = mode == "on" and would_be != decided
-    return LookAhead(count=would_be if mode == "on" else decided, would_be=would_be, raised_floor=floor > decided,
-                     held_scale_in=held, acted=acted)
+    values, length = _batch_of_one(expected)
+    usable = _usable(values, length, trusted and mode != "off", throughput_per_instance)
+    count, would_be, raised, held, acted = lookahead.look_ahead_over(
+        _one(decided), _one(current), values, length, usable, _one(mode == "on"), _one(provisioning_minutes),
+        _one(dwell_minutes), _one(window_minutes), _one(float(throughput_per_instance)), _one(float(age_budget_minutes)),
+        _one(float(backlog)))
+    return LookAhead(count=int(count[0]), would_be=int(would_be[0]), raised_floor=bool(raised[0]),
+                     held_scale_in=bool(held[0]), acted=bool(acted[0]))
 
 
 # --- the stored profile and the outlook a decision is given ------------------------------------

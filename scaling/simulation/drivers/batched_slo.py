@@ -42,6 +42,7 @@ from scaling.domain import slo_kernel
 from scaling.domain.engine import allowed_counts, snap_up
 from scaling.domain.policy import TargetPolicy
 from scaling.simulation.drivers.batched import checked_batch
+from scaling.simulation.drivers.outlook import SeriesOf, SweepLookAhead, widened
 from scaling.simulation.drivers.share_rows import ShareRows
 from scaling.simulation.peers.looped import EPOCH
 from scaling.simulation.world.physics import Physics
@@ -52,8 +53,8 @@ _EPOCH_SECONDS = EPOCH.timestamp()
 
 def supports(target: TargetPolicy) -> bool:
     """Whether ``simulate_slo_batch`` reproduces the engine for this target exactly."""
-    # profiles: the engine's; the look-ahead (forecast shadow or on) only runs in the engine's loop.
-    if target.mode != "slo" or target.bounds.min_instances < 1 or target.profiles or target.forecast != "off":
+    # profiles: the engine's (the look-ahead, forecast shadow or on, runs here too: outlook.py)
+    if target.mode != "slo" or target.bounds.min_instances < 1 or target.profiles:
         return False
     if target.slo.stall_scale_to_minimum:  # (a stall's scale-in to the minimum: the engine's)
         return False
@@ -122,7 +123,8 @@ def _learns(trail: np.ndarray, steady: np.ndarray, previous_time: float) -> np.n
 
 def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenario: Scenario, *,
                        score_from: int | Sequence[int] = 0, algorithm: str = "candidate",
-                       knobs: Sequence[str] | None = None, trace_of: Sequence[int] | None = None) -> list[RunResult]:
+                       knobs: Sequence[str] | None = None, trace_of: Sequence[int] | None = None,
+                       outlook: SeriesOf | None = None) -> list[RunResult]:
     """One ``RunResult`` per target, as ``simulate(arrivals, EngineAutoscaler(target), scenario)``
     (``score_from``: one minute for all, or one per target; ``arrivals`` (minutes, traces) and
     ``trace_of``: each target on its own trace, ``Physics``).
@@ -140,6 +142,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
     count, partitions = len(targets), scenario.partitions
     world = Physics(arrivals, scenario, count, trace_of)
     minutes, interval = len(world.arrivals), scenario.collection_interval_minutes
+    looking = SweepLookAhead.of(targets, world, interval, outlook, partitions)  # forecast: on (outlook.py; None: off)
     interval_seconds = 60.0 * interval
     # What the samples show per partition (row) is the trace's: shared by every candidate, or,
     # with several traces, each candidate's trace's (its column of what follows).
@@ -391,7 +394,8 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             stall_readings=functools.partial(_stall_readings, checkpointed_ring, serving_ring, seen, samples, interval_seconds),
             stand_still=stand_still, cadence=measure,
             # (a scale-in only where the cooldown and the action budget would let it act)
-            may_scale_in=_scale_in_allowed(settings, tokens, tokens_at, last_action, moment) & (settings.lowest < capacity))
+            may_scale_in=widened(looking, _scale_in_allowed(settings, tokens, tokens_at, last_action, moment), seen, rate)
+            & (settings.lowest < capacity))
         clipped = slo_kernel.delay_clipped(clipped, delay, outcome.delay, settings.knobs.delay_ceiling)
         delay, pause = outcome.delay, outcome.pause
         # (slo._proposal: an at-risk scale-out from the lower bound under a cadence confirms it)
@@ -400,6 +404,7 @@ def simulate_slo_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], sc
             ready, capacity)
         throughput = np.where(confirmed, floor, throughput)
         cadence = cadence if outcome.cadence is None else outcome.cadence
+        outcome = outcome if looking is None else looking.applied(outcome, seen, capacity, rate, backlog_sum)
         upward = outcome.direction == slo_kernel.UP
         down_rows = np.flatnonzero(outcome.direction == slo_kernel.DOWN)
         proposal = np.where(outcome.direction != slo_kernel.HOLD, outcome.wanted, 0)  # wanted count; 0 holds

@@ -15,6 +15,10 @@ Two outlooks for ``peers.EngineAutoscaler`` (a target with ``forecast: on``):
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 import numpy as np
 
 from scaling.domain import forecast
@@ -28,6 +32,27 @@ REFIT_MINUTES = 360
 HISTORY_MINUTES = 30 * forecast.DAY_MINUTES
 #: The perfect reference's horizon (the issue's "perfect 15-minute look-ahead").
 PERFECT_HORIZON_MINUTES = 15
+
+
+def _refit_due(seen: int, fitted_at: int, refit_minutes: int) -> bool:
+    """Whether the target refits after its ``seen``-th observation (never before two days)."""
+    return seen - fitted_at >= refit_minutes and seen >= forecast.MIN_HISTORY_MINUTES
+
+
+def _fit(arrivals: Sequence[float] | np.ndarray, seen: int, history_minutes: int) -> tuple[int, forecast.Forecast]:
+    """The refit after the ``seen``-th observation: its origin and the fit on the history it reads."""
+    origin = max(0, seen - history_minutes)
+    return origin, forecast.forecast(np.asarray(arrivals[origin:seen], dtype=float))
+
+
+def _outlook(fitted: forecast.Forecast | None, origin: int, arrivals: Sequence[float] | np.ndarray, seen: int) -> forecast.Outlook:
+    """What the engine is told after the ``seen``-th observation, from the last fit."""
+    if fitted is None:
+        return forecast.Outlook((), False, (f"history {seen} min < {forecast.MIN_HISTORY_MINUTES}",))
+    if not fitted.trust.trusted:
+        return forecast.Outlook((), False, fitted.trust.reasons)
+    expected = fitted.profile.expected_after(arrivals[max(0, seen - forecast.LEVEL_MINUTES):seen], seen - origin)
+    return forecast.Outlook(tuple(float(value) for value in expected), True)
 
 
 class LearnedOutlook:
@@ -48,18 +73,61 @@ class LearnedOutlook:
         self.arrivals.append(max(0.0, total - self.total))
         self.total = total
         now = len(self.arrivals)  # the next minute's index (minute 0: the trace's first)
-        if now - self.fitted_at >= self.refit_minutes and now >= forecast.MIN_HISTORY_MINUTES:
-            self.origin = max(0, now - self.history_minutes)
-            self.fitted = forecast.forecast(np.asarray(self.arrivals[self.origin:], dtype=float))
+        if _refit_due(now, self.fitted_at, self.refit_minutes):
+            self.origin, self.fitted = _fit(self.arrivals, now, self.history_minutes)
             self.fitted_at = now
             self.fits += 1
-        if self.fitted is None:
-            return forecast.Outlook((), False, (f"history {now} min < {forecast.MIN_HISTORY_MINUTES}",))
-        if not self.fitted.trust.trusted:
-            return forecast.Outlook((), False, self.fitted.trust.reasons)
-        recent = np.asarray(self.arrivals[-forecast.LEVEL_MINUTES:], dtype=float)
-        expected = self.fitted.profile.expected_after(recent, now - self.origin)
-        return forecast.Outlook(tuple(float(value) for value in expected), True)
+        return _outlook(self.fitted, self.origin, self.arrivals, now)
+
+
+@dataclass(frozen=True, slots=True)
+class OutlookSeries:
+    """A run's outlooks worked out up front, one per observation (the ``k``-th at index ``k - 1``):
+    what the engine is told after each. ``expected`` (observations, minutes) is valid over the
+    first ``lengths`` minutes of each row (NaN beyond, and where untrusted)."""
+
+    trusted: np.ndarray
+    expected: np.ndarray
+    lengths: np.ndarray
+
+
+def enqueued_totals(enqueued: np.ndarray) -> np.ndarray:
+    """What ``LearnedOutlook`` reads at each observation: the partitions' last enqueued sequence
+    numbers summed (``enqueued``: (observations, partitions), last enqueued + 1, as the world keeps it)."""
+    return (enqueued.astype(np.int64) - 1).sum(axis=1).astype(float)
+
+
+#: Series already worked out, by their arrivals (a benchmark runs one trace in several units).
+_SERIES: dict = {}
+
+
+def learned_series(totals: np.ndarray, refit_minutes: int = REFIT_MINUTES,
+                   history_minutes: int = HISTORY_MINUTES) -> OutlookSeries:
+    """``LearnedOutlook``'s outlook at every observation of a run, from ``totals`` (events enqueued
+    so far at each, ``enqueued_totals``) alone: the arrivals it reads, the same refits on the same
+    data at the same observations (the refits never read a decision), so a sweep can be told what
+    the engine in the loop is told (``simulation/drivers/outlook.py``)."""
+    totals = np.asarray(totals, dtype=float)
+    key = (hashlib.sha1(totals.tobytes()).hexdigest(), len(totals), refit_minutes, history_minutes)
+    if key in _SERIES:
+        return _SERIES[key]
+    arrivals = np.maximum(0.0, np.diff(totals, prepend=0.0))
+    count = len(totals)
+    trusted = np.zeros(count, dtype=bool)
+    expected = np.full((count, forecast.HORIZON_MINUTES), np.nan)
+    fitted, origin, fitted_at = None, 0, -refit_minutes
+    for seen in range(1, count + 1):
+        if _refit_due(seen, fitted_at, refit_minutes):
+            (origin, fitted), fitted_at = _fit(arrivals, seen, history_minutes), seen
+        if fitted is not None and fitted.trust.trusted:
+            outlook = _outlook(fitted, origin, arrivals, seen)
+            trusted[seen - 1] = True
+            expected[seen - 1, :len(outlook.expected)] = outlook.expected
+    series = OutlookSeries(trusted, expected, np.where(trusted, forecast.HORIZON_MINUTES, 0))
+    if len(_SERIES) >= 8:
+        _SERIES.pop(next(iter(_SERIES)))
+    _SERIES[key] = series
+    return series
 
 
 def outlook_for(target) -> LearnedOutlook | None:
@@ -79,3 +147,13 @@ class PerfectOutlook:
     def __call__(self, observation: Observation) -> forecast.Outlook:
         ahead = self.arrivals[observation.minute:observation.minute + self.horizon]
         return forecast.Outlook(tuple(float(value) for value in ahead), True)
+
+
+def perfect_series(arrivals: np.ndarray, minutes: np.ndarray, horizon: int = PERFECT_HORIZON_MINUTES) -> OutlookSeries:
+    """``PerfectOutlook``'s outlook at each observation (``minutes``: their minutes), up front."""
+    arrivals = np.asarray(arrivals, dtype=float)
+    lengths = np.clip(len(arrivals) - np.asarray(minutes), 0, horizon)
+    expected = np.full((len(minutes), horizon), np.nan)
+    for row, (minute, length) in enumerate(zip(minutes, lengths, strict=True)):
+        expected[row, :length] = arrivals[minute:minute + length]
+    return OutlookSeries(np.ones(len(minutes), dtype=bool), expected, lengths)
