@@ -74,11 +74,13 @@ def water_fill(demand: np.ndarray, owners: Ownership, rate: float, done: np.ndar
     owner = local * len(columns) + np.arange(len(columns))[None, :]
     room = np.maximum(float(rate) - np.bincount(owner.ravel(), weights=done.ravel(), minlength=owner.size), 0.0)
     active = capped[:, columns] & (room[owner] > 1e-9)
+    rounds = 0  # before the first round ``done`` is a copy of ``served``'s columns: nothing to write back
     while True:
         going = active.any(axis=0)
         if not going.all():
             finished = ~going
-            served[:, columns[finished]] = done[:, finished]
+            if rounds:
+                served[:, columns[finished]] = done[:, finished]
             if not going.any():
                 return served
             room = room.reshape(partitions, len(columns))[:, going].ravel()
@@ -91,6 +93,7 @@ def water_fill(demand: np.ndarray, owners: Ownership, rate: float, done: np.ndar
         done = done + give
         room = np.maximum(room - np.bincount(owner.ravel(), weights=give.ravel(), minlength=size), 0.0)
         active &= (wanted - done > 1e-9) & (room[owner] > 1e-9)
+        rounds += 1
 
 
 def rounding_needs_full_check(partitions: int, rate: float) -> bool:
