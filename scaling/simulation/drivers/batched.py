@@ -188,20 +188,25 @@ def simulate_batch(arrivals: np.ndarray, targets: Sequence[TargetPolicy], scenar
         down = ~up & ((enough & (down_value < down_threshold)) | ~tables.active).all(axis=0)
 
         # --- the gates, the kernel's one order (bounds, snapping, cooldowns); the request ---------
-        # Only candidates whose snapped step moves the capacity, or whose capacity is outside the
-        # bounds, can act (the others the gates hold at a bound): the gates run on those alone.
-        rows = np.flatnonzero((up & up_moves) | (down & down_moves) | (requested < tables.lowest)
-                              | (requested > tables.highest))
+        # Only candidates whose snapped step moves the capacity and whose cooldown that way is
+        # over, or whose capacity is outside the bounds and one cooldown is over, can act (the
+        # gates hold the others at a bound or in their cooldown): the gates run on those alone.
+        moment = now * 60.0
+        since = moment - last_action
+        up_free = slo_kernel.cooldown_over(since, tables.cooldown_up)
+        down_free = slo_kernel.cooldown_over(since, tables.cooldown_down)
+        outside = (requested < tables.lowest) | (requested > tables.highest)
+        rows = np.flatnonzero((up & up_moves & up_free) | (down & down_moves & down_free)
+                              | (outside & (up_free | down_free)))
         if not rows.size:
             continue
-        moment = now * 60.0
         at = requested[rows]
         # (the proposal before snapping, as the engine's mode proposes it)
         step = np.minimum(at, tables.top)
         proposed = np.where(up[rows], at + tables.up_size[rows, step], at - tables.down_size[rows, step])
         wanted, _, _, _, verdict = slo_kernel.gates(
             at, proposed, up[rows], down[rows], up_wanted[rows], down_wanted[rows], tables.lowest[rows],
-            tables.highest[rows], moment - last_action[rows], tables.cooldown_up[rows], tables.cooldown_down[rows],
+            tables.highest[rows], since[rows], tables.cooldown_up[rows], tables.cooldown_down[rows],
             np.inf, False)
         acting = verdict == slo_kernel.ACTS
         if not acting.any():

@@ -212,7 +212,8 @@ class Physics:
         compare it between samples (-1: no live owner). Indices stand for names: instances that
         stay keep theirs (a failed instance's partitions, which do move, aside)."""
         local = self._owners.local.copy()
-        local[:, self._owners.serving == 0] = -1
+        if not self._owners.serving.all():
+            local[:, self._owners.serving == 0] = -1
         if self._unavailable_until is not None:
             local[self._stalled_until > 60.0 * self.minute] = -1
         return local

@@ -70,15 +70,29 @@ def water_fill(demand: np.ndarray, owners: Ownership, rate: float, done: np.ndar
     if not columns.size:
         return done
     served = done
-    wanted, done, local = demand[:, columns], done[:, columns], owners.local[:, columns]
+    local, capped = owners.local[:, columns], capped[:, columns]
+    if not check_full:
+        # Room is left only in an owner with a partition under its share: a candidate none of
+        # whose capped partitions shares an owner with an uncapped one takes no round (as above).
+        owner = local * len(columns) + np.arange(len(columns))[None, :]
+        short = np.zeros(owner.size, dtype=bool)
+        short[owner[capped]] = True
+        going = (short[owner] & ~capped).any(axis=0)
+        if not going.all():
+            columns, local, capped = columns[going], local[:, going], capped[:, going]
+            if not columns.size:
+                return served
+    wanted, done = demand[:, columns], done[:, columns]
     owner = local * len(columns) + np.arange(len(columns))[None, :]
     room = np.maximum(float(rate) - np.bincount(owner.ravel(), weights=done.ravel(), minlength=owner.size), 0.0)
-    active = capped[:, columns] & (room[owner] > 1e-9)
+    active = capped & (room[owner] > 1e-9)
+    rounds = 0  # before the first round ``done`` is a copy of ``served``'s columns: nothing to write back
     while True:
         going = active.any(axis=0)
         if not going.all():
             finished = ~going
-            served[:, columns[finished]] = done[:, finished]
+            if rounds:
+                served[:, columns[finished]] = done[:, finished]
             if not going.any():
                 return served
             room = room.reshape(partitions, len(columns))[:, going].ravel()
@@ -91,6 +105,7 @@ def water_fill(demand: np.ndarray, owners: Ownership, rate: float, done: np.ndar
         done = done + give
         room = np.maximum(room - np.bincount(owner.ravel(), weights=give.ravel(), minlength=size), 0.0)
         active &= (wanted - done > 1e-9) & (room[owner] > 1e-9)
+        rounds += 1
 
 
 def rounding_needs_full_check(partitions: int, rate: float) -> bool:
