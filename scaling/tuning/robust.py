@@ -21,8 +21,9 @@ below) both the Spark tuning job (``scaling.tuning``) and the benchmark's
 - **The choice** (``select``): the cheapest candidate (validation cost in the history's
   scenario) that holds everywhere, if it saves enough on the current policy (``improves``: on
   validation overall and on every block, and no dearer in any stress replay); where the current
-  policy misses the SLO on the history itself, the cheapest that meets it there and is nowhere
-  riskier (``catches``), dearer or not; otherwise the current policy stays, with the reason. A
+  policy misses the SLO on the history itself, out of time and past the noise
+  (``Margin.missed_out_of_time``), the cheapest that meets it there and is nowhere riskier
+  (``catches``), dearer or not; otherwise the current policy stays, with the reason. A
   saving the validation blocks and the stress replays do not all vouch for is none: a choice must
   not end dearer than the default it replaces.
   Windows are judged as the benchmark judges their world (``judged_ages``). ``shortlist`` and ``stress_round`` keep the stress
@@ -157,9 +158,9 @@ def misses_slo_on_history(scores: Mapping) -> str | None:
     margin) on the history: on its first training block or on all its validation blocks together,
     which tile it, each against its own allowance (a block's few minutes are within the noise the
     SLO's 0.1% allows over a span: bursts seed 3 and growth seed 4 in `realistic` had 3 and 2 in a
-    block and met the SLO on the rest of the trace); ``None`` when it meets it on both. Traffic the
-    target has really had that the policy does not catch: bursts one default cannot catch are what
-    the tuner is for."""
+    block and met the SLO on the rest of the trace); ``None`` when it meets it on both. What a
+    replacement bought for the SLO must meet (``catches``); the current policy's miss that buys
+    one is asked more (``Margin.missed_out_of_time``)."""
     for window, name in ((scores["folds"][0]["train"], "first training block"), (scores["validation"], "validation")):
         if not window["meets_slo"]:
             return f"{name}: {window['slo_violation_minutes']} SLO-violation minutes in {window['minutes']}"
@@ -311,8 +312,9 @@ def select(labels: Sequence[str], base: Sequence[Mapping], stress: Mapping[str, 
         else:
             reason = f"the current policy is the cheapest candidate that holds on every split and stress replay.{note}"
         return Selection(current_index, True, reason, failures, current_risk, current_risk, regime)
-    # Where the current policy misses the SLO itself on the target's own history (traffic the target
-    # has had, not a stress replay's: bursts it does not catch), the cheapest candidate that meets
+    # Where the current policy misses the SLO itself on the target's own history, out of time and
+    # past the noise (traffic the target has had, not a stress replay's: bursts it does not catch;
+    # ``Margin.missed_out_of_time``), the cheapest candidate that meets
     # the SLO on every window of the history and is nowhere riskier than the current policy, in the
     # history's world or a stress replay, is worth what it costs: a saving is not what it is for, so
     # neither the margin it cannot reach where the current policy is further past it nor the saving
