@@ -21,8 +21,9 @@ below) both the Spark tuning job (``scaling.tuning``) and the benchmark's
 - **The choice** (``select``): the cheapest candidate (validation cost in the history's
   scenario) that holds everywhere, if it saves enough on the current policy (``improves``: on
   validation overall and on every block, and no dearer in any stress replay); where the current
-  policy misses the SLO on the history itself, the cheapest that meets it there and is nowhere
-  riskier (``catches``), dearer or not; otherwise the current policy stays, with the reason. A
+  policy misses the SLO on the history itself, out of time and past the noise
+  (``Margin.missed_out_of_time``), the cheapest that meets it there and is nowhere riskier
+  (``catches``), dearer or not; otherwise the current policy stays, with the reason. A
   saving the validation blocks and the stress replays do not all vouch for is none: a choice must
   not end dearer than the default it replaces.
   Windows are judged as the benchmark judges their world (``judged_ages``). ``shortlist`` and ``stress_round`` keep the stress
@@ -57,6 +58,16 @@ class Margin:
     p99_fraction: float = 0.9
     #: Below the SLO itself: a maximum that touches the SLO on validation can pass it later.
     max_fraction: float = 0.95
+    #: The other side: a current policy is replaced for the SLO, dearer or not (``catches``), only
+    #: where it misses the SLO out of time by more than the noise: its violation minutes over all
+    #: the validation blocks at least this many times their allowance (``violation_fraction`` of
+    #: the minutes). A miss of a few allowances is what a later stretch of the same traffic
+    #: meets: on the family's bursts seed 3 in `realistic` the default's 11 minutes in 3,629 (3.0
+    #: allowances) bought a policy 4.8-5.3% dearer afterwards, where the default met the SLO; on
+    #: seed 1 its 51 (14.1 allowances) are bursts it misses afterwards too (docs/policy-experiments.md).
+    miss_factor: float = 5.0
+    #: The SLO's allowance, as the scenarios judge it: at most 0.1% of the minutes late.
+    violation_fraction: float = 0.001
 
     def miss(self, numbers: Mapping, slo_minutes: float, current: Mapping | None = None) -> str | None:
         """Why ``numbers`` (one window) miss the margin, or ``None`` when they keep it.
@@ -78,6 +89,15 @@ class Margin:
                                          or numbers["slo_violation_minutes"] > current["slo_violation_minutes"]):
             beyond = f" (the current policy: {current['slo_violation_minutes']})" if current is not None and not current["meets_slo"] else ""
             return f"{numbers['slo_violation_minutes']} SLO-violation minutes{beyond}"
+        return None
+
+    def missed_out_of_time(self, scores: Mapping) -> str | None:
+        """Whether the current policy's ``scores`` miss the SLO out of time by more than the noise
+        (``miss_factor`` allowances over all the validation blocks): why, or ``None``."""
+        window = scores["validation"]
+        allowance = self.violation_fraction * window["minutes"]
+        if window["slo_violation_minutes"] >= self.miss_factor * allowance and not window["meets_slo"]:
+            return f"validation: {window['slo_violation_minutes']} SLO-violation minutes in {window['minutes']}"
         return None
 
 
@@ -138,9 +158,9 @@ def misses_slo_on_history(scores: Mapping) -> str | None:
     margin) on the history: on its first training block or on all its validation blocks together,
     which tile it, each against its own allowance (a block's few minutes are within the noise the
     SLO's 0.1% allows over a span: bursts seed 3 and growth seed 4 in `realistic` had 3 and 2 in a
-    block and met the SLO on the rest of the trace); ``None`` when it meets it on both. Traffic the
-    target has really had that the policy does not catch: bursts one default cannot catch are what
-    the tuner is for."""
+    block and met the SLO on the rest of the trace); ``None`` when it meets it on both. What a
+    replacement bought for the SLO must meet (``catches``); the current policy's miss that buys
+    one is asked more (``Margin.missed_out_of_time``)."""
     for window, name in ((scores["folds"][0]["train"], "first training block"), (scores["validation"], "validation")):
         if not window["meets_slo"]:
             return f"{name}: {window['slo_violation_minutes']} SLO-violation minutes in {window['minutes']}"
@@ -154,11 +174,11 @@ STRESS_ROUND = 8
 def shortlist(base: Sequence[Mapping], current_index: int, slo_minutes: float, margin: Margin = MARGIN) -> list[int]:
     """The candidates worth a stress replay: the current policy first, then those that hold on
     every split and cost it no more (``no_dearer``; ``improves`` for a plain saving, the rest in
-    case the current policy misses the margin), or, when the current policy misses the SLO on the
-    history itself (``misses_slo_on_history``), any that meets it there (``catches``), cheapest
-    first (nothing else can be chosen: ``select``)."""
+    case the current policy misses the margin), or, when the current policy misses the SLO out of
+    time past the noise (``Margin.missed_out_of_time``), any that meets it on the history
+    (``catches``), cheapest first (nothing else can be chosen: ``select``)."""
     current = base[current_index]
-    any_cost = misses_slo_on_history(current) is not None
+    any_cost = margin.missed_out_of_time(current) is not None
     eligible = [index for index, candidate in enumerate(base)
                 if index != current_index and ((no_dearer(candidate, current) and holds_on_splits(candidate, slo_minutes, margin) is None)
                                                or (any_cost and misses_slo_on_history(candidate) is None))]
@@ -292,13 +312,14 @@ def select(labels: Sequence[str], base: Sequence[Mapping], stress: Mapping[str, 
         else:
             reason = f"the current policy is the cheapest candidate that holds on every split and stress replay.{note}"
         return Selection(current_index, True, reason, failures, current_risk, current_risk, regime)
-    # Where the current policy misses the SLO itself on the target's own history (traffic the target
-    # has had, not a stress replay's: bursts it does not catch), the cheapest candidate that meets
+    # Where the current policy misses the SLO itself on the target's own history, out of time and
+    # past the noise (traffic the target has had, not a stress replay's: bursts it does not catch;
+    # ``Margin.missed_out_of_time``), the cheapest candidate that meets
     # the SLO on every window of the history and is nowhere riskier than the current policy, in the
     # history's world or a stress replay, is worth what it costs: a saving is not what it is for, so
     # neither the margin it cannot reach where the current policy is further past it nor the saving
     # rule of the stress replays applies.
-    history_miss = misses_slo_on_history(current)
+    history_miss = margin.missed_out_of_time(current)
     if history_miss:
         catching = sorted((index for index in range(len(base)) if index != current_index
                            and catches(index, base, stress, current_index, slo_minutes, margin)), key=key)

@@ -308,11 +308,49 @@ def test_a_candidate_replaces_a_current_policy_past_the_margin_only_for_a_saving
     assert select(["current", "other"], base, stress, 0, SLO).index == chosen
 
 
+def missed_on_validation(scores: dict, violations: int, minutes: int | None = None) -> dict:
+    """``scores`` with ``violations`` SLO-violation minutes over all of validation (``minutes`` of
+    it, else as they are: 1000 by default, an allowance of 1)."""
+    minutes = minutes or scores["validation"]["minutes"]
+    scores["validation"] = {**scores["validation"], "minutes": minutes, "slo_violation_minutes": violations,
+                            "meets_slo": violations <= 0.001 * minutes}
+    return scores
+
+
+@pytest.mark.parametrize(
+    ("violations", "train_meets", "chosen"),
+    [
+        pytest.param(4, True, 0, id="past-the-allowance-within-the-noise-keeps-the-default"),
+        # bursts seed 3 in `realistic` (issue 53): 11 minutes in 3,629 of validation, the replacement
+        # ended 4.8-5.3% dearer than the default, which met the SLO afterwards
+        pytest.param(9, True, 0, id="three-allowances-keeps-it"),
+        pytest.param(14, True, 0, id="just-under-five-allowances-keeps-it"),
+        pytest.param(15, True, 2, id="five-allowances-buys-the-slo"),
+        pytest.param(44, True, 2, id="bursts-seed-1-buys-the-slo"),
+        # late on the first training block only: in the sample, not out of time
+        pytest.param(0, False, 0, id="in-sample-only-keeps-the-default"),
+    ],
+)
+def test_a_current_policy_is_replaced_for_the_slo_only_where_it_misses_out_of_time_past_the_noise(
+        violations: int, train_meets: bool, chosen: int) -> None:
+    """A replacement bought for the SLO costs more (issue 53: 3.5% and 5.3% more than the default
+    afterwards on bursts seeds 2 and 3 in `realistic`, where the default met the SLO): only a miss
+    of at least ``Margin.miss_factor`` allowances over all the validation blocks buys one."""
+    current = missed_on_validation(candidate(300.0, train_meets=train_meets), violations, minutes=3000)
+    current["folds"][0]["validation"] = window(cost=100.0, p99=4.0, max_age=10.0, violations=violations, meets=violations <= 1)
+    base = [current, candidate(280.0, train_meets=False), candidate(330.0), candidate(360.0)]
+    surge = {0: candidate(2.0, ((2.0, 6.0),) * 3), 1: candidate(1.0), 2: candidate(1.0), 3: candidate(1.0)}
+    selection = select(["current", "cheap but missing", "safe", "safer"], base, {"surge": surge}, 0, SLO)
+    assert (selection.index, selection.kept_current) == (chosen, chosen == 0)
+    assert shortlist(base, 0, SLO) == ([0, 2, 3] if chosen else [0])
+    assert (Margin().missed_out_of_time(current) is not None) == bool(chosen)
+
+
 @pytest.mark.parametrize(
     ("current", "chosen", "reason"),
     [
-        pytest.param(candidate(300.0, train_meets=False), 2,
-                     "the current policy misses the SLO on the history itself (first training block: 0 SLO-violation minutes in 1000); "
+        pytest.param(missed_on_validation(candidate(300.0), 5), 2,
+                     "the current policy misses the SLO on the history itself (validation: 5 SLO-violation minutes in 1000); "
                      "safe, the cheapest candidate that meets it on every window of the history and is nowhere riskier than "
                      "the current policy (the history's world and 1 stress replays: surge), validation cost +10.0%",
                      id="bursts-the-current-policy-does-not-catch-on-its-history"),
