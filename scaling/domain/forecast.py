@@ -364,9 +364,8 @@ def carries(count: int, expected: np.ndarray, throughput_per_instance: float, ag
     backlog, from ``backlog``, never more than ``age_budget_minutes`` of their work. A burst the
     backlog carries within it asks for no instance (a budget of 0: every minute served as it comes).
     The kernel's rule (``slo_kernel.lookahead.carries``) on a batch of one."""
-    values, length = _batch_of_one(expected)
-    within = np.arange(values.shape[1])[None, :] < length[:, None]
-    return bool(lookahead.carries(_one(count), values, within, _one(float(throughput_per_instance)),
+    values, _ = _batch_of_one(expected)
+    return bool(lookahead.carries(_one(count), values, np.ones(values.shape, dtype=bool), _one(float(throughput_per_instance)),
                                   _one(float(age_budget_minutes)), _one(float(backlog)))[0])
 
 

@@ -66,8 +66,8 @@ class Margin:
     #: allowances) bought a policy 4.8-5.3% dearer afterwards, where the default met the SLO; on
     #: seed 1 its 51 (14.1 allowances) are bursts it misses afterwards too (docs/policy-experiments.md).
     miss_factor: float = 5.0
-    #: The SLO's allowance, as the scenarios judge it: at most 0.1% of the minutes late.
-    violation_fraction: float = 0.001
+    #: The SLO's allowance, as the scenarios judge it (``Scenario.max_violation_fraction``).
+    violation_fraction: float = Scenario().max_violation_fraction
 
     def miss(self, numbers: Mapping, slo_minutes: float, current: Mapping | None = None) -> str | None:
         """Why ``numbers`` (one window) miss the margin, or ``None`` when they keep it.

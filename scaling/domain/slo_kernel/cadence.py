@@ -96,6 +96,7 @@ def cadence_over(times: np.ndarray, still: np.ndarray, pairs: np.ndarray, moves:
     enough = (intervals - after >= CADENCE_INTERVALS) & ((after == 0) | (step * (intervals - after) >= cadence))
     return np.where(enough & (moves > 0), cadence, np.nan)
 
+
 def learned_checkpoint_cadence(previous, measured):
     """Fold a measured cadence (NaN: none) into the learned one (NaN ``previous``: none yet): the
     first sets it, the next move it by ``CADENCE_LEARNING_RATE``."""

@@ -26,7 +26,7 @@ import numpy as np
 SLACK = 1e-9
 
 
-def _masks(count: int, length: np.ndarray, start: np.ndarray, stop: np.ndarray, width: int) -> np.ndarray:
+def _masks(length: np.ndarray, start: np.ndarray, stop: np.ndarray, width: int) -> np.ndarray:
     """(candidates, minutes): minute ``m`` within ``[start, min(stop, length))`` per row."""
     minutes = np.arange(width)[None, :]
     return (minutes >= start[:, None]) & (minutes < np.minimum(stop, length)[:, None])
@@ -65,13 +65,13 @@ def floors(decided: np.ndarray, expected: np.ndarray, lengths: np.ndarray, provi
     Never below ``decided``; a row not ``usable``, or without a minute in its window, ``decided``."""
     decided = np.asarray(decided, dtype=np.int64)
     width = expected.shape[1]
-    ahead = _masks(len(decided), lengths, provisioning, provisioning + window, width)
+    ahead = _masks(lengths, provisioning, provisioning + window, width)
     usable = usable & ahead.any(axis=1)
     if not usable.any():
         return decided.copy()
     rate = np.where(usable, throughput, 1.0)
     carried = np.asarray(backlog, dtype=float)
-    before = _masks(len(decided), lengths, np.zeros_like(provisioning), provisioning, width)
+    before = _masks(lengths, np.zeros_like(provisioning), provisioning, width)
     for minute in range(width):
         active = before[:, minute]
         if active.any():
@@ -97,7 +97,7 @@ def holds(proposed: np.ndarray, current: np.ndarray, expected: np.ndarray, lengt
     ``proposed`` would not carry the expected arrivals within ``budget``. A hold only: never a
     scale-in; a row not ``usable`` or not scaling in, never."""
     proposed = np.asarray(proposed, dtype=np.int64)
-    within = _masks(len(proposed), lengths, np.zeros_like(horizon), horizon, expected.shape[1])
+    within = _masks(lengths, np.zeros_like(horizon), horizon, expected.shape[1])
     candidates = usable & (proposed < current) & within.any(axis=1)
     if not candidates.any():
         return candidates

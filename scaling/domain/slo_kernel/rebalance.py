@@ -107,6 +107,7 @@ def stand_still_over(times: np.ndarray, moved, held, changed, kept: np.ndarray) 
             break
     return np.where(found > 0, total / np.maximum(found, 1), np.nan)
 
+
 def _distinct_live(owners: np.ndarray) -> np.ndarray:
     """(columns, partitions) -> (columns,): how many distinct live owners each column shows."""
     ranked = np.sort(owners, axis=1)

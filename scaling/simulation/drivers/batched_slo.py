@@ -524,6 +524,7 @@ class _InWindow:
         reading = self.ring[self.order[interval]]
         return reading if self.columns is None else reading[:, self.columns]
 
+
 def _cadence(times: np.ndarray, cadence_rings: tuple, order: np.ndarray) -> np.ndarray:
     """The seconds between checkpoint moves per candidate (``slo_kernel.cadence_over``, on the
     rings of interval readings, ``order``: the window's intervals by the sample each ends at)."""
